@@ -1,0 +1,44 @@
+// RunReport: what one run did and how long each phase took.
+//
+// Returned by Worker::run. Phase spans come from per-thread stamps the chip-side threads write
+// during the run (reset every run) and are reduced by the host to a start offset (from the
+// earliest stamped phase) and a span. Plain value; safe to copy between threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace chiprt {
+
+enum class Phase : uint8_t {
+  RunWall = 0,          // first chip-side thread start to last thread end
+  Preamble,             // thread start-up until the run's state is readable
+  Load,                 // reading the graph image / resolving kernels
+  GraphBuild,           // building the graph (host orchestration time for host_build_graph)
+  Orchestration,        // orchestration window (on-chip orchestration, tensormap_ringbuffer)
+  Scheduling,           // first dispatch to last completion
+  PostOrchestration,    // scheduling after orchestration finished
+};
+inline constexpr int kPhaseCount = 7;
+std::string_view phase_name(Phase phase) noexcept;
+
+struct PhaseSpan {
+  bool present = false;
+  uint64_t start_ns = 0;  // offset from the earliest stamped phase (RunWall: 0)
+  uint64_t span_ns = 0;
+};
+
+struct RunReport {
+  uint64_t task_count = 0;
+  uint64_t host_prepare_ns = 0;  // Worker::run entry to launch (includes host graph build)
+  uint64_t device_wall_ns = 0;   // launch to the chip reporting completion
+  uint64_t host_total_ns = 0;    // Worker::run entry to return
+  std::array<PhaseSpan, kPhaseCount> phases{};
+  uint32_t aicpu_threads = 0;
+  uint32_t cores = 0;
+  bool serial = false;
+  const PhaseSpan& phase(Phase p) const { return phases[static_cast<int>(p)]; }
+};
+
+}  // namespace chiprt

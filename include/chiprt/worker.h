@@ -1,0 +1,83 @@
+// Worker: the host-side entry point to one device.
+//
+// Lifetime: construct, init() once, register callables, run() any number of times, close() (also
+// done by the destructor). Every call before init or after close throws Error(NotInitialized /
+// AlreadyClosed). A Worker owns its DeviceRunner and every device resource it created; device
+// buffers from malloc() are freed by free() or at close. After a device fault the Worker refuses
+// further runs (DeviceFaulted) until it is closed and a new one created.
+//
+// Threading: a Worker is used from one thread at a time (calls are serialised internally by a
+// mutex, so concurrent calls are safe but not parallel). Runs execute one at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "chiprt/call_config.h"
+#include "chiprt/run_report.h"
+#include "chiprt/status.h"
+#include "chiprt/task_args.h"
+#include "chiprt/types.h"
+
+namespace chiprt {
+
+namespace host {
+class DeviceRunner;
+}
+
+// Options of the simulated chip (platform "sim").
+struct SimOptions {
+  uint32_t clusters = 8;             // 1..24; each is 1 AIC + 2 AIV
+  uint32_t aicpu_threads = 4;        // scheduler processors (1 orchestrator + 3 schedulers)
+  uint32_t host_threads = 0;         // host threads running kernels; 0 = hardware threads
+  uint64_t memory_bytes = 4ull << 30;  // device memory capacity
+  bool serial = false;               // every run on one host thread, deterministic order
+};
+
+struct WorkerOptions {
+  std::string platform = "sim";
+  int device_id = 0;
+  RuntimeVariant runtime = RuntimeVariant::HostBuildGraph;
+  SimOptions sim;
+};
+
+class Worker {
+ public:
+  Worker();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void init(const WorkerOptions& options = {});
+  bool initialized() const noexcept;
+
+  // Registers a chip callable container (see callable.h) under `callable_id`. Identical
+  // containers are uploaded once (content-hash deduplication with reference counts).
+  void register_callable(int32_t callable_id, std::span<const uint8_t> container);
+  void unregister_callable(int32_t callable_id);
+  bool has_callable(int32_t callable_id) const;
+
+  // Runs the callable's orchestration with `args` (checked against its signature) and waits for
+  // the chip to finish. Throws Error on any failure, with the chip's status when it failed there.
+  RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+
+  DeviceBuffer malloc(uint64_t bytes);
+  void free(DeviceBuffer buffer);
+  void copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t dst_offset = 0);
+  void copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src_offset = 0);
+  void memset(DeviceBuffer dst, int value, uint64_t bytes);
+  uint64_t device_bytes_in_use() const;
+
+  void close();
+
+  // The runner, for tools and tests that need the lifecycle details.
+  host::DeviceRunner& runner();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chiprt

@@ -1,0 +1,66 @@
+// Launch arguments: the one block of device memory the host fills before a launch and the chip
+// reads (and writes its result into). Shared by src/host (writer) and the chip rooms
+// (src/scheduler, src/aicore) as the protocol between the two sides. Plain data only: addresses
+// are device addresses.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "chiprt/call_config.h"
+#include "chiprt/run_report.h"
+#include "chiprt/status.h"
+#include "chiprt/types.h"
+
+namespace chiprt::common {
+
+inline constexpr uint32_t kLaunchMagic = 0x4C435243;  // "CRCL"
+inline constexpr uint32_t kMaxAicpuThreads = 8;
+inline constexpr uint32_t kMaxCores = 72;  // 24 clusters x 3
+inline constexpr uint32_t kResultDetailBytes = 256;
+
+// Per-thread phase stamps in chip cycles; 0 = not stamped. The host resets the buffer before every
+// run; each AICPU thread writes only its own row (plain stores, read after the launch completed).
+struct PhaseStamp {
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+struct PhaseBuffer {
+  PhaseStamp stamps[kMaxAicpuThreads][kPhaseCount];
+};
+// Reduces per-thread stamps: per phase the earliest start and latest end; offsets from the earliest
+// stamped phase other than RunWall. `hz` converts cycles to ns.
+void reduce_phase_buffer(const PhaseBuffer& buffer, uint32_t threads, uint64_t hz,
+                         std::array<PhaseSpan, kPhaseCount>* out);
+
+// Written by the chip; read by the host after the launch. The first failing thread wins the
+// `code` CAS; later failures are dropped (errors latch).
+struct ChipResult {
+  std::atomic<int32_t> code{0};  // StatusCode
+  char detail[kResultDetailBytes]{};
+  uint64_t tasks_completed = 0;
+  int64_t stuck_task = -1;
+  int32_t stuck_func_id = -1;
+  int32_t stuck_core = -1;
+};
+
+struct ChipLaunchArgs {
+  uint32_t magic = kLaunchMagic;
+  RuntimeVariant variant = RuntimeVariant::HostBuildGraph;
+  bool serial = false;
+  uint32_t aicpu_threads = 0;
+  uint32_t clusters = 0;  // clusters this run uses; cores are numbered as in platform::Geometry
+  uint32_t device_clusters = 0;
+  uint64_t image_addr = 0;  // graph image (host_build_graph), see orchestrator/graph_image.h
+  uint64_t image_size = 0;
+  uint64_t shared_addr = 0;  // orchestrator <-> scheduler shared state (layout: scheduler room)
+  uint64_t shared_size = 0;
+  uint64_t kernel_table_addr = 0;  // uint64_t[kMaxFuncId]: kernel entry per func_id, 0 = none
+  uint64_t phase_buffer_addr = 0;  // PhaseBuffer
+  uint64_t services_addr = 0;      // platform::ChipServices
+  uint64_t scheduler_timeout_ms = 0;
+  uint64_t clock_hz = 0;
+  ChipResult result;
+};
+
+}  // namespace chiprt::common

@@ -1,0 +1,111 @@
+// Platform: how a chip provides memory, threads, clocks, object loading and launches.
+//
+// The runtime (host, scheduler, aicore rooms) is written against this interface; `sim/` provides
+// it with host threads. Host-side methods (memory, load, launch, wait) are called by one host
+// thread at a time (the DeviceRunner serialises them). `ChipServices` functions are called from
+// chip-side threads (schedulers, cores) and are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "chiprt/status.h"
+#include "chiprt/types.h"
+
+namespace chiprt::platform {
+
+struct Geometry {
+  uint32_t clusters = 0;  // each cluster: 1 AIC + 2 AIV
+  uint32_t aic_cores() const noexcept { return clusters; }
+  uint32_t aiv_cores() const noexcept { return clusters * 2; }
+  uint32_t cores() const noexcept { return clusters * 3; }
+  uint32_t max_aicpu_threads = 8;
+  uint32_t default_aicpu_threads = 4;  // 1 orchestrator + 3 schedulers
+  uint64_t clock_hz = 0;               // cycles per second of ChipServices::cycles
+};
+
+// Core numbering: cores [0, clusters) are AIC, [clusters, 3*clusters) are AIV; cluster c owns
+// AIC c and AIV clusters + 2c, clusters + 2c + 1.
+inline CoreType core_type_of(const Geometry& g, uint32_t core) noexcept {
+  return core < g.clusters ? CoreType::AIC : CoreType::AIV;
+}
+
+// Services the platform offers to chip-side code. Plain function pointers so the table can be
+// placed in device memory and called from any chip thread.
+struct ChipServices {
+  void* ctx = nullptr;
+  // Tells the platform that core `core` has new work in its handshake cell. On hardware the core
+  // polls and this is a no-op; on sim it wakes (or, in serial mode, runs inline) the core.
+  void (*kick_core)(void* ctx, uint32_t core) = nullptr;
+  // Monotonic chip clock in cycles (Geometry::clock_hz per second).
+  uint64_t (*cycles)(void* ctx) = nullptr;
+};
+
+// The chip-side programs of one launch. `aicpu_entry` runs once per AICPU thread; `core_service`
+// runs the core loop of core `core` until it has nothing to do (it is called again after a kick).
+struct LaunchPrograms {
+  void* ctx = nullptr;  // the launch arguments, in device memory
+  void (*aicpu_entry)(void* ctx, uint32_t thread_index, uint32_t thread_count) = nullptr;
+  void (*core_service)(void* ctx, uint32_t core) = nullptr;
+  uint32_t aicpu_threads = 0;
+  uint32_t cores = 0;  // cores [0, cores) take part; the rest stay parked
+};
+
+// A loaded chip object (shared object image).
+struct LoadedObject {
+  uint64_t handle = 0;
+};
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+
+  virtual std::string name() const = 0;
+  virtual Geometry geometry() const = 0;
+  virtual bool serial() const = 0;
+
+  // Binds the calling thread to the device; attaching one platform to two ids is an error.
+  virtual Status attach(int device_id) = 0;
+
+  // Device memory. Every allocation is tracked; errors never crash.
+  virtual Status alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) = 0;
+  virtual Status free(uint64_t addr) = 0;
+  virtual Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes) = 0;
+  virtual Status copy_from_device(void* dst, uint64_t src, uint64_t bytes) = 0;
+  virtual Status memset(uint64_t dst, int value, uint64_t bytes) = 0;
+  virtual uint64_t bytes_in_use() const = 0;
+  virtual uint64_t capacity() const = 0;
+  // Forgets every allocation without touching it (after a device fault).
+  virtual void abandon_memory() = 0;
+
+  // Loads a shared object image from memory and resolves a symbol in it.
+  virtual Status load_object(std::span<const uint8_t> image, LoadedObject* out) = 0;
+  virtual Status resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) = 0;
+  virtual Status unload_object(LoadedObject object) = 0;
+
+  virtual const ChipServices& services() const = 0;
+
+  // Starts the launch queues (streams). Idempotent.
+  virtual Status start_streams() = 0;
+  virtual void stop_streams() = 0;
+  // Launches cores first, then the AICPU threads; returns at once.
+  virtual Status launch(const LaunchPrograms& programs) = 0;
+  // Waits for every AICPU thread of the last launch to return, then stops its cores. Returns
+  // StreamSyncTimeout (the launch keeps running) if that takes longer than `timeout_ms`.
+  virtual Status wait(uint64_t timeout_ms) = 0;
+};
+
+struct SimConfig {
+  uint32_t clusters = 8;
+  uint32_t aicpu_threads = 4;
+  uint32_t host_threads = 0;  // 0 = std::thread::hardware_concurrency()
+  uint64_t memory_bytes = 4ull << 30;
+  bool serial = false;
+};
+
+// Creates the simulated chip. Returns InvalidConfig for out-of-range values.
+Status create_sim_platform(const SimConfig& config, std::unique_ptr<Platform>* out);
+
+}  // namespace chiprt::platform

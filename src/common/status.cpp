@@ -53,7 +53,9 @@ const StatusCode* all_status_codes(std::size_t* count) noexcept {
   return kCodes;
 }
 
-std::string Status::to_string() const { return format(code_, message_); }
+std::string Status::to_string() const {
+  return format(code_, message_);
+}
 
 Error::Error(StatusCode code, std::string message)
     : code_(code), message_(std::move(message)), what_(format(code_, message_)) {}

@@ -1,0 +1,510 @@
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstddef>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "chiprt/callable.h"
+
+namespace chiprt {
+namespace {
+
+extern "C" void test_kernel_add(int64_t* args) {
+  args[0] += 1;
+}
+extern "C" void test_kernel_mul(int64_t* args) {
+  args[0] *= 3;
+}
+void test_orchestration(Orchestration&, const TaskArgs&) {}
+
+ArgSignature signature(std::initializer_list<ArgTag> tags, uint8_t scalars) {
+  ArgSignature sig;
+  for (ArgTag t : tags) sig.tags[sig.tensor_count++] = t;
+  sig.scalar_count = scalars;
+  return sig;
+}
+
+std::vector<uint8_t> object_bytes(std::size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7);
+  return v;
+}
+
+// Orchestration shared object + two shared-object kernels + one in-process kernel.
+std::vector<uint8_t> mixed_container(std::size_t orch_bytes = 100, uint8_t kernel_seed = 1) {
+  const auto orch = object_bytes(orch_bytes, 9);
+  const auto k0 = object_bytes(70, kernel_seed);
+  const auto k1 = object_bytes(3, 5);
+  return CallableBuilder()
+      .orchestration_object(orch, signature({ArgTag::In, ArgTag::Out}, 1))
+      .kernel_object(4, CoreType::AIC, k0, signature({ArgTag::In, ArgTag::In, ArgTag::Out}, 0))
+      .kernel_object(17, CoreType::AIV, k1, signature({ArgTag::InOut}, 2))
+      .kernel_function(255, CoreType::MIX, &test_kernel_add, signature({ArgTag::NoDep}, 0))
+      .build();
+}
+
+template <class T>
+void patch(std::vector<uint8_t>& bytes, std::size_t offset, T value) {
+  ASSERT_LE(offset + sizeof(T), bytes.size());
+  std::memcpy(bytes.data() + offset, &value, sizeof(T));
+}
+
+constexpr std::size_t kOrchDesc = sizeof(ContainerHeader);
+std::size_t kernel_desc(std::size_t i) {
+  return sizeof(ContainerHeader) + sizeof(OrchestrationDesc) + i * sizeof(KernelDesc);
+}
+
+void expect_malformed(const std::vector<uint8_t>& bytes, const std::string& needle,
+                      StatusCode code = StatusCode::MalformedCallable) {
+  ParsedCallable parsed;
+  const Status s = parse_callable(bytes, &parsed);
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message '" << s.message() << "' lacks '" << needle << "'";
+}
+
+template <class Fn>
+void expect_build_error(Fn&& fn, StatusCode code, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "build did not throw; expected '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.message();
+  }
+}
+
+// Everything a successful parse promises, checked against the buffer it parsed.
+void expect_consistent(const std::vector<uint8_t>& bytes, const ParsedCallable& p) {
+  const uint8_t* lo = bytes.data();
+  const uint8_t* hi = bytes.data() + bytes.size();
+  auto check_object = [&](const ParsedObject& o) {
+    ASSERT_GE(o.bytes.data(), lo);
+    ASSERT_LE(o.bytes.data() + o.bytes.size(), hi);
+    EXPECT_EQ((o.bytes.data() - lo) % kObjectAlign, 0);
+    // Objects follow the header and both descriptors, wherever those were placed.
+    EXPECT_GE(static_cast<std::size_t>(o.bytes.data() - lo),
+              sizeof(ContainerHeader) + sizeof(OrchestrationDesc));
+    if (o.kind == ObjectKind::InProcess) {
+      EXPECT_EQ(o.bytes.size(), 8u);
+      EXPECT_NE(o.function_addr(), 0u);
+    } else {
+      EXPECT_EQ(o.kind, ObjectKind::SharedObject);
+      EXPECT_GT(o.bytes.size(), 0u);
+      EXPECT_EQ(o.function_addr(), 0u);
+    }
+  };
+  auto check_sig = [](const ArgSignature& s) {
+    EXPECT_LE(s.tensor_count, kMaxTaskTensors);
+    EXPECT_LE(s.scalar_count, kMaxTaskScalars);
+    for (int i = 0; i < s.tensor_count; ++i) EXPECT_LT(static_cast<int>(s.tags[i]), kArgTagCount);
+  };
+  check_object(p.orchestration);
+  check_sig(p.orchestration_signature);
+  EXPECT_GE(p.kernels.size(), 1u);
+  EXPECT_LE(p.kernels.size(), kMaxKernelsPerCallable);
+  std::set<int32_t> ids;
+  for (const ParsedKernel& k : p.kernels) {
+    check_object(k.object);
+    check_sig(k.signature);
+    EXPECT_GE(k.func_id, 0);
+    EXPECT_LT(k.func_id, kMaxFuncId);
+    EXPECT_TRUE(ids.insert(k.func_id).second);
+    EXPECT_LT(static_cast<int>(k.core), kCoreTypeCount);
+  }
+  EXPECT_EQ(p.content_hash, content_hash64(bytes));
+}
+
+TEST(CallableBuilderTest, RoundTripSharedObjectsAndInProcessFunctions) {
+  const auto orch = object_bytes(100, 9);
+  const auto k0 = object_bytes(70, 1);
+  const std::vector<uint8_t> bytes = mixed_container();
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(bytes, &p).is_ok()) << parse_callable(bytes, &p).to_string();
+  expect_consistent(bytes, p);
+
+  EXPECT_EQ(p.orchestration.kind, ObjectKind::SharedObject);
+  EXPECT_TRUE(std::equal(orch.begin(), orch.end(), p.orchestration.bytes.begin(),
+                         p.orchestration.bytes.end()));
+  EXPECT_EQ(p.orchestration_signature.tensor_count, 2);
+  EXPECT_EQ(p.orchestration_signature.tags[1], ArgTag::Out);
+  EXPECT_EQ(p.orchestration_signature.scalar_count, 1);
+
+  ASSERT_EQ(p.kernels.size(), 3u);
+  EXPECT_EQ(p.kernels[0].func_id, 4);
+  EXPECT_EQ(p.kernels[0].core, CoreType::AIC);
+  EXPECT_TRUE(std::equal(k0.begin(), k0.end(), p.kernels[0].object.bytes.begin(),
+                         p.kernels[0].object.bytes.end()));
+  EXPECT_EQ(p.kernels[0].signature.tensor_count, 3);
+  EXPECT_EQ(p.kernels[1].func_id, 17);
+  EXPECT_EQ(p.kernels[1].core, CoreType::AIV);
+  EXPECT_EQ(p.kernels[1].signature.tags[0], ArgTag::InOut);
+  EXPECT_EQ(p.kernels[1].signature.scalar_count, 2);
+  EXPECT_EQ(p.kernels[2].func_id, 255);
+  EXPECT_EQ(p.kernels[2].core, CoreType::MIX);
+  EXPECT_EQ(p.kernels[2].object.kind, ObjectKind::InProcess);
+
+  // The in-process object is the callable function itself.
+  auto fn = reinterpret_cast<KernelEntry>(p.kernels[2].object.function_addr());
+  int64_t arg = 41;
+  fn(&arg);
+  EXPECT_EQ(arg, 42);
+  for (const ParsedKernel& k : p.kernels) {
+    EXPECT_EQ((k.object.bytes.data() - bytes.data()) % kObjectAlign, 0);
+  }
+}
+
+TEST(CallableBuilderTest, InProcessOrchestration) {
+  const std::vector<uint8_t> bytes =
+      CallableBuilder()
+          .orchestration_function(&test_orchestration, signature({}, 0))
+          .kernel_function(0, CoreType::AIV, &test_kernel_mul, signature({ArgTag::InOut}, 0))
+          .build();
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(bytes, &p).is_ok());
+  expect_consistent(bytes, p);
+  EXPECT_EQ(p.orchestration.kind, ObjectKind::InProcess);
+  EXPECT_EQ(p.orchestration.function_addr(), reinterpret_cast<uint64_t>(&test_orchestration));
+  auto fn = reinterpret_cast<KernelEntry>(p.kernels[0].object.function_addr());
+  int64_t arg = 5;
+  fn(&arg);
+  EXPECT_EQ(arg, 15);
+}
+
+TEST(CallableBuilderTest, RejectsIncompleteAndInvalidCallables) {
+  const auto so = object_bytes(16, 0);
+  const ArgSignature sig = signature({ArgTag::In}, 0);
+  expect_build_error([&] { CallableBuilder().kernel_object(0, CoreType::AIC, so, sig).build(); },
+                     StatusCode::EmptyCallable, "no orchestration");
+  expect_build_error([&] { CallableBuilder().orchestration_object(so, sig).build(); },
+                     StatusCode::EmptyCallable, "no kernels");
+  auto with_kernel = [&](int32_t id, CoreType core, ArgSignature ksig) {
+    return CallableBuilder()
+        .orchestration_object(so, sig)
+        .kernel_object(id, core, so, ksig)
+        .build();
+  };
+  expect_build_error([&] { with_kernel(-1, CoreType::AIC, sig); }, StatusCode::InvalidArgument,
+                     "func_id must be in [0, 256)");
+  expect_build_error([&] { with_kernel(kMaxFuncId, CoreType::AIC, sig); },
+                     StatusCode::InvalidArgument, "func_id must be in [0, 256)");
+  expect_build_error([&] { with_kernel(1, static_cast<CoreType>(3), sig); },
+                     StatusCode::InvalidArgument, "core type 3");
+  ArgSignature bad = sig;
+  bad.tensor_count = kMaxTaskTensors + 1;
+  expect_build_error([&] { with_kernel(1, CoreType::AIC, bad); }, StatusCode::InvalidArgument,
+                     "tensor_count 17 exceeds kMaxTaskTensors");
+  bad = sig;
+  bad.scalar_count = kMaxTaskScalars + 1;
+  expect_build_error([&] { with_kernel(1, CoreType::AIC, bad); }, StatusCode::InvalidArgument,
+                     "scalar_count 17");
+  bad = sig;
+  bad.tags[0] = static_cast<ArgTag>(7);
+  expect_build_error([&] { with_kernel(1, CoreType::AIC, bad); }, StatusCode::InvalidArgument,
+                     "tags[0]=7");
+  expect_build_error(
+      [&] {
+        CallableBuilder()
+            .orchestration_object(so, sig)
+            .kernel_object(3, CoreType::AIC, so, sig)
+            .kernel_object(3, CoreType::AIV, so, sig)
+            .build();
+      },
+      StatusCode::InvalidArgument, "kernel 1 (func_id 3): func_id already used by kernel 0");
+  expect_build_error(
+      [&] {
+        CallableBuilder()
+            .orchestration_object(so, sig)
+            .kernel_object(3, CoreType::AIC, std::span<const uint8_t>(), sig)
+            .build();
+      },
+      StatusCode::InvalidArgument, "a shared object must be 1..");
+  expect_build_error(
+      [&] { CallableBuilder().orchestration_object(std::span<const uint8_t>(), sig).build(); },
+      StatusCode::EmptyCallable, "no kernels");
+  expect_build_error(
+      [&] {
+        CallableBuilder()
+            .orchestration_object(std::span<const uint8_t>(), sig)
+            .kernel_object(0, CoreType::AIC, so, sig)
+            .build();
+      },
+      StatusCode::InvalidArgument, "orchestration object: 0 bytes");
+  expect_build_error([&] { CallableBuilder().kernel_function(0, CoreType::AIC, nullptr, sig); },
+                     StatusCode::InvalidArgument, "function pointer is null");
+  expect_build_error([&] { CallableBuilder().orchestration_function(nullptr, sig); },
+                     StatusCode::InvalidArgument, "function pointer is null");
+  CallableBuilder many;
+  many.orchestration_object(so, sig);
+  for (int i = 0; i <= static_cast<int>(kMaxKernelsPerCallable); ++i) {
+    many.kernel_function(i, CoreType::AIV, &test_kernel_add, sig);
+  }
+  expect_build_error([&] { many.build(); }, StatusCode::InvalidArgument,
+                     "more than 128 (kMaxKernelsPerCallable)");
+}
+
+TEST(CallableBuilderTest, MaxKernelsRoundTrip) {
+  CallableBuilder b;
+  b.orchestration_function(&test_orchestration, signature({}, 0));
+  for (int i = 0; i < static_cast<int>(kMaxKernelsPerCallable); ++i) {
+    b.kernel_function(kMaxFuncId - 1 - i, CoreType::AIV, &test_kernel_add, signature({}, 1));
+  }
+  const auto bytes = b.build();
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(bytes, &p).is_ok());
+  expect_consistent(bytes, p);
+  EXPECT_EQ(p.kernels.size(), kMaxKernelsPerCallable);
+}
+
+TEST(CallableHashTest, StableAndSensitive) {
+  const auto a = mixed_container();
+  const auto b = mixed_container();
+  EXPECT_EQ(a, b);  // the builder is deterministic, padding included
+  ParsedCallable pa, pb;
+  ASSERT_TRUE(parse_callable(a, &pa).is_ok());
+  ASSERT_TRUE(parse_callable(b, &pb).is_ok());
+  EXPECT_EQ(pa.content_hash, pb.content_hash);
+  EXPECT_EQ(pa.kernel_image_hash, pb.kernel_image_hash);
+  EXPECT_EQ(pa.content_hash, XXH3_64bits(a.data(), a.size()));
+  EXPECT_EQ(content_hash64(a), XXH3_64bits(a.data(), a.size()));
+  EXPECT_NE(pa.content_hash, pa.kernel_image_hash);
+
+  // One byte of a kernel object changes both hashes.
+  const auto c = mixed_container(100, 2);
+  ParsedCallable pc;
+  ASSERT_TRUE(parse_callable(c, &pc).is_ok());
+  EXPECT_NE(pc.content_hash, pa.content_hash);
+  EXPECT_NE(pc.kernel_image_hash, pa.kernel_image_hash);
+
+  // A different orchestration object (of another size, which moves every kernel object) changes
+  // the content hash only.
+  const auto d = mixed_container(300);
+  ParsedCallable pd;
+  ASSERT_TRUE(parse_callable(d, &pd).is_ok());
+  EXPECT_NE(pd.content_hash, pa.content_hash);
+  EXPECT_EQ(pd.kernel_image_hash, pa.kernel_image_hash);
+
+  // Flipping one byte inside an object: still valid, both hashes change.
+  auto e = a;
+  const std::size_t k1_offset = pa.kernels[1].object.bytes.data() - a.data();
+  e[k1_offset] ^= 0x5A;
+  ParsedCallable pe;
+  ASSERT_TRUE(parse_callable(e, &pe).is_ok());
+  EXPECT_NE(pe.content_hash, pa.content_hash);
+  EXPECT_NE(pe.kernel_image_hash, pa.kernel_image_hash);
+}
+
+TEST(CallableHashTest, KernelMetadataIsPartOfTheKernelImageHash) {
+  const auto so = object_bytes(32, 3);
+  auto build = [&](int32_t id, CoreType core, ArgSignature sig) {
+    return CallableBuilder()
+        .orchestration_object(so, signature({}, 0))
+        .kernel_object(id, core, so, sig)
+        .build();
+  };
+  ParsedCallable base, other_id, other_core, other_sig;
+  ASSERT_TRUE(parse_callable(build(1, CoreType::AIC, signature({ArgTag::In}, 0)), &base).is_ok());
+  ASSERT_TRUE(
+      parse_callable(build(2, CoreType::AIC, signature({ArgTag::In}, 0)), &other_id).is_ok());
+  ASSERT_TRUE(
+      parse_callable(build(1, CoreType::AIV, signature({ArgTag::In}, 0)), &other_core).is_ok());
+  ASSERT_TRUE(
+      parse_callable(build(1, CoreType::AIC, signature({ArgTag::Out}, 0)), &other_sig).is_ok());
+  EXPECT_NE(base.kernel_image_hash, other_id.kernel_image_hash);
+  EXPECT_NE(base.kernel_image_hash, other_core.kernel_image_hash);
+  EXPECT_NE(base.kernel_image_hash, other_sig.kernel_image_hash);
+}
+
+TEST(CallableParseTest, EveryTruncationIsRejected) {
+  const auto full = mixed_container();
+  for (std::size_t len = 0; len < full.size(); ++len) {
+    // An exact-size copy so that ASan sees any read past the end.
+    const std::vector<uint8_t> cut(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(len));
+    ParsedCallable p;
+    const Status s = parse_callable(cut, &p);
+    EXPECT_EQ(s.code(), StatusCode::MalformedCallable) << "length " << len;
+    EXPECT_FALSE(s.message().empty());
+  }
+  expect_malformed({}, "container is 0 bytes, smaller than the 48-byte header");
+  expect_malformed(std::vector<uint8_t>(full.begin(), full.begin() + 100),
+                   "header.total_size=" + std::to_string(full.size()) +
+                       " does not match the container size 100");
+}
+
+TEST(CallableParseTest, EveryDescriptorByteFlipParsesConsistentlyOrIsRejected) {
+  const auto full = mixed_container();
+  const std::size_t descriptor_bytes = kernel_desc(3);
+  int accepted = 0;
+  for (std::size_t i = 0; i < descriptor_bytes; ++i) {
+    for (uint8_t mask : {0x01, 0x10, 0x80, 0xFF}) {
+      auto bytes = full;
+      bytes[i] ^= mask;
+      ParsedCallable p;
+      const Status s = parse_callable(bytes, &p);
+      if (s.is_ok()) {
+        ++accepted;
+        SCOPED_TRACE("byte " + std::to_string(i) + " mask " + std::to_string(mask));
+        expect_consistent(bytes, p);
+        EXPECT_NE(p.content_hash, content_hash64(full));
+      } else {
+        EXPECT_TRUE(s.code() == StatusCode::MalformedCallable ||
+                    s.code() == StatusCode::EmptyCallable)
+            << s.to_string();
+        EXPECT_FALSE(s.message().empty());
+      }
+    }
+  }
+  // Some flips are legitimately valid (a func_id, a core type or a tag becomes another valid one).
+  EXPECT_GT(accepted, 0);
+}
+
+TEST(CallableParseTest, HeaderCorruptionsNameTheField) {
+  const auto good = mixed_container();
+  auto b = good;
+  b[0] = 'X';
+  expect_malformed(b, "header.magic");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, version), 2);
+  expect_malformed(b, "header.version=2");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, header_size), 64);
+  expect_malformed(b, "header.header_size=64 must be 48");
+  b = good;
+  patch<uint64_t>(b, offsetof(ContainerHeader, total_size), good.size() + 1);
+  expect_malformed(b, "header.total_size=");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, reserved), 1);
+  expect_malformed(b, "header.reserved=1");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, kernel_count), kMaxKernelsPerCallable + 1);
+  expect_malformed(b, "header.kernel_count=129 exceeds kMaxKernelsPerCallable");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, kernel_count), 0);
+  expect_malformed(b, "header.kernel_count=0", StatusCode::EmptyCallable);
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, kernel_count), 100);
+  expect_malformed(b, "header.kernel_table: offset 96 + size 5600 exceeds the container size");
+  b = good;
+  patch<uint64_t>(b, offsetof(ContainerHeader, orchestration_offset), 49);
+  expect_malformed(b, "header.orchestration.offset=49 is not 8-byte aligned");
+  b = good;
+  patch<uint64_t>(b, offsetof(ContainerHeader, orchestration_offset), 8);
+  expect_malformed(b, "header.orchestration.offset=8 overlaps the header");
+  b = good;
+  patch<uint64_t>(b, offsetof(ContainerHeader, orchestration_offset), ~uint64_t{7});
+  expect_malformed(b, "header.orchestration: offset");
+  b = good;
+  patch<uint64_t>(b, offsetof(ContainerHeader, kernel_table_offset), 56);
+  expect_malformed(b, "header.kernel_table_offset=56 overlaps the orchestration descriptor");
+}
+
+TEST(CallableParseTest, ObjectCorruptionsNameTheField) {
+  const auto good = mixed_container();
+  ParsedCallable gp;
+  ASSERT_TRUE(parse_callable(good, &gp).is_ok());
+  const std::size_t k1_object = kernel_desc(1) + offsetof(KernelDesc, object);
+  const uint64_t k1_offset = gp.kernels[1].object.bytes.data() - good.data();
+
+  auto b = good;
+  patch<uint64_t>(b, k1_object + offsetof(ObjectDesc, offset), k1_offset + 8);
+  expect_malformed(
+      b, "kernel[1].object.offset=" + std::to_string(k1_offset + 8) + " is not 64-byte aligned");
+  b = good;
+  patch<uint64_t>(b, k1_object + offsetof(ObjectDesc, offset), 64);
+  expect_malformed(b, "kernel[1].object.offset=64 overlaps the descriptors");
+  b = good;
+  patch<uint64_t>(b, k1_object + offsetof(ObjectDesc, offset), ~uint64_t{63});
+  expect_malformed(b, "kernel[1].object: offset");
+  b = good;
+  patch<uint64_t>(b, k1_object + offsetof(ObjectDesc, size), 4096);
+  expect_malformed(b, "kernel[1].object: offset " + std::to_string(k1_offset) +
+                          " + size 4096 exceeds the container size");
+  b = good;
+  patch<uint64_t>(b, k1_object + offsetof(ObjectDesc, size), kMaxObjectBytes + 1);
+  expect_malformed(b, "kernel[1].object.size=268435457 must be in [1, 268435456]");
+  b = good;
+  patch<uint64_t>(b, k1_object + offsetof(ObjectDesc, size), 0);
+  expect_malformed(b, "kernel[1].object.size=0");
+  b = good;
+  patch<uint32_t>(b, k1_object + offsetof(ObjectDesc, kind), 3);
+  expect_malformed(b, "kernel[1].object.kind=3 is not an object kind");
+  b = good;
+  patch<uint32_t>(b, k1_object + offsetof(ObjectDesc, reserved), 9);
+  expect_malformed(b, "kernel[1].object.reserved=9 must be 0");
+  b = good;
+  patch<uint32_t>(b, kOrchDesc + offsetof(OrchestrationDesc, object) + offsetof(ObjectDesc, kind),
+                  0);
+  expect_malformed(b, "orchestration.object.kind=0");
+
+  // In-process objects: exactly 8 bytes holding a non-null address.
+  const std::size_t k2_object = kernel_desc(2) + offsetof(KernelDesc, object);
+  b = good;
+  patch<uint64_t>(b, k2_object + offsetof(ObjectDesc, size), 16);
+  expect_malformed(b, "kernel[2].object.size=16 must be 8 for an in-process function");
+  b = good;
+  patch<uint64_t>(b, gp.kernels[2].object.bytes.data() - good.data(), uint64_t{0});
+  expect_malformed(b, "kernel[2].object: in-process function address is null");
+  b = good;
+  patch<uint32_t>(b, k1_object + offsetof(ObjectDesc, kind),
+                  static_cast<uint32_t>(ObjectKind::InProcess));
+  expect_malformed(b, "kernel[1].object.size=3 must be 8");
+}
+
+TEST(CallableParseTest, KernelAndSignatureCorruptionsNameTheField) {
+  const auto good = mixed_container();
+  auto b = good;
+  patch<int32_t>(b, kernel_desc(1) + offsetof(KernelDesc, func_id), kMaxFuncId);
+  expect_malformed(b, "kernel[1].func_id=256 is outside [0, 256)");
+  b = good;
+  patch<int32_t>(b, kernel_desc(0) + offsetof(KernelDesc, func_id), -5);
+  expect_malformed(b, "kernel[0].func_id=-5");
+  b = good;
+  patch<int32_t>(b, kernel_desc(2) + offsetof(KernelDesc, func_id), 4);
+  expect_malformed(b, "kernel[2].func_id=4 duplicates kernel[0]");
+  b = good;
+  patch<uint8_t>(b, kernel_desc(1) + offsetof(KernelDesc, core_type), 3);
+  expect_malformed(b, "kernel[1].core_type=3");
+  b = good;
+  patch<uint8_t>(b, kernel_desc(1) + offsetof(KernelDesc, reserved) + 2, 1);
+  expect_malformed(b, "kernel[1].reserved[2]=1 must be 0");
+
+  const std::size_t k0_sig = kernel_desc(0) + offsetof(KernelDesc, signature);
+  b = good;
+  patch<uint8_t>(b, k0_sig + offsetof(SignatureDesc, tensor_count), kMaxTaskTensors + 1);
+  expect_malformed(b, "kernel[0].signature.tensor_count=17 exceeds kMaxTaskTensors");
+  b = good;
+  patch<uint8_t>(b, k0_sig + offsetof(SignatureDesc, scalar_count), 200);
+  expect_malformed(b, "kernel[0].signature.scalar_count=200 exceeds kMaxTaskScalars");
+  b = good;
+  patch<uint8_t>(b, k0_sig + offsetof(SignatureDesc, tags) + 2, kArgTagCount);
+  expect_malformed(b, "kernel[0].signature.tags[2]=5 is not an ArgTag");
+  b = good;
+  patch<uint8_t>(b, k0_sig + offsetof(SignatureDesc, tags) + 3, 1);
+  expect_malformed(b, "kernel[0].signature.tags[3]=1 must be 0 past tensor_count 3");
+  b = good;
+  patch<uint8_t>(b, k0_sig + offsetof(SignatureDesc, reserved) + 5, 1);
+  expect_malformed(b, "kernel[0].signature.reserved[5]=1 must be 0");
+  b = good;
+  patch<uint8_t>(
+      b, kOrchDesc + offsetof(OrchestrationDesc, signature) + offsetof(SignatureDesc, tensor_count),
+      40);
+  expect_malformed(b, "orchestration.signature.tensor_count=40");
+}
+
+TEST(CallableParseTest, FunctionAddrIsZeroForSharedObjects) {
+  const std::vector<uint8_t> eight(8, 0xAB);
+  ParsedObject o;
+  o.kind = ObjectKind::SharedObject;
+  o.bytes = eight;
+  EXPECT_EQ(o.function_addr(), 0u);
+  o.kind = ObjectKind::InProcess;
+  EXPECT_EQ(o.function_addr(), 0xABABABABABABABABull);
+  o.bytes = std::span<const uint8_t>(eight).first(4);
+  EXPECT_EQ(o.function_addr(), 0u);
+}
+
+}  // namespace
+}  // namespace chiprt

@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "chiprt/status.h"
+#include "chiprt/types.h"
+
+namespace chiprt {
+namespace {
+
+TEST(DataTypeTest, SizesMatchTheElementWidth) {
+  EXPECT_EQ(element_size(DataType::F32), 4u);
+  EXPECT_EQ(element_size(DataType::F16), 2u);
+  EXPECT_EQ(element_size(DataType::BF16), 2u);
+  EXPECT_EQ(element_size(DataType::F64), 8u);
+  EXPECT_EQ(element_size(DataType::I8), 1u);
+  EXPECT_EQ(element_size(DataType::I16), 2u);
+  EXPECT_EQ(element_size(DataType::I32), 4u);
+  EXPECT_EQ(element_size(DataType::I64), 8u);
+  EXPECT_EQ(element_size(DataType::U8), 1u);
+  EXPECT_EQ(element_size(DataType::U16), 2u);
+  EXPECT_EQ(element_size(DataType::U32), 4u);
+  EXPECT_EQ(element_size(DataType::U64), 8u);
+  EXPECT_EQ(element_size(DataType::Bool), 1u);
+  EXPECT_EQ(element_size(static_cast<DataType>(kDataTypeCount)), 0u);
+}
+
+TEST(DataTypeTest, NamesAreUniqueAndRoundTripThroughParse) {
+  std::set<std::string_view> names;
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    const auto dtype = static_cast<DataType>(i);
+    const std::string_view name = dtype_name(dtype);
+    EXPECT_NE(name, "invalid") << i;
+    EXPECT_TRUE(names.insert(name).second) << "duplicate name " << name;
+    DataType parsed = DataType::Bool;
+    ASSERT_TRUE(parse_dtype(name, &parsed)) << name;
+    EXPECT_EQ(parsed, dtype);
+  }
+  EXPECT_EQ(dtype_name(DataType::BF16), "bf16");
+  EXPECT_EQ(dtype_name(static_cast<DataType>(200)), "invalid");
+  DataType untouched = DataType::I8;
+  EXPECT_FALSE(parse_dtype("float32", &untouched));
+  EXPECT_FALSE(parse_dtype("", &untouched));
+  EXPECT_EQ(untouched, DataType::I8);
+}
+
+TEST(CoreTypeTest, Names) {
+  EXPECT_EQ(core_type_name(CoreType::AIC), "aic");
+  EXPECT_EQ(core_type_name(CoreType::AIV), "aiv");
+  EXPECT_EQ(core_type_name(CoreType::MIX), "mix");
+  EXPECT_EQ(core_type_name(static_cast<CoreType>(kCoreTypeCount)), "invalid");
+}
+
+TEST(StatusTest, EveryCodeHasAUniqueNameADetailAndAHint) {
+  std::size_t count = 0;
+  const StatusCode* codes = all_status_codes(&count);
+  ASSERT_GT(count, 30u);
+  std::set<std::string_view> names;
+  std::set<int32_t> values;
+  for (std::size_t i = 0; i < count; ++i) {
+    const StatusInfo& info = status_info(codes[i]);
+    EXPECT_FALSE(info.name.empty()) << i;
+    EXPECT_FALSE(info.detail.empty()) << info.name;
+    EXPECT_FALSE(info.hint.empty()) << info.name;
+    EXPECT_TRUE(names.insert(info.name).second) << "duplicate name " << info.name;
+    EXPECT_TRUE(values.insert(static_cast<int32_t>(codes[i])).second) << info.name;
+    EXPECT_EQ(status_name(codes[i]), info.name);
+  }
+  EXPECT_EQ(status_name(StatusCode::ViewOutOfBounds), "ViewOutOfBounds");
+  EXPECT_EQ(status_name(static_cast<StatusCode>(9999)), "InternalError");
+}
+
+TEST(StatusTest, ErrorWhatCarriesNameMessageAndHint) {
+  const Error e(StatusCode::TooManyArgs, "task has 17 tensors");
+  const std::string what = e.what();
+  EXPECT_NE(what.find("TooManyArgs"), std::string::npos) << what;
+  EXPECT_NE(what.find("task has 17 tensors"), std::string::npos) << what;
+  EXPECT_NE(what.find(std::string(status_info(StatusCode::TooManyArgs).hint)), std::string::npos)
+      << what;
+  EXPECT_EQ(e.code(), StatusCode::TooManyArgs);
+  EXPECT_EQ(e.message(), "task has 17 tensors");
+}
+
+TEST(StatusTest, StatusOkAndErrorConversion) {
+  EXPECT_TRUE(Status::ok().is_ok());
+  EXPECT_TRUE(static_cast<bool>(Status()));
+  const Status bad(StatusCode::InvalidConfig, "cluster_count=99");
+  EXPECT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.to_string().find("[InvalidConfig] cluster_count=99"), std::string::npos);
+  EXPECT_NO_THROW(throw_if_error(Status::ok()));
+  try {
+    throw_if_error(bad);
+    FAIL() << "throw_if_error did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::InvalidConfig);
+    EXPECT_EQ(e.message(), "cluster_count=99");
+  }
+}
+
+}  // namespace
+}  // namespace chiprt

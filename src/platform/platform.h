@@ -50,7 +50,12 @@ struct LaunchPrograms {
   void (*aicpu_entry)(void* ctx, uint32_t thread_index, uint32_t thread_count) = nullptr;
   void (*core_service)(void* ctx, uint32_t core) = nullptr;
   uint32_t aicpu_threads = 0;
-  uint32_t cores = 0;  // cores [0, cores) take part; the rest stay parked
+  // Cores [0, cores) may be kicked during this launch (normally all the device has; a run on fewer
+  // clusters simply never kicks the others).
+  uint32_t cores = 0;
+  // Run this launch serially (one host thread, cores run inline on kick) even when the platform
+  // was created threaded; requires aicpu_threads == 1. A serial platform runs every launch so.
+  bool serial = false;
 };
 
 // A loaded chip object (shared object image).

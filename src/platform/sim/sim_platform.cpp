@@ -1,0 +1,138 @@
+#include "platform/sim/sim_platform.h"
+
+#include <string>
+#include <thread>
+
+namespace chiprt::platform::sim {
+namespace {
+
+constexpr uint32_t kMaxClusters = 24;
+constexpr uint32_t kMaxAicpuThreads = 8;
+constexpr uint32_t kMaxHostThreads = 64;
+constexpr uint64_t kMinMemoryBytes = 1ull << 20;
+
+Status out_of_range(const char* field, uint64_t value, const std::string& range) {
+  return Status(StatusCode::InvalidConfig, std::string("SimConfig.") + field + " must be " + range +
+                                               " (got " + std::to_string(value) + ")");
+}
+
+}  // namespace
+
+Status validate_sim_config(const SimConfig& config) {
+  if (config.clusters < 1 || config.clusters > kMaxClusters) {
+    return out_of_range("clusters", config.clusters,
+                        "in [1, " + std::to_string(kMaxClusters) + "]");
+  }
+  if (config.aicpu_threads < 1 || config.aicpu_threads > kMaxAicpuThreads) {
+    return out_of_range("aicpu_threads", config.aicpu_threads,
+                        "in [1, " + std::to_string(kMaxAicpuThreads) + "]");
+  }
+  if (config.host_threads > kMaxHostThreads) {
+    return out_of_range(
+        "host_threads", config.host_threads,
+        "0 (the host's hardware threads) or in [1, " + std::to_string(kMaxHostThreads) + "]");
+  }
+  if (config.memory_bytes < kMinMemoryBytes) {
+    return out_of_range("memory_bytes", config.memory_bytes,
+                        "at least " + std::to_string(kMinMemoryBytes) + " (1 MiB)");
+  }
+  return Status::ok();
+}
+
+uint32_t resolve_host_threads(uint32_t host_threads) {
+  if (host_threads != 0) return host_threads;
+  const unsigned hardware = std::thread::hardware_concurrency();
+  if (hardware == 0) return 1;
+  return hardware > kMaxHostThreads ? kMaxHostThreads : hardware;
+}
+
+SimPlatform::SimPlatform(const SimConfig& config, const SimTuning& tuning) : config_(config) {
+  geometry_.clusters = config.clusters;
+  geometry_.max_aicpu_threads = kMaxAicpuThreads;
+  // A serial chip runs exactly one AICPU thread, so that is its default shape.
+  geometry_.default_aicpu_threads = config.serial ? 1 : config.aicpu_threads;
+  geometry_.clock_hz = 1'000'000'000;  // cycles are steady_clock nanoseconds
+
+  memory_ = std::make_shared<DeviceMemory>(config.memory_bytes);
+  objects_ = std::make_shared<ObjectLoader>();
+  LaunchEngine::Options options;
+  options.cores = geometry_.cores();
+  options.max_aicpu_threads = kMaxAicpuThreads;
+  options.executor_threads = resolve_host_threads(config.host_threads);
+  options.serial = config.serial;
+  options.stop_grace_ms = tuning.stop_grace_ms;
+  engine_ = std::make_shared<LaunchEngine>(options);
+  engine_->keep_alive(memory_);
+  engine_->keep_alive(objects_);
+}
+
+SimPlatform::~SimPlatform() {
+  engine_->stop();
+}
+
+Status SimPlatform::attach(int device_id) {
+  if (device_id < 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "attach: device_id must be >= 0 (got " + std::to_string(device_id) + ")");
+  }
+  if (attached_device_ && *attached_device_ != device_id) {
+    return Status(StatusCode::DeviceMismatch,
+                  "attach: already attached to device " + std::to_string(*attached_device_) +
+                      "; finalize before attaching to device " + std::to_string(device_id));
+  }
+  attached_device_ = device_id;
+  return Status::ok();
+}
+
+Status SimPlatform::alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) {
+  return memory_->alloc(bytes, align, out);
+}
+Status SimPlatform::free(uint64_t addr) {
+  return memory_->free(addr);
+}
+Status SimPlatform::copy_to_device(uint64_t dst, const void* src, uint64_t bytes) {
+  return memory_->copy_to_device(dst, src, bytes);
+}
+Status SimPlatform::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
+  return memory_->copy_from_device(dst, src, bytes);
+}
+Status SimPlatform::memset(uint64_t dst, int value, uint64_t bytes) {
+  return memory_->memset(dst, value, bytes);
+}
+uint64_t SimPlatform::bytes_in_use() const {
+  return memory_->bytes_in_use();
+}
+uint64_t SimPlatform::capacity() const {
+  return memory_->capacity();
+}
+void SimPlatform::abandon_memory() {
+  memory_->abandon();
+}
+
+Status SimPlatform::load_object(std::span<const uint8_t> image, LoadedObject* out) {
+  if (out == nullptr) {
+    return Status(StatusCode::InvalidArgument, "load_object: out must not be null");
+  }
+  return objects_->load(image, &out->handle);
+}
+Status SimPlatform::resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) {
+  return objects_->resolve(object.handle, symbol, addr);
+}
+Status SimPlatform::unload_object(LoadedObject object) {
+  return objects_->unload(object.handle);
+}
+
+Status SimPlatform::start_streams() {
+  return engine_->start();
+}
+void SimPlatform::stop_streams() {
+  engine_->stop();
+}
+Status SimPlatform::launch(const LaunchPrograms& programs) {
+  return engine_->launch(programs);
+}
+Status SimPlatform::wait(uint64_t timeout_ms) {
+  return engine_->wait(timeout_ms);
+}
+
+}  // namespace chiprt::platform::sim

@@ -1,0 +1,81 @@
+// SimPlatform: the simulated chip, platform::Platform implemented with host memory and host
+// threads (see device_memory.h, object_loader.h and launch_engine.h for the parts).
+//
+// Lifetime: created by create_sim_platform (or directly, for tests that need SimTuning); the
+// destructor stops the streams (bounded: threads stuck in chip code are detached, see
+// LaunchEngine::stop) and releases memory and objects that no stuck thread still needs.
+// Threading: as platform::Platform: host-side methods from one host thread at a time, services()
+// from any chip thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "platform/platform.h"
+#include "platform/sim/device_memory.h"
+#include "platform/sim/launch_engine.h"
+#include "platform/sim/object_loader.h"
+
+namespace chiprt::platform::sim {
+
+// Knobs tests need that the product does not expose through SimConfig.
+struct SimTuning {
+  // How long stop_streams / the destructor wait for a running launch before abandoning it.
+  uint64_t stop_grace_ms = 2000;
+};
+
+// Checks every SimConfig field; InvalidConfig names the field and its range.
+Status validate_sim_config(const SimConfig& config);
+// host_threads with 0 resolved to the host's hardware threads (at least 1).
+uint32_t resolve_host_threads(uint32_t host_threads);
+
+class SimPlatform final : public Platform {
+ public:
+  // `config` must have passed validate_sim_config.
+  explicit SimPlatform(const SimConfig& config, const SimTuning& tuning = {});
+  ~SimPlatform() override;
+  SimPlatform(const SimPlatform&) = delete;
+  SimPlatform& operator=(const SimPlatform&) = delete;
+
+  std::string name() const override { return "sim"; }
+  Geometry geometry() const override { return geometry_; }
+  bool serial() const override { return config_.serial; }
+  Status attach(int device_id) override;
+
+  Status alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) override;
+  Status free(uint64_t addr) override;
+  Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes) override;
+  Status copy_from_device(void* dst, uint64_t src, uint64_t bytes) override;
+  Status memset(uint64_t dst, int value, uint64_t bytes) override;
+  uint64_t bytes_in_use() const override;
+  uint64_t capacity() const override;
+  void abandon_memory() override;
+
+  Status load_object(std::span<const uint8_t> image, LoadedObject* out) override;
+  Status resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) override;
+  Status unload_object(LoadedObject object) override;
+
+  const ChipServices& services() const override { return engine_->services(); }
+  Status start_streams() override;
+  void stop_streams() override;
+  Status launch(const LaunchPrograms& programs) override;
+  Status wait(uint64_t timeout_ms) override;
+
+  // Introspection for tests and diagnostics.
+  uint64_t ignored_kicks() const noexcept { return engine_->ignored_kicks(); }
+  bool streams_faulted() const { return engine_->faulted(); }
+  uint32_t executor_threads() const noexcept { return engine_->executor_threads(); }
+  std::size_t live_allocations() const { return memory_->live_allocations(); }
+  std::size_t loaded_objects() const { return objects_->loaded_count(); }
+  uint32_t object_refcount(LoadedObject object) const { return objects_->refcount(object.handle); }
+
+ private:
+  const SimConfig config_;
+  Geometry geometry_;
+  std::optional<int> attached_device_;
+  std::shared_ptr<DeviceMemory> memory_;
+  std::shared_ptr<ObjectLoader> objects_;
+  std::shared_ptr<LaunchEngine> engine_;
+};
+
+}  // namespace chiprt::platform::sim

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "chiprt/callable.h"
@@ -57,7 +58,7 @@ class HostGraphBuilder final : public Orchestration {
   const KernelTable& kernels_;
   BuilderLimits limits_;
   std::vector<uint8_t> image_;
-  State* state_;  // owned; pimpl keeps the tensor map out of this header
+  std::unique_ptr<State> state_;  // pimpl keeps the tensor map out of this header
 };
 
 }  // namespace chiprt::orchestrator

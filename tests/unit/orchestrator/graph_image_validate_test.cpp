@@ -1,0 +1,195 @@
+// validate_graph_image: accepts built images, rejects every kind of corruption with a message.
+#include "orchestrator/graph_image_validate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "common/graph_image.h"
+#include "orchestrator/host_graph_builder.h"
+
+namespace chiprt::orchestrator {
+namespace {
+
+using common::GraphImageHeader;
+using common::TaskRecord;
+using ::testing::HasSubstr;
+
+void diamond(Orchestration& o, const TaskArgs&) {
+  TaskArgs a;
+  a.out({16}, DataType::F32).scalar(1);
+  o.submit(0, CoreType::AIV, a);  // 0
+  const Tensor x = a.output(0);
+  TaskArgs b;
+  b.in(x).out({16}, DataType::F32);
+  o.submit(0, CoreType::AIV, b);  // 1
+  TaskArgs c;
+  c.in(x).out({16}, DataType::F32);
+  o.submit(0, CoreType::AIV, c);  // 2
+  TaskArgs d;
+  d.in(b.output(0)).in(c.output(0));
+  o.submit_dummy(d);  // 3
+  TaskArgs e;
+  o.submit(0, CoreType::AIV, e);  // 4: independent
+}
+
+class ImageValidation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kernels_[0] = KernelInfo{true, CoreType::AIV, {}};
+    HostGraphBuilder b(kernels_, DeviceBuffer{0x40000000, 1 << 16}, BuilderLimits{});
+    b.build(&diamond, TaskArgs{});
+    image_ = b.image();
+    std::memcpy(&header_, image_.data(), sizeof(header_));
+  }
+  TaskRecord task(uint32_t t) const {
+    TaskRecord r;
+    std::memcpy(&r, image_.data() + header_.tasks_offset + t * sizeof(TaskRecord), sizeof(r));
+    return r;
+  }
+  void set_task(std::vector<uint8_t>& img, uint32_t t, const TaskRecord& r) const {
+    std::memcpy(img.data() + header_.tasks_offset + t * sizeof(TaskRecord), &r, sizeof(r));
+  }
+  template <class T>
+  void poke(std::vector<uint8_t>& img, std::size_t offset, T value) const {
+    std::memcpy(img.data() + offset, &value, sizeof(T));
+  }
+  Status check(const std::vector<uint8_t>& img) const {
+    return validate_graph_image(img.data(), img.size());
+  }
+  void expect_rejected(const std::vector<uint8_t>& img, const char* needle) const {
+    const Status s = check(img);
+    EXPECT_EQ(s.code(), StatusCode::InternalError) << needle;
+    EXPECT_THAT(s.message(), HasSubstr(needle));
+  }
+
+  KernelTable kernels_{};
+  std::vector<uint8_t> image_;
+  GraphImageHeader header_{};
+};
+
+TEST_F(ImageValidation, BuiltImageIsValidAndWellFormed) {
+  EXPECT_TRUE(check(image_).is_ok()) << check(image_).to_string();
+  EXPECT_EQ(header_.magic, common::kGraphImageMagic);
+  EXPECT_EQ(header_.version, common::kGraphImageVersion);
+  EXPECT_EQ(header_.total_size, image_.size());
+  EXPECT_EQ(header_.task_count, 5u);
+  EXPECT_EQ(header_.fanout_count, 4u);
+  EXPECT_EQ(header_.initial_ready_count, 2u);
+  for (uint64_t off : {header_.tasks_offset, header_.fanout_offset, header_.args_offset,
+                       header_.initial_ready_offset, header_.total_size}) {
+    EXPECT_EQ(off % 8, 0u);
+  }
+  EXPECT_EQ(task(3).fanin_count, 2u);
+  EXPECT_EQ(task(3).flags, common::kTaskFlagDummy);
+}
+
+TEST_F(ImageValidation, RejectsTruncationAndHeaderDamage) {
+  std::vector<uint8_t> img = image_;
+  img.resize(sizeof(GraphImageHeader) - 1);
+  expect_rejected(img, "smaller than");
+  img = image_;
+  img.resize(image_.size() - 8);
+  expect_rejected(img, "total_size");
+  img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, magic), 0x12345678);
+  expect_rejected(img, "bad magic");
+  img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, version), 99);
+  expect_rejected(img, "version 99");
+  EXPECT_FALSE(validate_graph_image(nullptr, 0).is_ok());
+}
+
+TEST_F(ImageValidation, RejectsBadSections) {
+  std::vector<uint8_t> img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, tasks_offset), header_.tasks_offset + 4);
+  expect_rejected(img, "tasks section");
+  img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, task_count), 1u << 30);
+  expect_rejected(img, "tasks section");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, fanout_count), uint64_t{1} << 62);
+  expect_rejected(img, "fanout section");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, args_offset), header_.fanout_offset);
+  expect_rejected(img, "args section");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, initial_ready_offset), header_.total_size + 8);
+  expect_rejected(img, "initial_ready section");
+}
+
+TEST_F(ImageValidation, RejectsBadTaskRecords) {
+  std::vector<uint8_t> img = image_;
+  TaskRecord r = task(1);
+  r.core_type = 7;
+  set_task(img, 1, r);
+  expect_rejected(img, "task 1: core_type 7");
+
+  img = image_;
+  r = task(3);
+  r.func_id = 0;  // a dummy must carry -1
+  set_task(img, 3, r);
+  expect_rejected(img, "dummy");
+
+  img = image_;
+  r = task(0);
+  r.func_id = 300;
+  set_task(img, 0, r);
+  expect_rejected(img, "func_id 300");
+
+  img = image_;
+  r = task(2);
+  r.flags = 0x80;
+  set_task(img, 2, r);
+  expect_rejected(img, "unknown flags");
+
+  img = image_;
+  r = task(0);
+  r.fanout_begin = 3;
+  set_task(img, 0, r);
+  expect_rejected(img, "exceeds fanout_count");
+
+  img = image_;
+  r = task(4);
+  r.args_begin = header_.args_count;
+  r.arg_count = 1;
+  set_task(img, 4, r);
+  expect_rejected(img, "exceeds args_count");
+}
+
+TEST_F(ImageValidation, RejectsInconsistentEdges) {
+  std::vector<uint8_t> img = image_;
+  TaskRecord r = task(3);
+  r.fanin_count = 1;
+  set_task(img, 3, r);
+  expect_rejected(img, "fanin_count 1");
+
+  img = image_;
+  poke<uint32_t>(img, header_.fanout_offset, 17);  // consumer out of range
+  expect_rejected(img, "not a later task");
+
+  img = image_;
+  poke<uint32_t>(img, header_.fanout_offset, 0);  // self edge: a cycle
+  expect_rejected(img, "not a later task");
+}
+
+TEST_F(ImageValidation, RejectsBadInitialReadyList) {
+  std::vector<uint8_t> img = image_;
+  poke<uint32_t>(img, header_.initial_ready_offset, 1);  // task 1 has a producer
+  expect_rejected(img, "initial_ready[0]");
+
+  img = image_;
+  poke<uint32_t>(img, header_.initial_ready_offset, 4);
+  poke<uint32_t>(img, header_.initial_ready_offset + 4, 0);  // out of order
+  expect_rejected(img, "initial_ready[1]");
+
+  img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, initial_ready_count), 1);
+  expect_rejected(img, "initial_ready_count 1");
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator

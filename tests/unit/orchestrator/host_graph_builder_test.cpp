@@ -1,0 +1,758 @@
+// HostGraphBuilder: dependency wiring, output allocation, scopes and fences, errors, the image.
+#include "orchestrator/host_graph_builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chiprt/status.h"
+#include "common/graph_image.h"
+#include "orchestrator/graph_image_validate.h"
+
+namespace chiprt::orchestrator {
+namespace {
+
+using common::GraphImageHeader;
+using common::TaskRecord;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+constexpr DeviceBuffer kHeap{0x40000000, 1 << 20};
+constexpr DeviceBuffer kUserBuf{0x10000000, 1 << 16};
+
+// func 0: AIV, unchecked signature; func 1: AIC, unchecked; func 3: AIV (in, inout; 1 scalar);
+// func 5: MIX.
+KernelTable make_kernels() {
+  KernelTable k{};
+  k[0] = KernelInfo{true, CoreType::AIV, {}};
+  k[1] = KernelInfo{true, CoreType::AIC, {}};
+  ArgSignature sig;
+  sig.tensor_count = 2;
+  sig.scalar_count = 1;
+  sig.tags[0] = ArgTag::In;
+  sig.tags[1] = ArgTag::InOut;
+  k[3] = KernelInfo{true, CoreType::AIV, sig};
+  k[5] = KernelInfo{true, CoreType::MIX, {}};
+  return k;
+}
+
+// A read-only view of a built image.
+struct Image {
+  GraphImageHeader header{};
+  std::vector<TaskRecord> tasks;
+  std::vector<uint32_t> fanout;
+  std::vector<int64_t> args;
+  std::vector<uint32_t> ready;
+
+  explicit Image(const std::vector<uint8_t>& bytes) {
+    const Status valid = validate_graph_image(bytes.data(), bytes.size());
+    EXPECT_TRUE(valid.is_ok()) << valid.to_string();
+    if (!valid.is_ok()) return;
+    std::memcpy(&header, bytes.data(), sizeof(header));
+    copy_section(bytes, header.tasks_offset, header.task_count, &tasks);
+    copy_section(bytes, header.fanout_offset, header.fanout_count, &fanout);
+    copy_section(bytes, header.args_offset, header.args_count, &args);
+    copy_section(bytes, header.initial_ready_offset, header.initial_ready_count, &ready);
+  }
+  template <class T>
+  static void copy_section(const std::vector<uint8_t>& bytes, uint64_t offset, uint64_t count,
+                           std::vector<T>* out) {
+    out->resize(count);
+    if (count) std::memcpy(out->data(), bytes.data() + offset, count * sizeof(T));
+  }
+  std::vector<uint32_t> consumers(TaskId t) const {
+    const TaskRecord& r = tasks.at(static_cast<std::size_t>(t));
+    return {fanout.begin() + r.fanout_begin, fanout.begin() + r.fanout_begin + r.fanout_count};
+  }
+  std::vector<uint32_t> producers(TaskId t) const {
+    std::vector<uint32_t> p;
+    for (uint32_t i = 0; i < tasks.size(); ++i) {
+      for (uint32_t c : consumers(i)) {
+        if (c == t) p.push_back(i);
+      }
+    }
+    return p;
+  }
+  std::vector<int64_t> args_of(TaskId t) const {
+    const TaskRecord& r = tasks.at(static_cast<std::size_t>(t));
+    return {args.begin() + static_cast<std::ptrdiff_t>(r.args_begin),
+            args.begin() + static_cast<std::ptrdiff_t>(r.args_begin + r.arg_count)};
+  }
+};
+
+// Runs a lambda as the orchestration function (the entry is a plain function pointer).
+std::function<void(Orchestration&)>* g_body = nullptr;
+void run_body(Orchestration& orch, const TaskArgs&) {
+  (*g_body)(orch);
+}
+
+struct Fixture : ::testing::Test {
+  KernelTable kernels = make_kernels();
+  BuilderLimits limits;
+  DeviceBuffer heap = kHeap;
+
+  std::vector<uint8_t> build(std::function<void(Orchestration&)> body,
+                             uint64_t* high_water = nullptr) {
+    HostGraphBuilder b(kernels, heap, limits);
+    g_body = &body;
+    b.build(&run_body, TaskArgs{});
+    if (high_water) *high_water = b.heap_high_water();
+    return b.image();
+  }
+  Error build_error(std::function<void(Orchestration&)> body) {
+    try {
+      build(std::move(body));
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "build did not throw";
+    return Error(StatusCode::Ok, "");
+  }
+};
+
+Tensor user_tensor(uint64_t rows = 8, uint64_t cols = 16) {
+  return Tensor::make(kUserBuf, {rows, cols}, DataType::F32);
+}
+
+using Builder = Fixture;
+
+TEST_F(Builder, FanInAndFanOutWiring) {
+  Tensor x, y;
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs a;
+    a.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, a);  // 0
+    x = a.output(0);
+    TaskArgs b;
+    b.out({16}, DataType::F32);
+    o.submit(1, CoreType::AIC, b);  // 1
+    y = b.output(0);
+    TaskArgs c;
+    c.in(x).in(y);
+    o.submit(0, CoreType::AIV, c);  // 2
+    TaskArgs d;
+    d.in(x);
+    o.submit(0, CoreType::AIV, d);  // 3
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 4u);
+  EXPECT_THAT(img.ready, ElementsAre(0u, 1u));
+  EXPECT_THAT(img.consumers(0), ElementsAre(2u, 3u));
+  EXPECT_THAT(img.consumers(1), ElementsAre(2u));
+  EXPECT_EQ(img.tasks[2].fanin_count, 2u);
+  EXPECT_EQ(img.tasks[3].fanin_count, 1u);
+  EXPECT_EQ(img.tasks[1].core_type, static_cast<uint8_t>(CoreType::AIC));
+  EXPECT_EQ(img.tasks[0].func_id, 0);
+  EXPECT_EQ(img.tasks[0].flags, common::kTaskFlagNone);
+}
+
+TEST_F(Builder, KernelArgsAreDataAddressesThenScalars) {
+  const Tensor t = user_tensor();
+  const Tensor v = t.view({2, 4}, {1, 8});
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs a;
+    a.in(t).no_dep(v).scalar(2.5f).scalar(int64_t{-7});
+    o.submit(0, CoreType::AIV, a);
+  });
+  const Image img(bytes);
+  float f = 2.5f;
+  uint32_t fbits;
+  std::memcpy(&fbits, &f, 4);
+  EXPECT_THAT(img.args_of(0), ElementsAre(static_cast<int64_t>(kUserBuf.addr),
+                                          static_cast<int64_t>(kUserBuf.addr + (16 + 8) * 4),
+                                          static_cast<int64_t>(fbits), -7));
+  EXPECT_EQ(img.tasks[0].arg_count, 4u);
+}
+
+TEST_F(Builder, InoutChainOfTenThousandTasks) {
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    for (int i = 0; i < 10000; ++i) {
+      TaskArgs a;
+      a.inout(t);
+      ASSERT_EQ(o.submit(0, CoreType::AIV, a), i);
+    }
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 10000u);
+  EXPECT_EQ(img.fanout.size(), 9999u);
+  EXPECT_THAT(img.ready, ElementsAre(0u));
+  for (uint32_t i = 1; i < 10000; ++i) {
+    ASSERT_EQ(img.tasks[i].fanin_count, 1u);
+    ASSERT_THAT(img.consumers(i - 1), ElementsAre(i));
+  }
+}
+
+TEST_F(Builder, ReadAfterWriteAndWriteAfterWriteOnRegions) {
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs top, bottom, all, lower, rewrite, noted;
+    top.output_existing(t.view({4, 16}, {0, 0}));
+    o.submit(0, CoreType::AIV, top);  // 0
+    bottom.output_existing(t.view({4, 16}, {4, 0}));
+    o.submit(0, CoreType::AIV, bottom);  // 1: disjoint from 0
+    all.in(t);
+    o.submit(0, CoreType::AIV, all);  // 2: reads both
+    lower.in(t.view({1, 16}, {6, 0}));
+    o.submit(0, CoreType::AIV, lower);  // 3: reads 1 only
+    rewrite.inout(t.view({2, 16}, {3, 0}));
+    o.submit(0, CoreType::AIV, rewrite);  // 4: WAW on rows 3 and 4 -> 0, 1
+    noted.no_dep(t);
+    o.submit(0, CoreType::AIV, noted);  // 5: no dependency
+  });
+  const Image img(bytes);
+  EXPECT_THAT(img.producers(1), IsEmpty());
+  EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
+  EXPECT_THAT(img.producers(3), ElementsAre(1u));
+  EXPECT_THAT(img.producers(4), ElementsAre(0u, 1u));
+  EXPECT_THAT(img.producers(5), IsEmpty());
+  EXPECT_THAT(img.ready, ElementsAre(0u, 1u, 5u));
+}
+
+TEST_F(Builder, WriteAfterReadIsNotTrackedButAfterExpressesIt) {
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs reader, writer, ordered;
+    reader.in(t);
+    const TaskId r = o.submit(0, CoreType::AIV, reader);  // 0
+    writer.output_existing(t);
+    o.submit(0, CoreType::AIV, writer);  // 1: no edge from the reader
+    ordered.output_existing(t).after(r);
+    o.submit(0, CoreType::AIV, ordered);  // 2: WAW on 1 plus the explicit edge
+  });
+  const Image img(bytes);
+  EXPECT_THAT(img.producers(1), IsEmpty());
+  EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
+}
+
+TEST_F(Builder, ExplicitDepsAndDuplicateEdgesCollapse) {
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs w;
+    w.inout(t);
+    const TaskId a = o.submit(0, CoreType::AIV, w);  // 0
+    TaskArgs r;
+    r.in(t).in(t.view({2, 2}, {0, 0})).inout(t.view({1, 1}, {7, 7})).after(a).after(a);
+    o.submit(0, CoreType::AIV, r);  // 1: four routes to task 0, one edge
+    TaskArgs free_task;
+    const TaskId c = o.submit_dummy(free_task);  // 2
+    TaskArgs later;
+    later.after(c).after(a);
+    o.submit(0, CoreType::AIV, later);  // 3
+  });
+  const Image img(bytes);
+  EXPECT_EQ(img.tasks[1].fanin_count, 1u);
+  EXPECT_THAT(img.consumers(0), ElementsAre(1u, 3u));
+  EXPECT_THAT(img.producers(3), ElementsAre(0u, 2u));
+  EXPECT_EQ(img.fanout.size(), 3u);
+}
+
+TEST_F(Builder, ATaskNeverDependsOnItself) {
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs a;
+    a.inout(t).in(t.view({2, 2}, {0, 0})).output_existing(t.view({1, 16}, {3, 0}));
+    o.submit(0, CoreType::AIV, a);  // 0
+    TaskArgs b;
+    b.in(t.view({1, 1}, {3, 3})).inout(t);
+    o.submit(0, CoreType::AIV, b);  // 1
+  });
+  const Image img(bytes);
+  EXPECT_EQ(img.tasks[0].fanin_count, 0u);
+  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+}
+
+TEST_F(Builder, ExplicitDependencyOnFutureTaskIsInvalid) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(0, CoreType::AIV, a);
+    TaskArgs b;
+    b.after(1);
+    o.submit(0, CoreType::AIV, b);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidTask);
+  EXPECT_THAT(e.message(), HasSubstr("explicit dependency on task 1"));
+  EXPECT_THAT(e.message(), HasSubstr("valid: 0..0"));
+}
+
+TEST_F(Builder, UnknownFuncId) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(7, CoreType::AIV, a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::UnknownFuncId);
+  EXPECT_THAT(e.message(), HasSubstr("func_id 7 is not provided by the active callable"));
+  const Error neg = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(-3, CoreType::AIV, a);
+  });
+  EXPECT_EQ(neg.code(), StatusCode::UnknownFuncId);
+  const Error big = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(kMaxFuncId, CoreType::AIV, a);
+  });
+  EXPECT_EQ(big.code(), StatusCode::UnknownFuncId);
+}
+
+TEST_F(Builder, CoreTypeMismatch) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(1, CoreType::AIV, a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::CoreTypeMismatch);
+  EXPECT_THAT(e.message(), HasSubstr("func_id 1 runs on"));
+  EXPECT_THAT(e.message(), HasSubstr("submitted to"));
+}
+
+TEST_F(Builder, MixIsUnsupported) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(5, CoreType::MIX, a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::UnsupportedFeature);
+  EXPECT_THAT(e.message(), HasSubstr("MIX tasks arrive with the full task model"));
+}
+
+TEST_F(Builder, InvalidCoreTypeValue) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(0, static_cast<CoreType>(9), a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(e.message(), HasSubstr("core type value 9"));
+}
+
+TEST_F(Builder, SignatureMismatchNamesTheArgument) {
+  const Tensor t = user_tensor();
+  const Error tag = build_error([&](Orchestration& o) {
+    TaskArgs a;
+    a.in(t).in(t).scalar(1);
+    o.submit(3, CoreType::AIV, a);
+  });
+  EXPECT_EQ(tag.code(), StatusCode::SignatureMismatch);
+  EXPECT_THAT(tag.message(), HasSubstr("func_id 3 arg 1: expected inout, got in"));
+  const Error count = build_error([&](Orchestration& o) {
+    TaskArgs a;
+    a.in(t).scalar(1);
+    o.submit(3, CoreType::AIV, a);
+  });
+  EXPECT_EQ(count.code(), StatusCode::SignatureMismatch);
+  EXPECT_THAT(count.message(), HasSubstr("func_id 3: expected 2 tensor args, got 1"));
+  const Error scalars = build_error([&](Orchestration& o) {
+    TaskArgs a;
+    a.in(t).inout(t);
+    o.submit(3, CoreType::AIV, a);
+  });
+  EXPECT_EQ(scalars.code(), StatusCode::SignatureMismatch);
+  EXPECT_THAT(scalars.message(), HasSubstr("func_id 3: expected 1 scalar args, got 0"));
+  // The matching call is accepted.
+  build([&](Orchestration& o) {
+    TaskArgs a;
+    a.in(t).inout(t).scalar(1);
+    o.submit(3, CoreType::AIV, a);
+  });
+}
+
+TEST_F(Builder, TaskCapacity) {
+  limits.max_tasks = 4;
+  const Error e = build_error([](Orchestration& o) {
+    for (int i = 0; i < 5; ++i) {
+      TaskArgs a;
+      o.submit_dummy(a);
+    }
+  });
+  EXPECT_EQ(e.code(), StatusCode::CapacityExceeded);
+  EXPECT_THAT(e.message(), HasSubstr("graph has 5 tasks, limit 4 (CallConfig.max_tasks)"));
+}
+
+TEST_F(Builder, DefaultTaskCapacityMessage) {
+  limits.max_tasks = 1ull << 20;
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    for (uint64_t i = 0; i <= (1ull << 20); ++i) o.submit_dummy(a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::CapacityExceeded);
+  EXPECT_THAT(e.message(),
+              HasSubstr("graph has 1048577 tasks, limit 1048576 (CallConfig.max_tasks)"));
+}
+
+TEST_F(Builder, HeapExhaustion) {
+  heap = DeviceBuffer{kHeap.addr, 8192};
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    a.out({1024}, DataType::F32);  // 4096 bytes
+    o.submit(0, CoreType::AIV, a);
+    TaskArgs b;
+    b.out({1000}, DataType::F32);  // 4000 bytes: fits
+    o.submit(0, CoreType::AIV, b);
+    TaskArgs c;
+    c.out({1024}, DataType::F32);
+    o.submit(0, CoreType::AIV, c);
+  });
+  EXPECT_EQ(e.code(), StatusCode::HeapExhausted);
+  EXPECT_THAT(e.message(), HasSubstr("requested 4096 bytes"));
+  EXPECT_THAT(e.message(), HasSubstr("8096 bytes used"));
+  EXPECT_THAT(e.message(), HasSubstr("limit 8192 bytes"));
+  EXPECT_THAT(e.message(), HasSubstr("CallConfig.output_heap_bytes"));
+  EXPECT_THAT(std::string(e.what()), HasSubstr("output_heap_bytes"));
+}
+
+TEST_F(Builder, RejectedSubmitLeavesTheBuilderConsistent) {
+  heap = DeviceBuffer{kHeap.addr, 4096};
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs a;
+    a.inout(t);
+    o.submit(0, CoreType::AIV, a);  // 0
+    TaskArgs big;
+    big.in(t).out({4096}, DataType::F32);
+    EXPECT_THROW(o.submit(0, CoreType::AIV, big), Error);
+    TaskArgs bad_dep;
+    bad_dep.in(t).after(5);
+    EXPECT_THROW(o.submit(0, CoreType::AIV, bad_dep), Error);
+    EXPECT_EQ(o.task_count(), 1u);
+    TaskArgs c;
+    c.in(t);
+    o.submit(0, CoreType::AIV, c);  // 1
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 2u);
+  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+}
+
+TEST_F(Builder, OutputAllocationAlignmentAndTensorFields) {
+  heap = DeviceBuffer{0x40000010, 4096};  // unaligned base: addresses still 64-byte aligned
+  Tensor a, b;
+  uint64_t high = 0;
+  build(
+      [&](Orchestration& o) {
+        TaskArgs t;
+        t.out({3}, DataType::F32).out({2, 5}, DataType::F16);
+        o.submit(0, CoreType::AIV, t);
+        a = t.output(0);
+        b = t.output(1);
+      },
+      &high);
+  EXPECT_EQ(a.buffer.addr, 0x40000040u);
+  EXPECT_EQ(a.buffer.size, 12u);
+  EXPECT_EQ(b.buffer.addr, 0x40000080u);
+  EXPECT_EQ(b.buffer.size, 20u);
+  EXPECT_EQ(b.ndim, 2u);
+  EXPECT_EQ(b.shape[0], 2u);
+  EXPECT_EQ(b.shape[1], 5u);
+  EXPECT_EQ(b.strides[0], 5u);
+  EXPECT_EQ(b.strides[1], 1u);
+  EXPECT_EQ(b.dtype, DataType::F16);
+  EXPECT_EQ(b.start_offset, 0u);
+  EXPECT_EQ(b.owner_task, 0);
+  EXPECT_EQ(b.version, 0u);
+  EXPECT_TRUE(b.is_contiguous());
+  EXPECT_EQ(high, 0x80u - 0x10u + 20u);
+}
+
+TEST_F(Builder, ZeroSizeOutputGetsAnAddressAndNoMemory) {
+  Tensor empty;
+  uint64_t high = 1;
+  const auto bytes = build(
+      [&](Orchestration& o) {
+        TaskArgs t;
+        t.out({0, 4}, DataType::F32);
+        o.submit(0, CoreType::AIV, t);
+        empty = t.output(0);
+        TaskArgs r;
+        r.in(empty);
+        o.submit(0, CoreType::AIV, r);
+      },
+      &high);
+  EXPECT_EQ(high, 0u);
+  EXPECT_EQ(empty.buffer.size, 0u);
+  EXPECT_GE(empty.buffer.addr, kHeap.addr);
+  EXPECT_LE(empty.buffer.addr, kHeap.addr + kHeap.size);
+  const Image img(bytes);
+  EXPECT_THAT(img.producers(1), IsEmpty());  // no bytes, no dependency
+  EXPECT_EQ(img.args_of(0)[0], static_cast<int64_t>(empty.buffer.addr));
+}
+
+TEST_F(Builder, DummyTasksCarryArgsAndAllocateOutputs) {
+  Tensor made;
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs d;
+    d.out({8}, DataType::I32).scalar(3);
+    EXPECT_EQ(o.submit_dummy(d), 0);
+    made = d.output(0);
+    TaskArgs r;
+    r.in(made);
+    o.submit(0, CoreType::AIV, r);
+  });
+  const Image img(bytes);
+  EXPECT_EQ(img.tasks[0].func_id, -1);
+  EXPECT_EQ(img.tasks[0].flags, common::kTaskFlagDummy);
+  EXPECT_EQ(img.tasks[0].core_type, static_cast<uint8_t>(CoreType::AIV));
+  EXPECT_THAT(img.args_of(0), ElementsAre(static_cast<int64_t>(made.buffer.addr), 3));
+  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+  EXPECT_EQ(made.buffer.addr, kHeap.addr);
+}
+
+TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
+  Tensor x, z;
+  uint64_t high = 0;
+  const auto bytes = build(
+      [&](Orchestration& o) {
+        {
+          Scope s(o);
+          TaskArgs a;
+          a.out({16}, DataType::F32);
+          o.submit(0, CoreType::AIV, a);  // 0
+          x = a.output(0);
+          TaskArgs b;
+          b.in(x).out({16}, DataType::F32);
+          o.submit(0, CoreType::AIV, b);  // 1
+        }                                 // fence 2 over [0, 128)
+        EXPECT_EQ(o.task_count(), 3u);
+        TaskArgs c;
+        c.out({16}, DataType::F32);
+        o.submit(0, CoreType::AIV, c);  // 3 reuses x's memory
+        z = c.output(0);
+        TaskArgs d;
+        d.out({64}, DataType::F32);
+        o.submit(0, CoreType::AIV, d);  // 4 reuses the rest of the range and grows
+      },
+      &high);
+  EXPECT_EQ(z.buffer.addr, x.buffer.addr);
+  EXPECT_EQ(high, 64u + 256u);
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 5u);
+  EXPECT_EQ(img.tasks[2].flags, common::kTaskFlagDummy);
+  EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
+  EXPECT_THAT(img.producers(3), ElementsAre(2u));
+  EXPECT_THAT(img.producers(4), ElementsAre(2u));
+}
+
+TEST_F(Builder, ScopeFenceCoversTasksThatOnlyReadScopeOutputs) {
+  const auto bytes = build([&](Orchestration& o) {
+    o.scope_begin();
+    TaskArgs a;
+    a.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, a);  // 0
+    const Tensor x = a.output(0);
+    for (int i = 0; i < 3; ++i) {
+      TaskArgs r;
+      r.no_dep(x);
+      o.submit(0, CoreType::AIV, r);  // 1..3: no tensor dependency, but they use x
+    }
+    o.scope_end();  // 4
+    TaskArgs c;
+    c.out({4}, DataType::F32);
+    o.submit(0, CoreType::AIV, c);  // 5
+  });
+  const Image img(bytes);
+  EXPECT_THAT(img.producers(4), ElementsAre(0u, 1u, 2u, 3u));
+  EXPECT_THAT(img.producers(5), ElementsAre(4u));
+}
+
+TEST_F(Builder, NestedScopesChainTheirFences) {
+  const auto bytes = build([&](Orchestration& o) {
+    Scope outer(o);
+    TaskArgs a;
+    a.out({16}, DataType::F32);     // [0, 64)
+    o.submit(0, CoreType::AIV, a);  // 0
+    {
+      Scope inner(o);
+      TaskArgs b;
+      b.out({32}, DataType::F32);     // [64, 192)
+      o.submit(0, CoreType::AIV, b);  // 1
+    }                                 // fence 2 over [64, 192)
+    TaskArgs c;
+    c.out({16}, DataType::F32);     // [64, 128): reuses inner memory
+    o.submit(0, CoreType::AIV, c);  // 3
+    TaskArgs d;
+    d.out({4}, DataType::F32);      // [128, 144): rest of the inner range
+    o.submit(0, CoreType::AIV, d);  // 4
+    o.scope_end();                  // fence 5 over [0, 192)
+    o.scope_begin();                // re-opened so the Scope destructor pairs up
+    TaskArgs e;
+    e.out({48}, DataType::F32);     // [0, 192)
+    o.submit(0, CoreType::AIV, e);  // 6
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 8u);  // 7 is the fence of the re-opened scope
+  EXPECT_THAT(img.producers(3), ElementsAre(2u));
+  EXPECT_THAT(img.producers(4), ElementsAre(2u));
+  // The outer fence waits for its users and for the unclaimed tail of the inner range.
+  EXPECT_THAT(img.producers(5), ElementsAre(0u, 2u, 3u, 4u));
+  EXPECT_THAT(img.producers(6), ElementsAre(5u));
+  EXPECT_THAT(img.producers(7), ElementsAre(6u));
+}
+
+TEST_F(Builder, ManyScopesKeepEdgesConstantPerTask) {
+  const auto bytes = build([&](Orchestration& o) {
+    for (int i = 0; i < 1000; ++i) {
+      TaskArgs keep;
+      keep.out({16}, DataType::F32);  // top-level, never released
+      o.submit(0, CoreType::AIV, keep);
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);
+    }
+  });
+  const Image img(bytes);
+  for (const TaskRecord& r : img.tasks) ASSERT_LE(r.fanin_count, 2u);
+}
+
+TEST_F(Builder, UsingAReleasedTensorIsAnError) {
+  const Error e = build_error([](Orchestration& o) {
+    Tensor x;
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);
+      x = a.output(0);
+    }
+    TaskArgs b;
+    b.in(x.view({4}, {4}));
+    o.submit(0, CoreType::AIV, b);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidTask);
+  EXPECT_THAT(e.message(), HasSubstr("output of task 0"));
+  EXPECT_THAT(e.message(), HasSubstr("was released when its scope ended"));
+}
+
+TEST_F(Builder, HandMadeTensorOverReleasedHeapMemoryIsAnError) {
+  const Error e = build_error([](Orchestration& o) {
+    DeviceBuffer released;
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);
+      released = a.output(0).buffer;
+    }
+    TaskArgs b;
+    b.no_dep(Tensor::make(released, {16}, DataType::F32));  // no owner_task to go by
+    o.submit(0, CoreType::AIV, b);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidTask);
+  EXPECT_THAT(e.message(), HasSubstr("it was released when its scope ended"));
+  EXPECT_THAT(e.message(), HasSubstr("live: first 0 bytes"));
+}
+
+TEST_F(Builder, OuterScopeTensorsStayUsableInInnerScopes) {
+  const auto bytes = build([&](Orchestration& o) {
+    Scope outer(o);
+    TaskArgs a;
+    a.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, a);  // 0
+    const Tensor x = a.output(0);
+    {
+      Scope inner(o);
+      TaskArgs b;
+      b.inout(x);
+      o.submit(0, CoreType::AIV, b);  // 1 (no inner allocation: no fence)
+    }
+    TaskArgs c;
+    c.in(x);
+    o.submit(0, CoreType::AIV, c);  // 2
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 4u);  // 3 is the outer fence
+  EXPECT_THAT(img.producers(2), ElementsAre(1u));
+  EXPECT_THAT(img.producers(3), ElementsAre(0u, 1u, 2u));
+}
+
+TEST_F(Builder, ScopeMismatch) {
+  const Error unmatched = build_error([](Orchestration& o) { o.scope_end(); });
+  EXPECT_EQ(unmatched.code(), StatusCode::ScopeMismatch);
+  EXPECT_THAT(unmatched.message(), HasSubstr("scope_end without a matching scope_begin"));
+  const Error left_open = build_error([](Orchestration& o) {
+    o.scope_begin();
+    o.scope_begin();
+    o.scope_end();
+  });
+  EXPECT_EQ(left_open.code(), StatusCode::ScopeMismatch);
+  EXPECT_THAT(left_open.message(), HasSubstr("1 scope(s) still open"));
+}
+
+TEST_F(Builder, ErrorsFromTheOrchestrationPassUnchanged) {
+  const Error e = build_error(
+      [](Orchestration&) { throw Error(StatusCode::InvalidConfig, "custom message 42"); });
+  EXPECT_EQ(e.code(), StatusCode::InvalidConfig);
+  EXPECT_EQ(e.message(), "custom message 42");
+}
+
+TEST_F(Builder, ForeignExceptionsBecomeOrchestrationFailed) {
+  const Error e = build_error([](Orchestration&) { throw std::runtime_error("boom"); });
+  EXPECT_EQ(e.code(), StatusCode::OrchestrationFailed);
+  EXPECT_EQ(e.message(), "orchestration function threw: boom");
+  const Error other = build_error([](Orchestration&) { throw 17; });
+  EXPECT_EQ(other.code(), StatusCode::OrchestrationFailed);
+  EXPECT_THAT(other.message(), HasSubstr("orchestration function threw"));
+}
+
+TEST_F(Builder, BadTensorsAreRejected) {
+  const Tensor t = user_tensor();
+  const Error out_of_buffer = build_error([&](Orchestration& o) {
+    Tensor forged = t;
+    forged.shape[0] = 2000;  // beyond the 64 KiB buffer
+    TaskArgs a;
+    a.add(ArgTag::In, forged);
+    o.submit(0, CoreType::AIV, a);
+  });
+  EXPECT_EQ(out_of_buffer.code(), StatusCode::ViewOutOfBounds);
+  EXPECT_THAT(out_of_buffer.message(), HasSubstr("arg 0"));
+  const Error rank = build_error([&](Orchestration& o) {
+    Tensor forged = t;
+    forged.ndim = 9;
+    TaskArgs a;
+    a.add(ArgTag::InOut, forged);
+    o.submit(0, CoreType::AIV, a);
+  });
+  EXPECT_EQ(rank.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(rank.message(), HasSubstr("rank 9"));
+  const Error overflow = build_error([&](Orchestration& o) {
+    Tensor forged = t;
+    forged.strides[0] = UINT64_MAX / 2;
+    TaskArgs a;
+    a.add(ArgTag::In, forged);
+    o.submit(0, CoreType::AIV, a);
+  });
+  EXPECT_EQ(overflow.code(), StatusCode::ViewOutOfBounds);
+}
+
+TEST_F(Builder, EmptyGraphBuildsAValidImage) {
+  const auto bytes = build([](Orchestration& o) { EXPECT_EQ(o.task_count(), 0u); });
+  const Image img(bytes);
+  EXPECT_TRUE(img.tasks.empty());
+  EXPECT_TRUE(img.ready.empty());
+}
+
+TEST_F(Builder, BuildTwiceAndNullEntryAreRejected) {
+  HostGraphBuilder b(kernels, heap, limits);
+  EXPECT_THROW(b.build(nullptr, TaskArgs{}), Error);
+  std::function<void(Orchestration&)> body = [](Orchestration&) {};
+  g_body = &body;
+  b.build(&run_body, TaskArgs{});
+  try {
+    b.build(&run_body, TaskArgs{});
+    FAIL() << "second build accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.message(), HasSubstr("already built"));
+  }
+  EXPECT_EQ(b.cluster_count(), limits.clusters);
+}
+
+TEST_F(Builder, ReportsClusterCount) {
+  limits.clusters = 3;
+  build([](Orchestration& o) { EXPECT_EQ(o.cluster_count(), 3u); });
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator

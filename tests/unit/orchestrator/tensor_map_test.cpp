@@ -1,0 +1,362 @@
+// TensorMap: overlap decisions (exact and conservative), covering writes, entry bookkeeping.
+#include "orchestrator/tensor_map.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "chiprt/tensor.h"
+
+namespace chiprt::orchestrator {
+namespace {
+
+constexpr DeviceBuffer kBuf{0x10000, 1 << 20};
+
+Tensor matrix(uint64_t rows, uint64_t cols, DataType dtype = DataType::F32) {
+  return Tensor::make(kBuf, {rows, cols}, dtype);
+}
+
+bool overlap(const Tensor& a, const Tensor& b) {
+  const bool ab = regions_may_overlap(TensorRegion::of(a), TensorRegion::of(b));
+  const bool ba = regions_may_overlap(TensorRegion::of(b), TensorRegion::of(a));
+  EXPECT_EQ(ab, ba) << "overlap must be symmetric";
+  return ab;
+}
+
+// Every byte an element of `t` occupies, relative to the buffer start.
+std::set<uint64_t> bytes_of(const Tensor& t) {
+  std::set<uint64_t> out;
+  if (t.numel() == 0) return out;
+  std::vector<uint64_t> idx(t.ndim, 0);
+  while (true) {
+    uint64_t e = t.start_offset;
+    for (uint32_t d = 0; d < t.ndim; ++d) e += idx[d] * t.strides[d];
+    for (uint64_t b = 0; b < t.element_bytes(); ++b) out.insert(e * t.element_bytes() + b);
+    uint32_t d = t.ndim;
+    while (d > 0) {
+      --d;
+      if (++idx[d] < t.shape[d]) break;
+      idx[d] = 0;
+      if (d == 0) return out;
+    }
+  }
+}
+
+bool truly_overlap(const Tensor& a, const Tensor& b) {
+  const auto sa = bytes_of(a);
+  for (uint64_t x : bytes_of(b)) {
+    if (sa.count(x)) return true;
+  }
+  return false;
+}
+
+TEST(TensorRegion, ExtentMatchesTensorByteExtent) {
+  const Tensor t = matrix(8, 16).view({4, 4}, {2, 8});
+  const TensorRegion r = TensorRegion::of(t);
+  uint64_t lo = 0, hi = 0;
+  t.byte_extent(&lo, &hi);
+  EXPECT_EQ(r.lo, lo);
+  EXPECT_EQ(r.hi, hi);
+  EXPECT_TRUE(r.bounded);
+  EXPECT_FALSE(r.empty());
+  EXPECT_TRUE(TensorRegion::of(matrix(8, 16).view({0, 4}, {0, 0})).empty());
+}
+
+TEST(TensorRegion, OverflowingHandMadeTensorIsUnboundedAndOverlapsEverything) {
+  Tensor forged = matrix(8, 16);
+  forged.shape[0] = UINT64_MAX;
+  forged.strides[0] = UINT64_MAX / 2;
+  const TensorRegion r = TensorRegion::of(forged);
+  EXPECT_FALSE(r.bounded);
+  EXPECT_FALSE(r.empty());
+  EXPECT_TRUE(regions_may_overlap(r, TensorRegion::of(matrix(1, 1))));
+  EXPECT_FALSE(region_covers(r, TensorRegion::of(matrix(1, 1))));
+  Tensor bad_rank = matrix(8, 16);
+  bad_rank.ndim = 7;
+  EXPECT_FALSE(TensorRegion::of(bad_rank).bounded);
+  Tensor bad_dtype = matrix(8, 16);
+  bad_dtype.dtype = static_cast<DataType>(200);
+  EXPECT_TRUE(regions_may_overlap(TensorRegion::of(bad_dtype), TensorRegion::of(matrix(1, 1))));
+}
+
+TEST(Overlap, DisjointRowsOf2D) {
+  const Tensor t = matrix(8, 16);
+  EXPECT_FALSE(overlap(t.view({4, 16}, {0, 0}), t.view({4, 16}, {4, 0})));
+  EXPECT_TRUE(overlap(t.view({4, 16}, {0, 0}), t.view({4, 16}, {3, 0})));
+}
+
+TEST(Overlap, DisjointColumnsOf2DAreExactDespiteInterleavedExtents) {
+  const Tensor t = matrix(8, 16);
+  const Tensor left = t.view({8, 8}, {0, 0});
+  const Tensor right = t.view({8, 8}, {0, 8});
+  uint64_t llo, lhi, rlo, rhi;
+  left.byte_extent(&llo, &lhi);
+  right.byte_extent(&rlo, &rhi);
+  ASSERT_LT(rlo, lhi) << "extents interleave; only the exact test can separate them";
+  EXPECT_FALSE(overlap(left, right));
+  EXPECT_TRUE(overlap(left, t.view({8, 1}, {0, 7})));
+  EXPECT_FALSE(overlap(left, t.view({8, 1}, {0, 8})));
+}
+
+TEST(Overlap, TilesOf2D) {
+  const Tensor t = matrix(16, 16);
+  const Tensor tile = t.view({4, 4}, {4, 4});
+  EXPECT_FALSE(overlap(tile, t.view({4, 4}, {0, 4})));
+  EXPECT_FALSE(overlap(tile, t.view({4, 4}, {4, 8})));
+  EXPECT_FALSE(overlap(tile, t.view({4, 4}, {8, 0})));
+  EXPECT_TRUE(overlap(tile, t.view({4, 4}, {7, 7})));
+  EXPECT_TRUE(overlap(tile, t.view({1, 1}, {5, 6})));
+  EXPECT_TRUE(overlap(tile, t));
+}
+
+TEST(Overlap, IdenticalViewsOverlap) {
+  const Tensor t = matrix(8, 16);
+  EXPECT_TRUE(overlap(t, t));
+  const Tensor v = t.view({2, 3}, {5, 7});
+  EXPECT_TRUE(overlap(v, v));
+  const Tensor s = t.slice(1, 1, 16, 4);
+  EXPECT_TRUE(overlap(s, s));
+}
+
+TEST(Overlap, InterleavedStridedViewsAreDisjointExactly) {
+  const Tensor t = matrix(8, 16);
+  EXPECT_FALSE(overlap(t.slice(1, 0, 16, 2), t.slice(1, 1, 16, 2)));  // even / odd columns
+  EXPECT_FALSE(overlap(t.slice(0, 0, 8, 2), t.slice(0, 1, 8, 2)));    // even / odd rows
+  EXPECT_TRUE(overlap(t.slice(1, 0, 16, 2), t.slice(1, 2, 16, 4)));
+  EXPECT_FALSE(overlap(t.slice(1, 1, 16, 4), t.slice(1, 3, 16, 4)));
+  const Tensor flat = Tensor::make(kBuf, {4096}, DataType::F32);
+  EXPECT_FALSE(overlap(flat.slice(0, 0, 4096, 3), flat.slice(0, 1, 4096, 3)));
+}
+
+TEST(Overlap, ThreeDimensionalInterleavedBlocks) {
+  const Tensor t = Tensor::make(kBuf, {4, 6, 8}, DataType::F16);
+  const Tensor a = t.slice(2, 0, 8, 2).view({2, 3, 4}, {0, 0, 0});
+  const Tensor b = t.slice(2, 1, 8, 2).view({2, 3, 4}, {0, 0, 0});
+  const Tensor c = t.slice(2, 0, 8, 2).view({2, 3, 4}, {2, 3, 0});
+  EXPECT_FALSE(overlap(a, b));
+  EXPECT_FALSE(overlap(a, c));
+  EXPECT_TRUE(overlap(a, t.view({1, 1, 1}, {1, 2, 6})));
+}
+
+TEST(Overlap, TransposeVersusOriginalOverlaps) {
+  const Tensor t = matrix(8, 8);
+  EXPECT_TRUE(overlap(t, t.transpose(0, 1)));
+  EXPECT_TRUE(overlap(t.view({4, 4}, {0, 0}), t.transpose(0, 1).view({4, 4}, {0, 0})));
+  // The transposed upper-right tile is the lower-left tile: same bytes.
+  EXPECT_TRUE(overlap(t.view({4, 4}, {4, 0}), t.transpose(0, 1).view({4, 4}, {0, 4})));
+}
+
+TEST(Overlap, DifferentElementSizesAreComparedByBytes) {
+  const Tensor words = Tensor::make(kBuf, {16}, DataType::F32);
+  const Tensor bytes = Tensor::make(kBuf, {64}, DataType::U8);
+  EXPECT_TRUE(overlap(words.view({1}, {1}), bytes.view({1}, {7})));
+  EXPECT_FALSE(overlap(words.view({1}, {1}), bytes.view({1}, {8})));
+  EXPECT_FALSE(overlap(words.view({1}, {2}), bytes.view({4}, {4})));
+}
+
+TEST(Overlap, EmptyViewsTouchNothing) {
+  const Tensor t = matrix(8, 16);
+  EXPECT_FALSE(overlap(t, t.view({0, 16}, {2, 0})));
+}
+
+TEST(Overlap, UnprovableCaseIsConservative) {
+  // Bytes 0,4,8,... against bytes 1,7,13,...: truly disjoint (even vs odd), but no common stride
+  // and a huge search space: the search gives up and reports an overlap.
+  const DeviceBuffer buf{0x10000, 1 << 22};
+  const Tensor flat = Tensor::make(buf, {1 << 22}, DataType::U8);
+  const Tensor every4 = flat.slice(0, 0, 1 << 22, 4);
+  const Tensor every6 = flat.slice(0, 1, 1 << 22, 6);
+  EXPECT_TRUE(overlap(every4, every6));
+  // The same pair in a small buffer is decided exactly.
+  const Tensor small = Tensor::make(kBuf, {96}, DataType::U8);
+  EXPECT_FALSE(overlap(small.slice(0, 0, 96, 4), small.slice(0, 1, 96, 6)));
+}
+
+TEST(Overlap, RandomViewsAreSoundAndExactWhenSmall) {
+  std::mt19937_64 rng(12345);
+  const Tensor base = Tensor::make(kBuf, {6, 5, 4}, DataType::F32);
+  const Tensor bytes = Tensor::make(kBuf, {480}, DataType::U8).reshape({6, 5, 16});
+  auto random_view = [&](const Tensor& src) {
+    Tensor v = src;
+    for (uint32_t d = 0; d < v.ndim; ++d) {
+      const uint64_t n = v.shape[d];
+      const uint64_t start = rng() % n;
+      const uint64_t end = start + 1 + rng() % (n - start);
+      const uint64_t step = 1 + rng() % 3;
+      v = v.slice(d, start, end, step);
+    }
+    if (rng() % 4 == 0) v = v.transpose(0, 2);
+    return v;
+  };
+  int exact_disjoint = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const Tensor a = random_view(base);
+    const Tensor b = random_view(rng() % 3 == 0 ? bytes : base);
+    const bool truth = truly_overlap(a, b);
+    const bool decided = overlap(a, b);
+    ASSERT_EQ(decided, truth) << a.to_string() << " vs " << b.to_string();
+    exact_disjoint += !truth;
+    const bool covers = region_covers(TensorRegion::of(a), TensorRegion::of(b));
+    if (covers) {
+      const auto sa = bytes_of(a);
+      for (uint64_t x : bytes_of(b)) ASSERT_TRUE(sa.count(x)) << "covers is unsound";
+    }
+  }
+  EXPECT_GT(exact_disjoint, 100);
+}
+
+TEST(Covers, DenseOuterCoversAnythingInsideItsExtent) {
+  const Tensor t = matrix(8, 16);
+  const TensorRegion whole = TensorRegion::of(t);
+  EXPECT_TRUE(region_covers(whole, TensorRegion::of(t.view({2, 3}, {4, 5}))));
+  EXPECT_TRUE(region_covers(whole, TensorRegion::of(t.slice(1, 1, 16, 3))));
+  EXPECT_TRUE(region_covers(whole, whole));
+  EXPECT_FALSE(region_covers(TensorRegion::of(t.view({4, 16}, {0, 0})), whole));
+}
+
+TEST(Covers, SameLayoutStridedBoxContainment) {
+  const Tensor t = matrix(16, 16);
+  const Tensor cols = t.view({16, 4}, {0, 4});  // not dense
+  EXPECT_TRUE(region_covers(TensorRegion::of(cols), TensorRegion::of(t.view({3, 2}, {5, 6}))));
+  EXPECT_FALSE(region_covers(TensorRegion::of(cols), TensorRegion::of(t.view({3, 2}, {5, 7}))));
+  const Tensor even = t.slice(1, 0, 16, 2);
+  EXPECT_TRUE(region_covers(TensorRegion::of(even), TensorRegion::of(even.view({2, 2}, {3, 1}))));
+  EXPECT_FALSE(region_covers(TensorRegion::of(even), TensorRegion::of(t.slice(1, 1, 16, 2))));
+  // Different layout over the same bytes: not provable by the box test, so not covering.
+  EXPECT_FALSE(region_covers(TensorRegion::of(cols),
+                             TensorRegion::of(t.transpose(0, 1).view({4, 16}, {4, 0}))));
+}
+
+TEST(TensorMap, LookupReportsOverlappingWritersOnly) {
+  TensorMap map;
+  const Tensor t = matrix(8, 16);
+  map.record_write(t.view({4, 16}, {0, 0}), 1);
+  map.record_write(t.view({4, 16}, {4, 0}), 2);
+  map.record_write(Tensor::make(DeviceBuffer{0x900000, 4096}, {16}, DataType::F32), 3);
+  EXPECT_EQ(map.entry_count(), 3u);
+  EXPECT_EQ(map.buffer_count(), 2u);
+  auto writers_of = [&](const Tensor& q) {
+    std::vector<TaskId> w;
+    map.lookup(q, [&](TaskId id) { w.push_back(id); });
+    std::sort(w.begin(), w.end());
+    return w;
+  };
+  EXPECT_EQ(writers_of(t), (std::vector<TaskId>{1, 2}));
+  EXPECT_EQ(writers_of(t.view({1, 16}, {5, 0})), (std::vector<TaskId>{2}));
+  EXPECT_EQ(writers_of(t.view({8, 1}, {0, 3})), (std::vector<TaskId>{1, 2}));
+  EXPECT_TRUE(writers_of(Tensor::make(DeviceBuffer{0x500000, 64}, {16}, DataType::F32)).empty());
+}
+
+TEST(TensorMap, ChainOfInoutWritesKeepsOneEntry) {
+  TensorMap map;
+  const Tensor t = matrix(64, 64);
+  for (TaskId id = 0; id < 10000; ++id) {
+    TaskId last = kNoTask;
+    int seen = 0;
+    map.lookup(t, [&](TaskId w) {
+      last = w;
+      ++seen;
+    });
+    ASSERT_EQ(seen, id == 0 ? 0 : 1);
+    ASSERT_EQ(last, id - 1 >= 0 ? id - 1 : kNoTask);
+    map.record_write(t, id);
+    ASSERT_EQ(map.entry_count(), 1u);
+  }
+}
+
+TEST(TensorMap, RepeatedTileWritesKeepOneEntryPerTile) {
+  TensorMap map;
+  const Tensor t = matrix(16, 16);
+  for (int round = 0; round < 50; ++round) {
+    for (uint64_t r = 0; r < 4; ++r) {
+      for (uint64_t c = 0; c < 4; ++c) {
+        map.record_write(t.view({4, 4}, {4 * r, 4 * c}),
+                         round * 16 + static_cast<TaskId>(r * 4 + c));
+      }
+    }
+  }
+  EXPECT_EQ(map.entry_count(), 16u);
+  map.record_write(t, 9999);  // the whole tensor covers every tile
+  EXPECT_EQ(map.entry_count(), 1u);
+  EXPECT_EQ(map.entries_of(kBuf.addr), 1u);
+}
+
+TEST(TensorMap, PartialWriteDoesNotDropTheWiderEntry) {
+  TensorMap map;
+  const Tensor t = matrix(8, 16);
+  map.record_write(t, 1);
+  map.record_write(t.view({2, 2}, {0, 0}), 2);
+  std::vector<TaskId> w;
+  map.lookup(t.view({1, 1}, {7, 15}), [&](TaskId id) { w.push_back(id); });
+  EXPECT_EQ(w, (std::vector<TaskId>{1}));
+  EXPECT_EQ(map.entry_count(), 2u);
+}
+
+TEST(TensorMap, EmptyWritesAreNotRecorded) {
+  TensorMap map;
+  map.record_write(matrix(8, 16).view({0, 16}, {0, 0}), 1);
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_EQ(map.buffer_count(), 0u);
+}
+
+TEST(TensorMap, EraseBufferDropsItsEntriesOnly) {
+  TensorMap map;
+  const Tensor a = Tensor::make(DeviceBuffer{0x1000, 256}, {64}, DataType::F32);
+  const Tensor b = Tensor::make(DeviceBuffer{0x2000, 256}, {64}, DataType::F32);
+  map.record_write(a.view({32}, {0}), 1);
+  map.record_write(a.view({32}, {32}), 2);
+  map.record_write(b, 3);
+  map.erase_buffer(a.buffer.addr);
+  EXPECT_EQ(map.entry_count(), 1u);
+  EXPECT_EQ(map.entries_of(a.buffer.addr), 0u);
+  int seen = 0;
+  map.lookup(a, [&](TaskId) { ++seen; });
+  EXPECT_EQ(seen, 0);
+  map.lookup(b, [&](TaskId id) {
+    EXPECT_EQ(id, 3);
+    ++seen;
+  });
+  EXPECT_EQ(seen, 1);
+  map.erase_buffer(0x777000);  // unknown: no effect
+  EXPECT_EQ(map.entry_count(), 1u);
+  map.clear();
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_EQ(map.buffer_count(), 0u);
+}
+
+TEST(TensorMap, ManyBuffersSurviveGrowthAndRandomErasure) {
+  TensorMap map;
+  std::vector<uint64_t> addrs;
+  for (uint64_t i = 0; i < 5000; ++i) addrs.push_back(0x100000 + i * 64);
+  for (uint64_t i = 0; i < addrs.size(); ++i) {
+    map.record_write(Tensor::make(DeviceBuffer{addrs[i], 64}, {16}, DataType::F32),
+                     static_cast<TaskId>(i));
+  }
+  EXPECT_EQ(map.buffer_count(), addrs.size());
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> order(addrs.size());
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<bool> erased(addrs.size(), false);
+  for (uint64_t k = 0; k < order.size() / 2; ++k) {
+    map.erase_buffer(addrs[order[k]]);
+    erased[order[k]] = true;
+  }
+  EXPECT_EQ(map.buffer_count(), addrs.size() - order.size() / 2);
+  for (uint64_t i = 0; i < addrs.size(); ++i) {
+    std::vector<TaskId> w;
+    map.lookup(Tensor::make(DeviceBuffer{addrs[i], 64}, {16}, DataType::F32),
+               [&](TaskId id) { w.push_back(id); });
+    if (erased[i]) {
+      ASSERT_TRUE(w.empty()) << i;
+    } else {
+      ASSERT_EQ(w, (std::vector<TaskId>{static_cast<TaskId>(i)})) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator

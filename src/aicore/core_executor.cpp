@@ -1,0 +1,126 @@
+#include "aicore/core_executor.h"
+
+#include <cinttypes>
+#include <cstring>
+
+#include "chiprt/callable.h"
+#include "chiprt/task_args.h"
+#include "common/chip_launch.h"
+#include "common/handshake.h"
+#include "platform/platform.h"
+
+namespace chiprt::aicore {
+namespace {
+
+using common::ChipLaunchArgs;
+using common::HandshakeCell;
+
+// Tensors and scalars, then block index and block count.
+constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
+
+void ring_owner(common::SharedPrefix* prefix, const HandshakeCell& cell) {
+  if (cell.owner < common::kMaxAicpuThreads) prefix->doorbells[cell.owner].ring();
+}
+
+// Promotes the pending slot into the running slot. The payload is copied before the slot is
+// released so the scheduler never overwrites it while it is read.
+void promote(HandshakeCell& cell, uint32_t task) {
+  cell.running_payload = cell.pending_payload;
+  cell.running.store(task, std::memory_order_release);
+  cell.pending.store(common::kTaskIdle, std::memory_order_release);
+}
+
+void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell& cell,
+              uint32_t core, uint32_t task) {
+  const auto& services =
+      *reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+  const common::DispatchPayload payload = cell.running_payload;
+  cell.started_cycles.store(services.cycles(services.ctx), std::memory_order_relaxed);
+  cell.executing.store(task, std::memory_order_release);  // ack
+  if (payload.kernel_addr == 0) {
+    common::latch_chip_error(&args->result, StatusCode::UnknownFuncId,
+                             "task %u names func_id %d, but the kernel table of this run has no "
+                             "kernel for it (core %u)",
+                             task, payload.func_id, core);
+    common::ring_all_doorbells(prefix);
+  } else if (payload.arg_count > kMaxKernelArgs) {
+    common::latch_chip_error(&args->result, StatusCode::InternalError,
+                             "task %u dispatched with %u arguments, above the limit %u (core %u)",
+                             task, payload.arg_count, kMaxKernelArgs, core);
+    common::ring_all_doorbells(prefix);
+  } else {
+    // Per-core scratch: the core's own copy of the arguments plus its block context.
+    int64_t scratch[kMaxKernelArgs + 2];
+    std::memcpy(scratch, reinterpret_cast<const void*>(static_cast<uintptr_t>(payload.args_addr)),
+                payload.arg_count * sizeof(int64_t));
+    scratch[payload.arg_count] = payload.block_idx;
+    scratch[payload.arg_count + 1] = payload.block_num;
+    const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(payload.kernel_addr));
+    try {
+      entry(scratch);
+    } catch (...) {
+      common::latch_chip_error(&args->result, StatusCode::KernelFault,
+                               "kernel func_id %d of task %u threw an exception on core %u",
+                               payload.func_id, task, core);
+      common::ring_all_doorbells(prefix);
+    }
+  }
+  cell.executing.store(common::kTaskIdle, std::memory_order_release);
+}
+
+}  // namespace
+
+void core_service(void* launch_args, uint32_t core) {
+  auto* args = static_cast<ChipLaunchArgs*>(launch_args);
+  if (args == nullptr || args->magic != common::kLaunchMagic || args->shared_addr == 0 ||
+      args->shared_addr % 64 != 0 || args->shared_size < sizeof(common::SharedPrefix) ||
+      core >= common::kMaxCores) {
+    return;
+  }
+  common::SharedPrefix* prefix = common::shared_prefix(*args);
+  HandshakeCell& cell = prefix->cells[core];
+  for (;;) {
+    const uint32_t status = cell.status.load(std::memory_order_relaxed);
+    if (status == common::kCoreExited) return;
+    const uint32_t control = cell.control.load(std::memory_order_acquire);
+    if (control == common::kCoreClosed) {
+      if (status != common::kCoreReady)
+        cell.status.store(common::kCoreReady, std::memory_order_seq_cst);
+      // The owner (and the doorbells) are valid only once thread 0 opened the start barrier; the
+      // scheduler kicks its cores after that, so a report made earlier is repeated then.
+      if (prefix->init_state.load(std::memory_order_acquire) == common::kInitDone) {
+        ring_owner(prefix, cell);
+      }
+      return;
+    }
+    if (control == common::kCoreExit) {
+      // Tasks not yet started are dropped: the scheduler only orders exit when the run is over or
+      // has failed.
+      cell.running.store(common::kTaskIdle, std::memory_order_relaxed);
+      cell.pending.store(common::kTaskIdle, std::memory_order_relaxed);
+      cell.executing.store(common::kTaskExit, std::memory_order_relaxed);
+      cell.status.store(common::kCoreExited, std::memory_order_seq_cst);
+      ring_owner(prefix, cell);
+      return;
+    }
+    uint32_t task = cell.running.load(std::memory_order_acquire);
+    if (task == common::kTaskIdle) {
+      // A task handed to the pending slot just after the previous one finished.
+      task = cell.pending.load(std::memory_order_acquire);
+      if (task == common::kTaskIdle) return;
+      promote(cell, task);
+    }
+    run_task(args, prefix, cell, core, task);
+    const uint32_t next = cell.pending.load(std::memory_order_acquire);
+    if (next != common::kTaskIdle) {
+      promote(cell, next);
+    } else {
+      cell.running.store(common::kTaskIdle, std::memory_order_release);
+    }
+    cell.finished_task.store(task, std::memory_order_relaxed);
+    cell.finished_count.fetch_add(1, std::memory_order_seq_cst);  // see Doorbell
+    ring_owner(prefix, cell);
+  }
+}
+
+}  // namespace chiprt::aicore

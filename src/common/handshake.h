@@ -1,0 +1,190 @@
+// Handshake protocol between the schedulers (AICPU) and the compute cores (AICore), and the
+// fixed-layout prefix of the orchestrator<->scheduler shared-state region that both sides find
+// without any other table.
+//
+// Lifetime: every object here lives inside the shared-state region of one launch
+// (ChipLaunchArgs::shared_addr). The host zeroes the region before the launch; all-zero is a valid
+// state of every object (barrier closed, cells Closed/Offline, doorbells quiet). AICPU thread 0
+// then initialises the scheduler-written fields and opens the start barrier.
+//
+// Threading: each HandshakeCell has exactly one scheduler writer (the thread that owns the core)
+// and one core writer (core_service, which the platform never runs concurrently for one core).
+// Scheduler-written and core-written fields sit on different cache lines. Every hand-over is a
+// release store (or stronger) read by an acquire load; plain (payload) fields are published by the
+// slot store that follows them. Stores that may end a scheduler's park (status, finished_count)
+// are seq_cst, see Doorbell.
+//
+// Protocol of one core (S = owning scheduler, C = core_service):
+//   1. C, when serviced while `control == kCoreClosed`: status = kCoreReady, rings S's doorbell.
+//   2. S sees kCoreReady: control = kCoreOpen, kick.
+//   3. Dispatch. S tracks dispatched/finished counts (outstanding = dispatched - finished_count).
+//      outstanding == 0: S writes running_payload, then running = task id (release), kick.
+//      outstanding == 1 and pending == kTaskIdle: S writes pending_payload, then pending = id.
+//      A busy core is so handed its next task in advance. S never writes a non-idle slot.
+//   4. C takes `running` (or, if running is idle and pending holds a task, promotes it first):
+//      ack: executing = id, started_cycles = now (release); runs the kernel; executing = idle.
+//   5. C finishes: promotes pending into running (copies the payload, running = pending id,
+//      pending = kTaskIdle) or sets running = kTaskIdle; only then finished_task = id and
+//      finished_count += 1 (seq_cst), and rings S. Tasks of one core finish in dispatch order, so
+//      S maps the n-th finish to the n-th dispatch.
+//   6. Exit: S sets control = kCoreExit and kicks. C drops any slot it has not started, sets
+//      executing = kTaskExit (the exit acknowledgement id), status = kCoreExited, rings S.
+// A core stuck inside a kernel never reaches 6; the scheduler waits for the exit ack with a bound.
+#pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+
+#include "chiprt/status.h"
+#include "common/chip_launch.h"
+
+namespace chiprt::common {
+
+// Reserved task ids (TaskRecord indices are < 0xFFFFFFFE; the image's task_count is validated).
+inline constexpr uint32_t kTaskIdle = 0xFFFFFFFFu;     // empty slot / core not executing
+inline constexpr uint32_t kTaskExit = 0xFFFFFFFEu;     // `executing` value of a core that exited
+inline constexpr uint32_t kMaxRunTasks = 0xFFFFFFFEu;  // task ids are < this
+
+// HandshakeCell::control (scheduler -> core).
+inline constexpr uint32_t kCoreClosed = 0;
+inline constexpr uint32_t kCoreOpen = 1;
+inline constexpr uint32_t kCoreExit = 2;
+// HandshakeCell::status (core -> scheduler).
+inline constexpr uint32_t kCoreOffline = 0;
+inline constexpr uint32_t kCoreReady = 1;
+inline constexpr uint32_t kCoreExited = 2;
+
+// What a core needs to run one task. Written by the scheduler before the slot store.
+struct DispatchPayload {
+  uint64_t kernel_addr;  // KernelEntry, 0 when the kernel table has no entry for func_id
+  uint64_t args_addr;    // int64_t[arg_count] inside the graph image
+  int32_t func_id;
+  uint16_t arg_count;
+  uint16_t reserved;
+  uint32_t block_idx;
+  uint32_t block_num;
+};
+
+struct alignas(64) HandshakeCell {
+  // Written by the owning scheduler (thread 0 before the start barrier).
+  std::atomic<uint32_t> control;
+  std::atomic<uint32_t> running;  // task id or kTaskIdle
+  std::atomic<uint32_t> pending;  // task id or kTaskIdle
+  uint32_t owner;                 // scheduler thread index; set before the barrier opens
+  DispatchPayload pending_payload;
+  // running_payload is written by the scheduler (core idle) and by the core (promotion).
+  alignas(64) DispatchPayload running_payload;
+  // Written by the core.
+  alignas(64) std::atomic<uint32_t> status;
+  std::atomic<uint32_t> executing;  // task id being run, kTaskIdle, or kTaskExit
+  std::atomic<uint32_t> finished_task;
+  std::atomic<uint64_t> finished_count;
+  std::atomic<uint64_t> started_cycles;  // chip cycles when `executing` was acknowledged
+};
+static_assert(sizeof(HandshakeCell) == 192);
+
+// Futex helpers (the shared region is process memory on sim: private futexes).
+inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000ull);
+  ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000ull);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr,
+          0);
+}
+inline void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+// One per scheduler thread. The owner parks on it; cores (finish, ready, exit) and other
+// schedulers (work pushed that the owner wants, run end, error) ring it. Ringing costs one load
+// unless the owner is parked (`sleeping`), so it is cheap on the hot path.
+//
+// Lost-wakeup freedom (Dekker, with sequentially consistent operations only, no fences): the
+// parker stores sleeping = 1, reads `seq`, re-checks every source of work, then futex-waits on
+// `seq`; a ringer publishes its work with a seq_cst store or RMW, then loads `sleeping` and, if
+// set, bumps `seq` and wakes. Either the ringer sees the flag or the parker sees the work. Every
+// publication that may end a park (finished_count, core status, ready-queue cells, the completed
+// counter, the error code) is therefore seq_cst, and so are the parker's re-check loads.
+struct alignas(64) Doorbell {
+  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> sleeping;
+  std::atomic<uint32_t> wants;  // what the parked owner could take (bits set by the scheduler)
+
+  // Call after publishing the work with a seq_cst store or RMW.
+  void ring() {
+    if (sleeping.load(std::memory_order_seq_cst) != 0) ring_parked();
+  }
+  // For a caller that already saw `sleeping` set.
+  void ring_parked() {
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&seq);
+  }
+  // Parker protocol, step 1: announce; returns the sequence to wait on. The caller then
+  // re-checks for work (seq_cst loads) and either calls unpark() or wait().
+  uint32_t prepare_park(uint32_t want_mask) {
+    wants.store(want_mask, std::memory_order_relaxed);
+    sleeping.store(1, std::memory_order_seq_cst);
+    return seq.load(std::memory_order_seq_cst);
+  }
+  void wait(uint32_t seen, uint64_t timeout_ns) {
+    futex_wait(&seq, seen, timeout_ns);
+    unpark();
+  }
+  void unpark() { sleeping.store(0, std::memory_order_relaxed); }
+};
+static_assert(sizeof(Doorbell) == 64);
+
+// Start barrier values (SharedPrefix::init_state).
+inline constexpr uint32_t kInitPending = 0;
+inline constexpr uint32_t kInitDone = 1;
+inline constexpr uint32_t kInitFailed = 2;
+
+// The fixed-layout start of the shared-state region. The scheduler room appends its own sections
+// (ready queues, per-task counters) after it; see scheduler/shared_state.h.
+struct SharedPrefix {
+  alignas(64) std::atomic<uint32_t> init_state;  // start barrier, futex word
+  alignas(64) HandshakeCell cells[kMaxCores];    // indexed by device core number
+  Doorbell doorbells[kMaxAicpuThreads];          // indexed by scheduler thread
+};
+static_assert(sizeof(SharedPrefix) % 64 == 0);
+
+inline SharedPrefix* shared_prefix(const ChipLaunchArgs& args) {
+  return reinterpret_cast<SharedPrefix*>(static_cast<uintptr_t>(args.shared_addr));
+}
+
+// Wakes every scheduler (run end, error). Safe to call from any chip thread after the barrier.
+inline void ring_all_doorbells(SharedPrefix* prefix) {
+  for (Doorbell& d : prefix->doorbells) d.ring();
+}
+
+inline bool chip_error_latched(const ChipResult& result) {
+  return result.code.load(std::memory_order_seq_cst) != 0;
+}
+
+// Latches `code` with a formatted detail if no error latched before (first error wins). Returns
+// true for the winner, which alone writes detail and the stuck_* fields. No allocation.
+[[gnu::format(printf, 3, 4)]] inline bool latch_chip_error(ChipResult* result, StatusCode code,
+                                                           const char* format, ...) {
+  int32_t expected = 0;
+  if (!result->code.compare_exchange_strong(expected, static_cast<int32_t>(code),
+                                            std::memory_order_seq_cst)) {
+    return false;
+  }
+  va_list list;
+  va_start(list, format);
+  std::vsnprintf(result->detail, sizeof(result->detail), format, list);
+  va_end(list);
+  return true;
+}
+
+}  // namespace chiprt::common

@@ -1,0 +1,115 @@
+// ReadyQueue: a lock-free bounded multi-producer multi-consumer FIFO of task ids (Vyukov's ring:
+// one sequence number per cell), stored entirely inside caller-provided memory (the shared-state
+// region). No allocation.
+//
+// Lifetime: `init` (one thread, before any other thread uses the queue; publishing the queue to
+// them, e.g. by a release store, is the caller's job) formats the memory;
+// afterwards push/pop/maybe_nonempty are safe from any number of threads at once. The memory must
+// stay alive and 64-byte aligned while the queue is used. Capacity is a power of two.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace chiprt::scheduler {
+
+class ReadyQueue {
+ public:
+  // Bytes `capacity` cells need, including the head/tail lines (a multiple of 64).
+  static constexpr uint64_t bytes_for(uint64_t capacity) {
+    return sizeof(Control) + capacity * sizeof(Cell);
+  }
+  // Smallest power of two >= max(min_items, 2).
+  static constexpr uint64_t capacity_for(uint64_t min_items) {
+    uint64_t capacity = 2;
+    while (capacity < min_items) capacity <<= 1;
+    return capacity;
+  }
+
+  // Formats `memory` (bytes_for(capacity) bytes) and returns the queue living there.
+  static ReadyQueue* init(void* memory, uint64_t capacity) {
+    auto* queue = static_cast<ReadyQueue*>(memory);
+    queue->control_.mask = capacity - 1;
+    queue->control_.enqueue_pos.store(0, std::memory_order_relaxed);
+    queue->control_.dequeue_pos.store(0, std::memory_order_relaxed);
+    for (uint64_t i = 0; i < capacity; ++i) {
+      queue->cells()[i].sequence.store(i, std::memory_order_relaxed);
+    }
+    return queue;
+  }
+  static ReadyQueue* at(void* memory) { return static_cast<ReadyQueue*>(memory); }
+
+  uint64_t capacity() const { return control_.mask + 1; }
+
+  // Returns false when the queue is full.
+  bool push(uint32_t value) {
+    uint64_t pos = control_.enqueue_pos.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells()[pos & control_.mask];
+      const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+      const int64_t diff = static_cast<int64_t>(seq - pos);
+      if (diff == 0) {
+        if (control_.enqueue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          cell.value = value;
+          // seq_cst: a parked scheduler's maybe_nonempty must see it or its doorbell be rung.
+          cell.sequence.store(pos + 1, std::memory_order_seq_cst);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;
+      } else {
+        pos = control_.enqueue_pos.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Returns false when the queue is empty.
+  bool pop(uint32_t* value) {
+    uint64_t pos = control_.dequeue_pos.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells()[pos & control_.mask];
+      const uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+      const int64_t diff = static_cast<int64_t>(seq - (pos + 1));
+      if (diff == 0) {
+        if (control_.dequeue_pos.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          *value = cell.value;
+          cell.sequence.store(pos + control_.mask + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;
+      } else {
+        pos = control_.dequeue_pos.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // True when a pop might succeed now (a cheap check used before parking; false means the queue
+  // was empty at some instant during the call).
+  bool maybe_nonempty() const {
+    const uint64_t pos = control_.dequeue_pos.load(std::memory_order_seq_cst);
+    const uint64_t seq = cells()[pos & control_.mask].sequence.load(std::memory_order_seq_cst);
+    return static_cast<int64_t>(seq - (pos + 1)) >= 0;
+  }
+
+ private:
+  struct Cell {
+    std::atomic<uint64_t> sequence;
+    uint32_t value;
+  };
+  struct Control {
+    alignas(64) uint64_t mask;
+    alignas(64) std::atomic<uint64_t> enqueue_pos;
+    alignas(64) std::atomic<uint64_t> dequeue_pos;
+  };
+  static_assert(sizeof(Cell) == 16 && sizeof(Control) == 192);
+
+  Cell* cells() { return reinterpret_cast<Cell*>(reinterpret_cast<char*>(this) + sizeof(Control)); }
+  const Cell* cells() const {
+    return reinterpret_cast<const Cell*>(reinterpret_cast<const char*>(this) + sizeof(Control));
+  }
+
+  Control control_;
+};
+
+}  // namespace chiprt::scheduler

@@ -1,0 +1,115 @@
+// The scheduler's view of one launch: the layout of the shared-state region, the validated graph
+// image, and the start-of-run initialisation done by AICPU thread 0.
+//
+// Shared-state region layout (each section 64-byte aligned, sizes from shared_layout()):
+//   common::SharedPrefix   start barrier | HandshakeCell[kMaxCores] | Doorbell[kMaxAicpuThreads]
+//   SchedulerGlobals       completed-task counter (own cache line)
+//   ReadyQueue AIC         capacity = pow2 >= task_count (each task becomes ready exactly once)
+//   ReadyQueue AIV         same capacity
+//   ReadyQueue dummy       same capacity: dependency-only tasks waiting to be completed inline
+//   atomic<uint32_t>[task_count]  fanin_remaining
+//   atomic<uint8_t>[task_count]   TaskState
+//
+// Lifetime: RunView is a per-thread value (pointers into the image and the region) rebuilt by
+// every AICPU thread; it owns nothing. validate_launch and init_shared_state run on thread 0 only,
+// before the start barrier opens.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "chiprt/task_args.h"
+#include "common/chip_launch.h"
+#include "common/graph_image.h"
+#include "common/handshake.h"
+#include "platform/platform.h"
+#include "scheduler/ready_queue.h"
+
+namespace chiprt::scheduler {
+
+// Slot state machine of one task: Pending -> Ready -> Running -> Completed (dummy tasks skip
+// Running). Checked with assertions in debug builds.
+enum class TaskState : uint8_t { Pending = 0, Ready = 1, Running = 2, Completed = 3 };
+
+// Queue index per core shape; the dummy queue follows.
+inline constexpr int kQueueAic = 0;
+inline constexpr int kQueueAiv = 1;
+inline constexpr int kQueueDummy = 2;
+inline constexpr int kQueueCount = 3;
+
+// Kernel argument scratch per core: tensors, scalars, then block index and block count.
+inline constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
+
+struct alignas(64) SchedulerGlobals {
+  std::atomic<uint64_t> completed;
+};
+
+struct SharedLayout {
+  uint64_t globals_offset = 0;
+  uint64_t queue_capacity = 0;
+  uint64_t queue_offset[kQueueCount] = {};
+  uint64_t fanin_offset = 0;
+  uint64_t state_offset = 0;
+  uint64_t total_bytes = 0;  // UINT64_MAX when task_count is beyond what the image can index
+};
+SharedLayout shared_layout(uint64_t task_count);
+
+struct RunView {
+  common::ChipLaunchArgs* args = nullptr;
+  const platform::ChipServices* services = nullptr;
+  common::SharedPrefix* prefix = nullptr;
+  SchedulerGlobals* globals = nullptr;
+  ReadyQueue* queues[kQueueCount] = {};
+  std::atomic<uint32_t>* fanin_remaining = nullptr;
+  std::atomic<uint8_t>* task_state = nullptr;
+  const common::TaskRecord* tasks = nullptr;
+  const uint32_t* fanout = nullptr;
+  const int64_t* task_args = nullptr;
+  const uint32_t* initial_ready = nullptr;
+  uint32_t initial_ready_count = 0;
+  const uint64_t* kernel_table = nullptr;
+  uint32_t task_count = 0;
+  uint32_t thread_count = 0;
+
+  uint64_t now() const { return services->cycles(services->ctx); }
+  bool failed() const { return common::chip_error_latched(args->result); }
+  bool all_completed() const {
+    return globals->completed.load(std::memory_order_seq_cst) >= task_count;
+  }
+};
+
+// Checks any thread can do before touching the region: launch magic, thread index/count, region
+// address and minimum size. Latches InternalError and returns false on failure (when `args` is
+// readable at all).
+bool precheck_launch(common::ChipLaunchArgs* args, uint32_t thread_index, uint32_t thread_count);
+
+// Thread 0: validates the launch arguments and the whole graph image (every offset, count, index
+// and the fan-in counts against the fan-out lists) and fills `view`. Latches InternalError (or
+// UnsupportedFeature) with a message naming the field on failure and returns false.
+bool validate_launch(common::ChipLaunchArgs* args, uint32_t thread_count, RunView* view);
+
+// Thread 0, after validate_launch: formats queues and counters, sets up the handshake cells of
+// the run's cores, pushes the initial ready tasks (initial dummies complete at once).
+void init_shared_state(const RunView& view);
+
+// Every other thread, after the barrier opened: rebuilds the view without re-validating.
+void attach_view(common::ChipLaunchArgs* args, uint32_t thread_count, RunView* view);
+
+// Cores of the run: AIC c for c < clusters, AIV device_clusters + 2c (+1).
+inline uint32_t run_core_count(const common::ChipLaunchArgs& args) {
+  return args.clusters * 3;
+}
+inline uint32_t run_core(const common::ChipLaunchArgs& args, uint32_t i) {
+  return i < args.clusters ? i : args.device_clusters + (i - args.clusters);
+}
+inline uint32_t cluster_of(const common::ChipLaunchArgs& args, uint32_t core) {
+  return core < args.device_clusters ? core : (core - args.device_clusters) / 2;
+}
+inline bool is_aic_core(const common::ChipLaunchArgs& args, uint32_t core) {
+  return core < args.device_clusters;
+}
+inline uint32_t owner_of(const common::ChipLaunchArgs& args, uint32_t core, uint32_t threads) {
+  return cluster_of(args, core) % threads;
+}
+
+}  // namespace chiprt::scheduler

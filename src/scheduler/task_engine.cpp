@@ -1,0 +1,84 @@
+#include "scheduler/task_engine.h"
+
+#include <cassert>
+
+namespace chiprt::scheduler {
+namespace {
+
+// Fan-out of one completed task, then the run's completed counter.
+void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed) {
+  const common::TaskRecord& record = view.tasks[task];
+  for (uint32_t i = 0; i < record.fanout_count; ++i) {
+    const uint32_t consumer = view.fanout[record.fanout_begin + i];
+    if (view.fanin_remaining[consumer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      make_ready(view, consumer, pushed);
+    }
+  }
+  const uint64_t done = view.globals->completed.fetch_add(1, std::memory_order_seq_cst) + 1;
+  if (done == view.task_count) common::ring_all_doorbells(view.prefix);
+}
+
+}  // namespace
+
+void transition(const RunView& view, uint32_t task, TaskState from, TaskState to) {
+#ifdef NDEBUG
+  static_cast<void>(from);
+  view.task_state[task].store(static_cast<uint8_t>(to), std::memory_order_relaxed);
+#else
+  const uint8_t previous =
+      view.task_state[task].exchange(static_cast<uint8_t>(to), std::memory_order_relaxed);
+  assert(previous == static_cast<uint8_t>(from) && "task slot state machine violated");
+  static_cast<void>(previous);
+#endif
+}
+
+void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
+  transition(view, task, TaskState::Pending, TaskState::Ready);
+  const int queue = queue_of(view.tasks[task]);
+  // Capacity >= task_count and every task is pushed at most once, so this cannot fail unless the
+  // shared state was corrupted.
+  if (!view.queues[queue]->push(task)) {
+    common::latch_chip_error(&view.args->result, StatusCode::InternalError,
+                             "ready queue %d full while pushing task %u (capacity %llu)", queue,
+                             task, static_cast<unsigned long long>(view.queues[queue]->capacity()));
+    common::ring_all_doorbells(view.prefix);
+    return;
+  }
+  *pushed |= queue_bit(queue);
+}
+
+void drain_dummies(const RunView& view, uint32_t* pushed) {
+  uint32_t dummy = 0;
+  while (view.queues[kQueueDummy]->pop(&dummy)) {
+    transition(view, dummy, TaskState::Ready, TaskState::Completed);
+    release_consumers(view, dummy, pushed);
+  }
+}
+
+void complete_task(const RunView& view, uint32_t task, uint32_t* pushed) {
+  transition(view, task, TaskState::Running, TaskState::Completed);
+  release_consumers(view, task, pushed);
+  if ((*pushed & queue_bit(kQueueDummy)) != 0) drain_dummies(view, pushed);
+}
+
+void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed) {
+  // The pushes were seq_cst stores; the seq_cst `sleeping` loads below complete the Dekker
+  // handshake with a parking scheduler (see common::Doorbell).
+  uint32_t available = 0;
+  for (int q : {kQueueAic, kQueueAiv}) {
+    if ((pushed & queue_bit(q)) != 0 && view.queues[q]->maybe_nonempty()) {
+      available |= idle_core_bit(q) | pending_slot_bit(q);
+    }
+  }
+  if (available == 0) return;
+  for (uint32_t t = 0; t < view.thread_count; ++t) {
+    if (t == self) continue;
+    common::Doorbell& bell = view.prefix->doorbells[t];
+    if (bell.sleeping.load(std::memory_order_seq_cst) != 0 &&
+        (bell.wants.load(std::memory_order_relaxed) & available) != 0) {
+      bell.ring_parked();
+    }
+  }
+}
+
+}  // namespace chiprt::scheduler

@@ -1,0 +1,383 @@
+// Whole launches of the task engine (aicpu_entry + core_service) on the fake chip.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <tuple>
+
+#include "chip_harness.h"
+#include "scheduler/chip_entry.h"
+#include "scheduler/shared_state.h"
+
+namespace chiprt::scheduler {
+namespace {
+
+using test::ChipRun;
+using test::ImageWriter;
+using test::RunOptions;
+
+// "Did not hang" limit, generous for a loaded 2-core machine under sanitizers.
+constexpr double kHangLimitMs = 60000;
+
+CoreType shape(uint32_t i) {
+  return i % 2 == 0 ? CoreType::AIC : CoreType::AIV;
+}
+
+ImageWriter chain_graph(uint32_t n) {
+  ImageWriter w;
+  for (uint32_t i = 0; i < n; ++i) {
+    w.add(test::kRecordFunc, shape(i), i == 0 ? std::vector<uint32_t>{} : std::vector{i - 1});
+  }
+  return w;
+}
+
+ImageWriter fan_graph(uint32_t width) {
+  ImageWriter w;
+  const uint32_t root = w.add(test::kRecordFunc, CoreType::AIC);
+  std::vector<uint32_t> middle;
+  for (uint32_t i = 0; i < width; ++i) middle.push_back(w.add(test::kRecordFunc, shape(i), {root}));
+  w.add(test::kRecordFunc, CoreType::AIV, middle);
+  return w;
+}
+
+ImageWriter diamond_graph(uint32_t stacked) {
+  ImageWriter w;
+  uint32_t top = w.add(test::kRecordFunc, CoreType::AIC);
+  for (uint32_t i = 0; i < stacked; ++i) {
+    const uint32_t left = w.add(test::kRecordFunc, CoreType::AIV, {top});
+    const uint32_t right = w.add(test::kRecordFunc, CoreType::AIC, {top});
+    top = w.add(test::kRecordFunc, CoreType::AIV, {left, right});
+  }
+  return w;
+}
+
+// Initial dummies, a dummy join, a chain of dummies and a dummy sink.
+ImageWriter dummy_graph() {
+  ImageWriter w;
+  const uint32_t start = w.add_dummy();
+  const uint32_t lone_start = w.add_dummy();
+  const uint32_t a = w.add(test::kRecordFunc, CoreType::AIC, {start});
+  const uint32_t b = w.add(test::kRecordFunc, CoreType::AIV, {start, lone_start});
+  const uint32_t join = w.add_dummy({a, b});
+  uint32_t link = join;
+  for (int i = 0; i < 5; ++i) link = w.add_dummy({link});
+  const uint32_t c = w.add(test::kRecordFunc, CoreType::AIV, {link});
+  const uint32_t d = w.add(test::kRecordFunc, CoreType::AIC, {join});
+  w.add_dummy({c, d});
+  return w;
+}
+
+ImageWriter all_dummy_graph() {
+  ImageWriter w;
+  const uint32_t a = w.add_dummy();
+  const uint32_t b = w.add_dummy({a});
+  const uint32_t c = w.add_dummy({a});
+  w.add_dummy({b, c});
+  return w;
+}
+
+ImageWriter random_graph(uint32_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  ImageWriter w;
+  for (uint32_t t = 0; t < n; ++t) {
+    std::vector<uint32_t> deps;
+    if (t > 0) {
+      const uint32_t count = rng() % 4;
+      for (uint32_t k = 0; k < count; ++k) {
+        const uint32_t window = std::min<uint32_t>(t, 24);
+        deps.push_back(t - 1 - rng() % window);
+      }
+    }
+    if (rng() % 10 == 0) {
+      w.add_dummy(deps);
+    } else {
+      w.add(test::kRecordFunc, rng() % 2 == 0 ? CoreType::AIC : CoreType::AIV, deps);
+    }
+  }
+  return w;
+}
+
+void expect_clean_run(const ImageWriter& writer, const RunOptions& options,
+                      ChipRun* out = nullptr) {
+  ChipRun local(writer, options);
+  ChipRun& run = out != nullptr ? *out : local;
+  const double ms = run.run();
+  EXPECT_LT(ms, kHangLimitMs);
+  EXPECT_EQ(run.code(), StatusCode::Ok) << run.detail();
+  EXPECT_EQ(run.args().result.tasks_completed, writer.tasks().size());
+  run.chip().stop();
+  EXPECT_EQ(test::check_execution(writer, run.recorder(), options), "");
+}
+
+class ConcurrentGraphRun : public ::testing::TestWithParam<std::tuple<uint32_t, uint32_t>> {
+ protected:
+  RunOptions options() const {
+    RunOptions o;
+    o.threads = std::get<0>(GetParam());
+    o.clusters = std::get<1>(GetParam());
+    o.device_clusters = 8;
+    return o;
+  }
+};
+
+TEST_P(ConcurrentGraphRun, Chain) {
+  expect_clean_run(chain_graph(40), options());
+}
+TEST_P(ConcurrentGraphRun, FanOutFanIn) {
+  expect_clean_run(fan_graph(60), options());
+}
+TEST_P(ConcurrentGraphRun, Diamonds) {
+  expect_clean_run(diamond_graph(10), options());
+}
+TEST_P(ConcurrentGraphRun, DummyTasks) {
+  expect_clean_run(dummy_graph(), options());
+}
+TEST_P(ConcurrentGraphRun, OnlyDummyTasks) {
+  expect_clean_run(all_dummy_graph(), options());
+}
+TEST_P(ConcurrentGraphRun, RandomDag) {
+  expect_clean_run(random_graph(300, 7), options());
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadsByClusters, ConcurrentGraphRun,
+                         ::testing::Combine(::testing::Values(1u, 2u, 4u),
+                                            ::testing::Values(1u, 2u, 8u)),
+                         [](const auto& info) {
+                           return "threads" + std::to_string(std::get<0>(info.param)) +
+                                  "_clusters" + std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(SchedulerRun, ConcurrentRunOnFewerClustersThanTheDeviceUsesDeviceNumbering) {
+  RunOptions o;
+  o.threads = 3;
+  o.clusters = 2;
+  o.device_clusters = 5;  // AIV cores of the run: 5..8
+  expect_clean_run(fan_graph(30), o);
+}
+
+TEST(SchedulerRun, StressRandomDagsManySeeds) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    RunOptions o;
+    o.threads = 1 + seed % 4;
+    o.clusters = 1 + seed % 3;
+    o.device_clusters = 4;
+    o.service_threads = 1 + seed % 3;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    expect_clean_run(random_graph(400, seed), o);
+  }
+}
+
+TEST(SchedulerRun, SerialModeRunsEveryGraphInOrder) {
+  for (uint32_t clusters : {1u, 2u, 8u}) {
+    RunOptions o;
+    o.threads = 1;
+    o.serial = true;
+    o.clusters = clusters;
+    expect_clean_run(chain_graph(20), o);
+    expect_clean_run(fan_graph(20), o);
+    expect_clean_run(diamond_graph(5), o);
+    expect_clean_run(dummy_graph(), o);
+    expect_clean_run(random_graph(200, 3), o);
+  }
+}
+
+TEST(SchedulerRun, SerialModeOrderIsDeterministic) {
+  const ImageWriter writer = random_graph(300, 11);
+  RunOptions o;
+  o.threads = 1;
+  o.serial = true;
+  o.clusters = 2;
+  std::vector<uint32_t> first;
+  for (int round = 0; round < 3; ++round) {
+    ChipRun run(writer, o);
+    run.run();
+    ASSERT_EQ(run.code(), StatusCode::Ok) << run.detail();
+    if (round == 0) {
+      first = run.recorder().order;
+    } else {
+      EXPECT_EQ(run.recorder().order, first) << "round " << round;
+    }
+  }
+}
+
+TEST(SchedulerRun, PhaseStampsArePresent) {
+  RunOptions o;
+  o.threads = 2;
+  ChipRun run(chain_graph(10), o);
+  run.run();
+  ASSERT_EQ(run.code(), StatusCode::Ok) << run.detail();
+  const auto& stamps = run.phases().stamps;
+  for (Phase p : {Phase::RunWall, Phase::Preamble, Phase::Load}) {
+    const auto& s = stamps[0][static_cast<int>(p)];
+    EXPECT_NE(s.start, 0u) << phase_name(p);
+    EXPECT_LE(s.start, s.end) << phase_name(p);
+  }
+  EXPECT_NE(stamps[1][static_cast<int>(Phase::RunWall)].start, 0u);
+  // Scheduling is stamped by every thread that dispatched (which threads do depends on timing).
+  int scheduling = 0;
+  for (int t = 0; t < 2; ++t) {
+    const auto& s = stamps[t][static_cast<int>(Phase::Scheduling)];
+    if (s.start == 0) continue;
+    ++scheduling;
+    EXPECT_LE(s.start, s.end);
+  }
+  EXPECT_GE(scheduling, 1);
+  EXPECT_EQ(stamps[1][static_cast<int>(Phase::Preamble)].start, 0u) << "only thread 0 loads";
+}
+
+TEST(SchedulerRun, ConcurrentWatchdogNamesTheStuckTaskAndReturns) {
+  ImageWriter w;
+  const uint32_t a = w.add(test::kRecordFunc, CoreType::AIC);
+  const uint32_t stuck = w.add(test::kBlockingFunc, CoreType::AIV, {a});
+  w.add(test::kRecordFunc, CoreType::AIC, {stuck});
+  RunOptions o;
+  o.threads = 2;
+  o.clusters = 2;
+  o.timeout_ms = 200;
+  test::close_blocking_gate();
+  ChipRun run(w, o);
+  const double ms = run.run();
+  EXPECT_LT(ms, 10000) << "the run must return although a core is stuck in its kernel";
+  test::release_blocking_kernels();
+  run.chip().stop();
+  test::close_blocking_gate();
+  const int core = run.recorder().core_of[stuck];  // read after the kernel's thread was joined
+  ASSERT_EQ(run.code(), StatusCode::SchedulerTimeout) << run.detail();
+  EXPECT_EQ(run.args().result.stuck_task, stuck);
+  EXPECT_EQ(run.args().result.stuck_func_id, test::kBlockingFunc);
+  EXPECT_EQ(run.args().result.stuck_core, core);
+  const std::string expected = "no progress for 200 ms: task 1 (func_id 3) running on core " +
+                               std::to_string(core) + " (aiv)";
+  EXPECT_NE(run.detail().find(expected), std::string::npos) << run.detail();
+  EXPECT_EQ(run.recorder().runs[2].load(), 0u);
+}
+
+TEST(SchedulerRun, ConcurrentWatchdogNamesATaskThatNeverBecomesReady) {
+  ImageWriter w;
+  w.add(test::kRecordFunc, CoreType::AIC);
+  w.add(test::kRecordFunc, CoreType::AIV, {2});  // 1 and 2 wait for each other
+  w.add(test::kRecordFunc, CoreType::AIC, {1});
+  RunOptions o;
+  o.threads = 2;
+  o.timeout_ms = 200;
+  ChipRun run(w, o);
+  EXPECT_LT(run.run(), 10000);
+  ASSERT_EQ(run.code(), StatusCode::SchedulerTimeout) << run.detail();
+  EXPECT_EQ(run.args().result.stuck_task, 1);
+  EXPECT_EQ(run.args().result.stuck_core, -1);
+  EXPECT_NE(run.detail().find("task 1 (func_id 1) is not ready"), std::string::npos)
+      << run.detail();
+  EXPECT_EQ(run.args().result.tasks_completed, 1u);
+}
+
+TEST(SchedulerRun, ConcurrentUnknownFuncIdIsLatched) {
+  ImageWriter w;
+  const uint32_t a = w.add(test::kRecordFunc, CoreType::AIC);
+  const uint32_t unknown = w.add(7, CoreType::AIV, {a});
+  w.add(test::kRecordFunc, CoreType::AIC, {unknown});
+  for (bool serial : {false, true}) {
+    RunOptions o;
+    o.threads = serial ? 1 : 2;
+    o.serial = serial;
+    ChipRun run(w, o);
+    EXPECT_LT(run.run(), kHangLimitMs);
+    ASSERT_EQ(run.code(), StatusCode::UnknownFuncId) << run.detail();
+    EXPECT_NE(run.detail().find("task 1 names func_id 7"), std::string::npos) << run.detail();
+    run.chip().stop();
+    EXPECT_EQ(run.recorder().runs[2].load(), 0u);
+  }
+}
+
+TEST(SchedulerRun, ConcurrentThrowingKernelIsAKernelFault) {
+  ImageWriter w;
+  w.add(test::kThrowingFunc, CoreType::AIC);
+  RunOptions o;
+  ChipRun run(w, o);
+  EXPECT_LT(run.run(), kHangLimitMs);
+  ASSERT_EQ(run.code(), StatusCode::KernelFault) << run.detail();
+  EXPECT_NE(run.detail().find("func_id 4 of task 0"), std::string::npos) << run.detail();
+}
+
+// Corruptions of the launch or the image: each must latch an error naming the field, and every
+// thread must return.
+struct Corruption {
+  const char* name;
+  std::function<void(ChipRun&)> apply;
+  StatusCode code;
+  const char* detail;
+};
+
+common::GraphImageHeader* header_of(ChipRun& run) {
+  return reinterpret_cast<common::GraphImageHeader*>(run.image().data());
+}
+common::TaskRecord* records_of(ChipRun& run) {
+  return reinterpret_cast<common::TaskRecord*>(reinterpret_cast<uint8_t*>(run.image().data()) +
+                                               header_of(run)->tasks_offset);
+}
+
+TEST(SchedulerRun, ConcurrentInvalidLaunchesLatchAnErrorAndReturn) {
+  const Corruption cases[] = {
+      {"image magic", [](ChipRun& r) { header_of(r)->magic = 0x12345678; },
+       StatusCode::InternalError, "graph image magic 0x12345678"},
+      {"image version", [](ChipRun& r) { header_of(r)->version = 9; }, StatusCode::InternalError,
+       "graph image version 9"},
+      {"total size", [](ChipRun& r) { header_of(r)->total_size = r.image().size() * 8 + 8; },
+       StatusCode::InternalError, "total_size"},
+      {"tasks section", [](ChipRun& r) { header_of(r)->tasks_offset = 1ull << 40; },
+       StatusCode::InternalError, "tasks section"},
+      {"fanin count", [](ChipRun& r) { records_of(r)[1].fanin_count = 2; },
+       StatusCode::InternalError, "task 1: fanin_count 2, but 1 fanout entries name it"},
+      {"fanout range", [](ChipRun& r) { records_of(r)[0].fanout_count = 1000; },
+       StatusCode::InternalError, "task 0: fanout"},
+      {"func id", [](ChipRun& r) { records_of(r)[2].func_id = 4096; }, StatusCode::InternalError,
+       "task 2: func_id 4096"},
+      {"core type", [](ChipRun& r) { records_of(r)[2].core_type = 2; },
+       StatusCode::UnsupportedFeature, "MIX"},
+      {"arg range", [](ChipRun& r) { records_of(r)[1].args_begin = 1ull << 50; },
+       StatusCode::InternalError, "task 1: args"},
+      {"shared size", [](ChipRun& r) { r.args().shared_size = r.shared_bytes() - 64; },
+       StatusCode::InternalError, "shared-state region has"},
+      {"clusters", [](ChipRun& r) { r.args().clusters = 9; }, StatusCode::InternalError,
+       "clusters 9"},
+      {"variant", [](ChipRun& r) { r.args().variant = RuntimeVariant::TensormapRingbuffer; },
+       StatusCode::UnsupportedFeature, "runtime variant 2"},
+      {"serial threads", [](ChipRun& r) { r.args().serial = true; }, StatusCode::InternalError,
+       "serial launch with 3 AICPU threads"},
+  };
+  for (const Corruption& c : cases) {
+    SCOPED_TRACE(c.name);
+    RunOptions o;
+    o.threads = 3;
+    ChipRun run(chain_graph(4), o);
+    c.apply(run);
+    EXPECT_LT(run.run(), kHangLimitMs);
+    EXPECT_EQ(run.code(), c.code) << run.detail();
+    EXPECT_NE(run.detail().find(c.detail), std::string::npos) << run.detail();
+    EXPECT_EQ(run.recorder().started(), 0u);
+  }
+}
+
+TEST(SchedulerRun, BadLaunchMagicTouchesNothing) {
+  RunOptions o;
+  o.threads = 2;
+  ChipRun run(chain_graph(4), o);
+  run.args().magic = 0;
+  EXPECT_LT(run.run(), kHangLimitMs);
+  EXPECT_EQ(run.recorder().started(), 0u);
+}
+
+TEST(SchedulerRun, SharedStateBytesCoversEverySection) {
+  const SharedLayout small = shared_layout(1);
+  EXPECT_GE(small.total_bytes, sizeof(common::SharedPrefix));
+  EXPECT_EQ(small.total_bytes % 64, 0u);
+  const SharedLayout big = shared_layout(1000);
+  EXPECT_EQ(big.queue_capacity, 1024u);
+  EXPECT_GE(big.total_bytes, big.state_offset + 1000);
+  EXPECT_EQ(shared_state_bytes(1000, 24), big.total_bytes);
+  EXPECT_EQ(shared_layout(common::kMaxRunTasks).total_bytes, UINT64_MAX);
+}
+
+}  // namespace
+}  // namespace chiprt::scheduler

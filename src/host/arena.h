@@ -1,0 +1,129 @@
+// Device arenas and retained per-slot buffers of a DeviceRunner.
+//
+// ArenaSet holds kPipelineDepth banks; each bank has three regions (the output heap runtime
+// outputs are carved from, the orchestrator<->scheduler shared state, the runtime graph image).
+// A region is committed once and reused; a larger request releases and recommits it; a request of
+// 0 releases it. If any region of a bank fails to commit, all three are released (the bank returns
+// to its initial state) so a failure never leaves a half-sized layout behind.
+//
+// The single-entry prebuilt-image cache belongs to bank 0 (its addresses point into bank 0's
+// regions) and is invalidated by every change of bank 0's layout.
+//
+// StagingBuffers and GraphDefinitionBuffers are per pipeline slot, retained between runs and
+// grow-only. Everything here is owned by one DeviceRunner and used by one thread at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "chiprt/status.h"
+#include "chiprt/types.h"
+#include "host/device_memory.h"
+
+namespace chiprt::host {
+
+inline constexpr uint32_t kPipelineDepth = 2;
+
+enum class ArenaRegion : uint8_t { OutputHeap = 0, SharedState = 1, RuntimeImage = 2 };
+inline constexpr int kArenaRegionCount = 3;
+std::string_view arena_region_name(ArenaRegion region) noexcept;
+
+struct ArenaSizes {
+  uint64_t output_heap = 0;
+  uint64_t shared_state = 0;
+  uint64_t runtime_image = 0;
+  uint64_t of(ArenaRegion region) const noexcept;
+};
+
+// A cached runtime image and the layout it was built for.
+struct PrebuiltImage {
+  std::vector<uint8_t> key;  // what the image depends on (callable, args, sizing)
+  std::vector<uint8_t> image;
+  uint64_t task_count = 0;
+  DeviceBuffer output_heap;  // bank 0 regions when the image was built
+  DeviceBuffer shared_state;
+  DeviceBuffer runtime_image;
+};
+
+class ArenaSet {
+ public:
+  explicit ArenaSet(DeviceMemory* memory) : memory_(memory) {}
+  ArenaSet(const ArenaSet&) = delete;
+  ArenaSet& operator=(const ArenaSet&) = delete;
+
+  // Makes each region of `bank` at least the requested size (0 releases the region). On failure
+  // every region of the bank is released and ArenaCommitFailed names the region and sizes.
+  Status setup(uint32_t bank, const ArenaSizes& sizes);
+  // The committed region (empty when not committed or `bank` is out of range).
+  DeviceBuffer region(uint32_t bank, ArenaRegion region) const noexcept;
+  ArenaSizes committed_sizes(uint32_t bank) const noexcept;
+  // How many times any region of any bank was committed (for tests and statistics).
+  uint64_t commit_count() const noexcept { return commit_count_; }
+
+  // Prebuilt-image cache (bank 0 only): lookup returns nullptr on a miss or for another bank.
+  const PrebuiltImage* lookup_prebuilt(uint32_t bank, const std::vector<uint8_t>& key) const;
+  // Stores `image` for bank 0; ignored for other banks.
+  void store_prebuilt(uint32_t bank, PrebuiltImage image);
+  bool prebuilt_valid() const noexcept { return prebuilt_valid_; }
+  void invalidate_prebuilt() noexcept;
+
+  Status release_all();
+  void abandon() noexcept;
+
+ private:
+  struct Bank {
+    std::array<DeviceBuffer, kArenaRegionCount> regions{};
+  };
+  void release_bank(Bank& bank);
+
+  DeviceMemory* memory_;
+  std::array<Bank, kPipelineDepth> banks_{};
+  uint64_t commit_count_ = 0;
+  bool prebuilt_valid_ = false;
+  PrebuiltImage prebuilt_;
+};
+
+// One retained scratch buffer per pipeline slot (launch arguments and phase buffer of a run).
+class StagingBuffers {
+ public:
+  explicit StagingBuffers(DeviceMemory* memory) : memory_(memory) {}
+  // A buffer of at least `bytes` for `slot`, reused while large enough, replaced when not.
+  Status acquire(uint32_t slot, uint64_t bytes, DeviceBuffer* out);
+  DeviceBuffer current(uint32_t slot) const noexcept;
+  Status release_all();
+  void abandon() noexcept;
+
+ private:
+  DeviceMemory* memory_;
+  std::array<DeviceBuffer, kPipelineDepth> buffers_{};
+};
+
+// Per-slot device buffers keyed by the 64-bit content key of what they hold (graph definitions
+// reused across runs). Grow-only; a (re)allocated buffer is zeroed; the returned address is
+// aligned to `alignment`.
+class GraphDefinitionBuffers {
+ public:
+  explicit GraphDefinitionBuffers(DeviceMemory* memory) : memory_(memory) {}
+  // InvalidArgument for a slot out of range, bytes == 0, or an alignment that is zero or not a
+  // power of two; the allocator's error when memory runs out (the old buffer is then kept).
+  Status acquire(uint32_t slot, uint64_t key, uint64_t bytes, uint64_t alignment,
+                 uint64_t* aligned_addr);
+  std::size_t count(uint32_t slot) const noexcept;
+  uint64_t capacity(uint32_t slot, uint64_t key) const noexcept;
+  Status release_all();
+  void abandon() noexcept;
+
+ private:
+  struct Buffer {
+    uint64_t allocation = 0;
+    uint64_t aligned_addr = 0;
+    uint64_t capacity = 0;
+  };
+  DeviceMemory* memory_;
+  std::array<std::unordered_map<uint64_t, Buffer>, kPipelineDepth> by_slot_;
+};
+
+}  // namespace chiprt::host

@@ -1,0 +1,279 @@
+#include "host/callable_registry.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "host/log.h"
+
+namespace chiprt::host {
+
+uint32_t CallableRegistry::upload_refcount(uint64_t content_hash) const noexcept {
+  uint32_t total = 0;
+  auto [first, last] = uploads_.equal_range(content_hash);
+  for (auto it = first; it != last; ++it) total += it->second.refcount;
+  return total;
+}
+
+const RegisteredCallable* CallableRegistry::find(int32_t id) const noexcept {
+  auto it = callables_.find(id);
+  return it == callables_.end() ? nullptr : &it->second;
+}
+
+Status CallableRegistry::acquire_upload(std::span<const uint8_t> bytes, uint64_t hash,
+                                        uint64_t* device_addr) {
+  auto [first, last] = uploads_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    Upload& upload = it->second;
+    if (upload.bytes.size() == bytes.size() &&
+        std::memcmp(upload.bytes.data(), bytes.data(), bytes.size()) == 0) {
+      ++upload.refcount;
+      *device_addr = upload.device.addr;
+      return Status::ok();
+    }
+  }
+  Upload upload;
+  Status status =
+      memory_->allocate(bytes.size(), kObjectAlign, AllocationOwner::Runtime, &upload.device);
+  if (!status.is_ok()) return status;
+  status = memory_->copy_to_device(upload.device.addr, bytes.data(), bytes.size());
+  if (!status.is_ok()) {
+    (void)memory_->free(upload.device.addr, AllocationOwner::Runtime);
+    return status;
+  }
+  upload.bytes.assign(bytes.begin(), bytes.end());
+  upload.refcount = 1;
+  *device_addr = upload.device.addr;
+  uploads_.emplace(hash, std::move(upload));
+  ++upload_total_;
+  return Status::ok();
+}
+
+void CallableRegistry::release_upload(uint64_t hash, uint64_t device_addr) {
+  auto [first, last] = uploads_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    if (it->second.device.addr != device_addr) continue;
+    if (--it->second.refcount == 0) {
+      Status status = memory_->free(device_addr, AllocationOwner::Runtime);
+      if (!status.is_ok()) CHIPRT_LOG_WARN("callable upload free: %s", status.to_string().c_str());
+      uploads_.erase(it);
+    }
+    return;
+  }
+}
+
+Status CallableRegistry::load_entry(const ParsedObject& object, const char* symbol,
+                                    const std::string& what, RegisteredCallable* reg,
+                                    uint64_t* entry) {
+  if (object.kind == ObjectKind::InProcess) {
+    *entry = object.function_addr();
+    if (*entry == 0) {
+      return Status(StatusCode::LoadFailed, what + ": in-process function address is null");
+    }
+    return Status::ok();
+  }
+  const uint64_t hash = content_hash64(object.bytes);
+  uint64_t handle = 0;
+  auto [first, last] = object_by_hash_.equal_range(hash);
+  for (auto it = first; it != last && handle == 0; ++it) {
+    if (objects_.at(it->second).size == object.bytes.size()) handle = it->second;
+  }
+  if (handle == 0) {
+    platform::LoadedObject loaded;
+    Status status = platform_->load_object(object.bytes, &loaded);
+    if (!status.is_ok()) {
+      return Status(StatusCode::LoadFailed, what + ": loading its " +
+                                                std::to_string(object.bytes.size()) +
+                                                "-byte shared object failed: " + status.message());
+    }
+    handle = loaded.handle;
+    objects_[handle] = LoadedObjectEntry{loaded, hash, object.bytes.size(), 0};
+    object_by_hash_.emplace(hash, handle);
+  }
+  LoadedObjectEntry& cached = objects_.at(handle);
+  ++cached.refcount;
+  reg->object_handles.push_back(handle);
+  Status status = platform_->resolve_symbol(cached.object, symbol, entry);
+  if (!status.is_ok() || *entry == 0) {
+    return Status(StatusCode::LoadFailed, what + ": symbol '" + symbol +
+                                              "' not found in its shared object" +
+                                              (status.is_ok() ? "" : ": " + status.message()));
+  }
+  return Status::ok();
+}
+
+void CallableRegistry::release_object(uint64_t handle) {
+  auto it = objects_.find(handle);
+  if (it == objects_.end()) return;
+  if (--it->second.refcount != 0) return;
+  Status status = platform_->unload_object(it->second.object);
+  if (!status.is_ok()) CHIPRT_LOG_WARN("object unload: %s", status.to_string().c_str());
+  auto [first, last] = object_by_hash_.equal_range(it->second.hash);
+  for (auto h = first; h != last; ++h) {
+    if (h->second == handle) {
+      object_by_hash_.erase(h);
+      break;
+    }
+  }
+  objects_.erase(it);
+}
+
+void CallableRegistry::release_registration(const RegisteredCallable& reg) {
+  for (uint64_t handle : reg.object_handles) release_object(handle);
+  if (!reg.device_copy.empty()) release_upload(reg.content_hash, reg.device_copy.addr);
+}
+
+Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> container,
+                                           RuntimeVariant variant) {
+  if (id < 0 || id >= kMaxCallableIds) {
+    return Status(StatusCode::CallableIdOutOfRange, "callable id " + std::to_string(id) +
+                                                        " is outside [0, " +
+                                                        std::to_string(kMaxCallableIds) + ")");
+  }
+  if (callables_.count(id) != 0) {
+    return Status(StatusCode::DuplicateCallable,
+                  "callable id " + std::to_string(id) +
+                      " is already registered; unregister it first or use another id");
+  }
+  if (container.empty()) {
+    return Status(StatusCode::EmptyCallable,
+                  "callable id " + std::to_string(id) + ": the container is empty (0 bytes)");
+  }
+  ParsedCallable parsed;
+  Status status = parse_callable(container, &parsed);
+  if (!status.is_ok()) {
+    return Status(status.code(), "callable id " + std::to_string(id) + ": " + status.message());
+  }
+  if (variant == RuntimeVariant::TensormapRingbuffer) {
+    return Status(StatusCode::UnsupportedFeature,
+                  "callable id " + std::to_string(id) +
+                      ": device orchestration (tensormap_ringbuffer) is not available yet; "
+                      "tensormap_ringbuffer arrives with its own issue; use host_build_graph");
+  }
+  if (variant != RuntimeVariant::HostBuildGraph) {
+    return Status(StatusCode::InvalidConfig,
+                  "callable id " + std::to_string(id) + ": runtime variant " +
+                      std::to_string(static_cast<int>(variant)) + " is not a concrete variant");
+  }
+
+  RegisteredCallable reg;
+  reg.id = id;
+  reg.variant = variant;
+  reg.content_hash = parsed.content_hash;
+  reg.kernel_image_hash = parsed.kernel_image_hash;
+  reg.orchestration_signature = parsed.orchestration_signature;
+
+  uint64_t device_addr = 0;
+  status = acquire_upload(container, parsed.content_hash, &device_addr);
+  if (!status.is_ok()) return status;
+  reg.device_copy = DeviceBuffer{device_addr, container.size()};
+
+  // Objects are loaded from the retained host copy so their images outlive the caller's span.
+  std::span<const uint8_t> retained;
+  {
+    auto [first, last] = uploads_.equal_range(parsed.content_hash);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.device.addr == device_addr) retained = it->second.bytes;
+    }
+  }
+  status = parse_callable(retained, &parsed);
+  if (status.is_ok()) {
+    uint64_t orchestration = 0;
+    status =
+        load_entry(parsed.orchestration, kOrchestrationSymbol,
+                   "callable id " + std::to_string(id) + " orchestration", &reg, &orchestration);
+    reg.orchestration = reinterpret_cast<OrchestrationEntry>(orchestration);
+  }
+  for (std::size_t k = 0; k < parsed.kernels.size() && status.is_ok(); ++k) {
+    const ParsedKernel& kernel = parsed.kernels[k];
+    if (kernel.func_id < 0 || kernel.func_id >= kMaxFuncId) {
+      status = Status(StatusCode::MalformedCallable,
+                      "callable id " + std::to_string(id) + ": kernel func_id " +
+                          std::to_string(kernel.func_id) + " is outside [0, " +
+                          std::to_string(kMaxFuncId) + ")");
+      break;
+    }
+    RegisteredKernel& slot = reg.kernels[static_cast<std::size_t>(kernel.func_id)];
+    status = load_entry(
+        kernel.object, kKernelSymbol,
+        "callable id " + std::to_string(id) + " kernel func_id " + std::to_string(kernel.func_id),
+        &reg, &slot.entry);
+    if (!status.is_ok()) break;
+    slot.present = true;
+    slot.core = kernel.core;
+    slot.signature = kernel.signature;
+    ++reg.kernel_count;
+  }
+  if (!status.is_ok()) {
+    release_registration(reg);
+    return status;
+  }
+  CHIPRT_LOG_INFO("registered callable id %d: %d kernels, content hash 0x%016llx", id,
+                  reg.kernel_count, static_cast<unsigned long long>(reg.content_hash));
+  callables_.emplace(id, std::move(reg));
+  return Status::ok();
+}
+
+Status CallableRegistry::unregister_callable(int32_t id) {
+  auto it = callables_.find(id);
+  if (it == callables_.end()) {
+    return Status(StatusCode::UnknownCallable,
+                  "callable id " + std::to_string(id) + " is not registered");
+  }
+  RegisteredCallable reg = std::move(it->second);
+  callables_.erase(it);
+  release_registration(reg);
+  return Status::ok();
+}
+
+Status CallableRegistry::bind(int32_t id, uint64_t table_addr,
+                              orchestrator::KernelTable* builder_table) {
+  auto it = callables_.find(id);
+  if (it == callables_.end()) {
+    return Status(StatusCode::UnknownCallable,
+                  "callable id " + std::to_string(id) + " is not registered");
+  }
+  const RegisteredCallable& reg = it->second;
+  // Rebuilt from zero every time: an entry left over from another callable would point at code
+  // that may have been unloaded, and the chip would call it.
+  uint64_t table[kMaxFuncId] = {};
+  for (int32_t f = 0; f < kMaxFuncId; ++f) {
+    const RegisteredKernel& kernel = reg.kernels[static_cast<std::size_t>(f)];
+    if (kernel.present) table[f] = kernel.entry;
+    if (builder_table != nullptr) {
+      orchestrator::KernelInfo& info = (*builder_table)[static_cast<std::size_t>(f)];
+      info.present = kernel.present;
+      info.core = kernel.core;
+      info.signature = kernel.signature;
+    }
+  }
+  return memory_->copy_to_device(table_addr, table, sizeof(table));
+}
+
+Status CallableRegistry::release_all() {
+  for (auto& [id, reg] : callables_) release_registration(reg);
+  callables_.clear();
+  Status first;
+  // Anything still cached is unreferenced by registrations; drop it too.
+  for (auto& [handle, entry] : objects_) {
+    Status status = platform_->unload_object(entry.object);
+    if (!status.is_ok() && first.is_ok()) first = status;
+  }
+  objects_.clear();
+  object_by_hash_.clear();
+  for (auto& [hash, upload] : uploads_) {
+    Status status = memory_->free(upload.device.addr, AllocationOwner::Runtime);
+    if (!status.is_ok() && first.is_ok()) first = status;
+  }
+  uploads_.clear();
+  return first;
+}
+
+void CallableRegistry::abandon() noexcept {
+  callables_.clear();
+  objects_.clear();
+  object_by_hash_.clear();
+  uploads_.clear();
+}
+
+}  // namespace chiprt::host

@@ -1,0 +1,115 @@
+// CallableRegistry: chip callables uploaded to a device and registered under callable ids.
+//
+// A container is uploaded to device memory once per distinct content (content-hash deduplication
+// confirmed byte for byte, with a reference count per registration). Each registration loads its
+// orchestration (host orchestration: a host-callable entry) and its kernels (one entry address per
+// func_id); kernel and orchestration shared objects are loaded once per distinct image and
+// reference counted too. bind() rewrites the device kernel address table with exactly one
+// callable's kernels. Owned by a DeviceRunner; one thread at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chiprt/call_config.h"
+#include "chiprt/callable.h"
+#include "chiprt/status.h"
+#include "host/device_memory.h"
+#include "orchestrator/host_graph_builder.h"
+#include "platform/platform.h"
+
+namespace chiprt::host {
+
+struct RegisteredKernel {
+  bool present = false;
+  uint64_t entry = 0;  // address the core calls (kernel_entry)
+  CoreType core = CoreType::AIC;
+  ArgSignature signature;
+};
+
+struct RegisteredCallable {
+  int32_t id = -1;
+  RuntimeVariant variant = RuntimeVariant::HostBuildGraph;
+  uint64_t content_hash = 0;
+  uint64_t kernel_image_hash = 0;
+  DeviceBuffer device_copy;  // the uploaded container (shared between identical registrations)
+  OrchestrationEntry orchestration = nullptr;
+  ArgSignature orchestration_signature;
+  std::array<RegisteredKernel, kMaxFuncId> kernels{};
+  int kernel_count = 0;
+  // Shared objects this registration holds a reference on (object cache handles).
+  std::vector<uint64_t> object_handles;
+};
+
+class CallableRegistry {
+ public:
+  CallableRegistry(platform::Platform* platform, DeviceMemory* memory)
+      : platform_(platform), memory_(memory) {}
+  CallableRegistry(const CallableRegistry&) = delete;
+  CallableRegistry& operator=(const CallableRegistry&) = delete;
+
+  // Errors: CallableIdOutOfRange, DuplicateCallable, MalformedCallable / EmptyCallable (from the
+  // parser), UnsupportedFeature for tensormap_ringbuffer (device orchestration), LoadFailed, and
+  // allocation failures. On error nothing stays registered or uploaded.
+  Status register_callable(int32_t id, std::span<const uint8_t> container, RuntimeVariant variant);
+  // UnknownCallable when nothing is registered under `id`.
+  Status unregister_callable(int32_t id);
+  bool has(int32_t id) const noexcept { return callables_.count(id) != 0; }
+  const RegisteredCallable* find(int32_t id) const noexcept;
+
+  // Clears the kernel address table at `table_addr` (uint64_t[kMaxFuncId]) and writes exactly the
+  // kernels of callable `id`; fills `builder_table` with what the orchestrator validates against.
+  Status bind(int32_t id, uint64_t table_addr, orchestrator::KernelTable* builder_table);
+
+  // Distinct containers in device memory, and how many uploads (device copies) ever happened.
+  std::size_t uploaded_container_count() const noexcept { return uploads_.size(); }
+  uint64_t upload_total() const noexcept { return upload_total_; }
+  uint32_t upload_refcount(uint64_t content_hash) const noexcept;
+  std::size_t loaded_object_count() const noexcept { return objects_.size(); }
+  std::size_t size() const noexcept { return callables_.size(); }
+
+  // Unloads every object and frees every upload (device alive).
+  Status release_all();
+  // Forgets everything without touching the device. Loaded objects are deliberately not
+  // unloaded: a kernel may still be executing on a stuck chip thread, and unmapping its code
+  // would turn a reported fault into a crash. Their mappings live until process exit.
+  void abandon() noexcept;
+
+ private:
+  struct Upload {
+    std::vector<uint8_t> bytes;  // host copy: exact dedup check; object images are loaded from it
+    DeviceBuffer device;
+    uint32_t refcount = 0;
+  };
+  struct LoadedObjectEntry {
+    platform::LoadedObject object;
+    uint64_t hash = 0;
+    uint64_t size = 0;
+    uint32_t refcount = 0;
+  };
+
+  // Both caches are keyed by content hash; entries with the same hash but different content
+  // (a collision) coexist, told apart by their device address / object handle.
+  Status acquire_upload(std::span<const uint8_t> bytes, uint64_t hash, uint64_t* device_addr);
+  void release_upload(uint64_t hash, uint64_t device_addr);
+  Status load_entry(const ParsedObject& object, const char* symbol, const std::string& what,
+                    RegisteredCallable* reg, uint64_t* entry);
+  void release_object(uint64_t handle);
+  void release_registration(const RegisteredCallable& reg);
+
+  platform::Platform* platform_;
+  DeviceMemory* memory_;
+  std::map<int32_t, RegisteredCallable> callables_;
+  std::unordered_multimap<uint64_t, Upload> uploads_;
+  std::unordered_map<uint64_t, LoadedObjectEntry> objects_;     // by handle
+  std::unordered_multimap<uint64_t, uint64_t> object_by_hash_;  // content hash -> handle
+  uint64_t upload_total_ = 0;
+};
+
+}  // namespace chiprt::host

@@ -1,0 +1,617 @@
+#include "host/device_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "aicore/core_executor.h"
+#include "common/chip_launch.h"
+#include "common/graph_image.h"
+#include "host/log.h"
+#include "orchestrator/graph_image_validate.h"
+#include "orchestrator/host_graph_builder.h"
+#include "scheduler/chip_entry.h"
+
+namespace chiprt::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t ns_between(Clock::time_point a, Clock::time_point b) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+}
+
+constexpr uint64_t round_up(uint64_t value, uint64_t align) {
+  return (value + align - 1) / align * align;
+}
+
+constexpr uint64_t kServicesBytes = round_up(sizeof(platform::ChipServices), kDeviceAlign);
+constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
+constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
+constexpr uint64_t kPhaseBufferBytes = sizeof(common::PhaseBuffer);
+
+std::string hex(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// Appends the raw bytes of a trivially copyable value to a key.
+template <class T>
+void append(std::vector<uint8_t>* key, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&value);
+  key->insert(key->end(), bytes, bytes + sizeof(T));
+}
+
+// What a host-built image depends on: the callable's identity and content, every argument field
+// (field by field, so padding never makes equal arguments differ) and the sizing.
+std::vector<uint8_t> replay_key(const RegisteredCallable& callable, const TaskArgs& args,
+                                uint64_t heap_bytes, uint64_t max_tasks, uint32_t clusters) {
+  std::vector<uint8_t> key;
+  key.reserve(64 + static_cast<std::size_t>(args.tensor_count()) * 128);
+  append(&key, callable.id);
+  append(&key, callable.content_hash);
+  append(&key, heap_bytes);
+  append(&key, max_tasks);
+  append(&key, clusters);
+  append(&key, args.tensor_count());
+  for (int i = 0; i < args.tensor_count(); ++i) {
+    const Tensor& t = args.tensor(i);
+    append(&key, args.tag(i));
+    append(&key, t.buffer.addr);
+    append(&key, t.buffer.size);
+    append(&key, t.start_offset);
+    append(&key, t.ndim);
+    append(&key, t.dtype);
+    for (uint32_t d = 0; d < t.ndim && d < static_cast<uint32_t>(kMaxTensorDims); ++d) {
+      append(&key, t.shape[d]);
+      append(&key, t.strides[d]);
+    }
+    append(&key, t.owner_task);
+    append(&key, t.version);
+  }
+  append(&key, args.scalar_count());
+  for (int i = 0; i < args.scalar_count(); ++i) append(&key, args.scalar_bits(i));
+  append(&key, args.dep_count());
+  for (int i = 0; i < args.dep_count(); ++i) append(&key, args.dep(i));
+  return key;
+}
+
+// Validates a freshly built image (orchestrator's structural checks) and reads its task count.
+Status check_image(const std::vector<uint8_t>& image, uint64_t* task_count) {
+  Status status = orchestrator::validate_graph_image(image.data(), image.size());
+  if (!status.is_ok()) return status;
+  common::GraphImageHeader header;
+  std::memcpy(&header, image.data(), sizeof(header));
+  *task_count = header.task_count;
+  return Status::ok();
+}
+
+}  // namespace
+
+DeviceRunner::DeviceRunner(std::unique_ptr<platform::Platform> platform, RunnerOptions options)
+    : platform_(std::move(platform)),
+      options_(std::move(options)),
+      memory_(platform_.get()),
+      arenas_(&memory_),
+      staging_(&memory_),
+      graph_buffers_(&memory_),
+      callables_(platform_.get(), &memory_) {
+  if (platform_ == nullptr)
+    throw Error(StatusCode::InvalidArgument, "DeviceRunner needs a platform");
+  if (options_.default_runtime == RuntimeVariant::Default) {
+    options_.default_runtime = RuntimeVariant::HostBuildGraph;
+  }
+}
+
+DeviceRunner::~DeviceRunner() {
+  try {
+    finalize();
+  } catch (const std::exception& e) {
+    CHIPRT_LOG_WARN("DeviceRunner teardown: %s", e.what());
+  }
+}
+
+void DeviceRunner::throw_if(const Status& status) const {
+  if (!status.is_ok()) throw Error(status);
+}
+
+void DeviceRunner::require_usable(const char* what) const {
+  if (faulted_) {
+    throw Error(StatusCode::DeviceFaulted,
+                std::string(what) + ": device " + std::to_string(device_id_) +
+                    " faulted earlier and its resources were abandoned; reset the runner (close "
+                    "the Worker and create a new one)");
+  }
+  if (device_id_ < 0) {
+    throw Error(StatusCode::NotInitialized,
+                std::string(what) + ": the runner is not attached to a device; call attach first");
+  }
+}
+
+void DeviceRunner::attach(int device_id) {
+  if (faulted_) require_usable("attach");
+  if (device_id < 0) {
+    throw Error(StatusCode::InvalidArgument,
+                "device id " + std::to_string(device_id) + " is negative; use an id >= 0");
+  }
+  if (device_id_ >= 0 && device_id_ != device_id) {
+    throw Error(StatusCode::DeviceMismatch,
+                "the runner is attached to device " + std::to_string(device_id_) +
+                    "; finalize it before attaching to device " + std::to_string(device_id));
+  }
+  throw_if(platform_->attach(device_id));
+  if (!timeouts_resolved_) {
+    TimeoutResolution resolution = resolve_timeouts(options_.env);
+    timeouts_ = resolution.config;
+    timeout_warnings_ = std::move(resolution.warnings);
+    timeouts_resolved_ = true;
+  }
+  device_id_ = device_id;
+}
+
+void DeviceRunner::ensure_initialized() {
+  require_usable("ensure_initialized");
+  if (initialized_) return;
+  if (!streams_started_) {
+    throw_if(platform_->start_streams());
+    streams_started_ = true;
+  }
+  geometry_ = platform_->geometry();
+  if (geometry_.clusters == 0 || geometry_.cores() > common::kMaxCores) {
+    throw Error(StatusCode::InternalError, "platform '" + platform_->name() + "' reports " +
+                                               std::to_string(geometry_.clusters) +
+                                               " clusters; supported 1.." +
+                                               std::to_string(common::kMaxCores / 3));
+  }
+  max_block_dim_ = geometry_.clusters;
+  // On sim the chip-side executors are linked into this binary; a hardware platform would load
+  // them here.
+  aicpu_entry_ = &scheduler::aicpu_entry;
+  core_service_ = &aicore::core_service;
+  if (!chip_init_done_) {
+    DeviceBuffer block;
+    throw_if(memory_.allocate(kServicesBytes + kKernelTableBytes, kDeviceAlign,
+                              AllocationOwner::Runtime, &block));
+    status_block_addr_ = block.addr;
+    services_addr_ = block.addr;
+    kernel_table_addr_ = block.addr + kServicesBytes;
+    Status status = memory_.copy_to_device(services_addr_, &platform_->services(),
+                                           sizeof(platform::ChipServices));
+    if (status.is_ok()) status = memory_.memset(kernel_table_addr_, 0, kKernelTableBytes);
+    if (!status.is_ok()) {
+      (void)memory_.free(block.addr, AllocationOwner::Runtime);
+      status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
+      throw Error(status);
+    }
+    chip_init_done_ = true;
+  }
+  initialized_ = true;
+  CHIPRT_LOG_INFO("device %d initialised on %s: %u clusters, %u AICPU threads (default %u)",
+                  device_id_, platform_->name().c_str(), geometry_.clusters,
+                  geometry_.max_aicpu_threads, geometry_.default_aicpu_threads);
+}
+
+PlatformLimits DeviceRunner::limits() const noexcept {
+  PlatformLimits limits;
+  limits.max_clusters = geometry_.clusters;
+  limits.max_aicpu_threads = std::min(geometry_.max_aicpu_threads, common::kMaxAicpuThreads);
+  limits.pipeline_depth = kPipelineDepth;
+  return limits;
+}
+
+LaunchShape DeviceRunner::resolve_launch_shape(const CallConfig& config) {
+  ensure_initialized();
+  config.validate_or_throw(limits());
+  LaunchShape shape;
+  shape.serial = platform_->serial() || config.serial;
+  const uint32_t usable = std::min(geometry_.max_aicpu_threads, common::kMaxAicpuThreads);
+  const uint32_t desired = config.aicpu_thread_num > 0
+                               ? static_cast<uint32_t>(config.aicpu_thread_num)
+                               : geometry_.default_aicpu_threads;
+  shape.aicpu_threads = std::min(desired, usable);
+  if (shape.aicpu_threads < desired) {
+    CHIPRT_LOG_WARN(
+        "AICPU: %u threads requested, %u usable; running 1 orchestrator + %u schedulers", desired,
+        usable, shape.aicpu_threads - 1);
+  }
+  if (shape.serial) {
+    shape.aicpu_threads = 1;
+  } else if (shape.aicpu_threads < 2) {
+    throw Error(StatusCode::InvalidConfig,
+                "AICPU threads resolve to " + std::to_string(shape.aicpu_threads) + " (requested " +
+                    std::to_string(desired) + ", usable " + std::to_string(usable) +
+                    "); a threaded run needs at least 1 orchestrator + 1 scheduler; set "
+                    "aicpu_thread_num >= 2 or run serial");
+  }
+  const uint32_t clusters =
+      config.cluster_count > 0 ? static_cast<uint32_t>(config.cluster_count) : max_block_dim_;
+  if (clusters > max_block_dim_) {
+    throw Error(StatusCode::InvalidConfig, "cluster_count=" + std::to_string(clusters) +
+                                               " exceeds the device's " +
+                                               std::to_string(max_block_dim_) + " clusters");
+  }
+  shape.clusters = clusters;
+  shape.cores = clusters * 3;
+  return shape;
+}
+
+DeviceBuffer DeviceRunner::allocate(uint64_t bytes) {
+  require_usable("malloc");
+  DeviceBuffer buffer;
+  throw_if(memory_.allocate(bytes, kDeviceAlign, AllocationOwner::User, &buffer));
+  return buffer;
+}
+
+void DeviceRunner::free(uint64_t addr) {
+  require_usable("free");
+  throw_if(memory_.free(addr, AllocationOwner::User));
+}
+
+void DeviceRunner::check_range(uint64_t addr, uint64_t bytes, const char* what) const {
+  if (!memory_.contains(addr, bytes)) {
+    throw Error(StatusCode::InvalidDevicePointer,
+                std::string(what) + ": [" + hex(addr) + ", +" + std::to_string(bytes) +
+                    ") is not inside a live allocation of device " + std::to_string(device_id_));
+  }
+}
+
+void DeviceRunner::copy_to_device(uint64_t dst, const void* src, uint64_t bytes) {
+  require_usable("copy_to_device");
+  if (bytes == 0) return;
+  if (src == nullptr) throw Error(StatusCode::InvalidArgument, "copy_to_device: source is null");
+  check_range(dst, bytes, "copy_to_device");
+  throw_if(memory_.copy_to_device(dst, src, bytes));
+}
+
+void DeviceRunner::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
+  require_usable("copy_from_device");
+  if (bytes == 0) return;
+  if (dst == nullptr) {
+    throw Error(StatusCode::InvalidArgument, "copy_from_device: destination is null");
+  }
+  check_range(src, bytes, "copy_from_device");
+  throw_if(memory_.copy_from_device(dst, src, bytes));
+}
+
+void DeviceRunner::memset(uint64_t dst, int value, uint64_t bytes) {
+  require_usable("memset");
+  if (bytes == 0) return;
+  check_range(dst, bytes, "memset");
+  throw_if(memory_.memset(dst, value, bytes));
+}
+
+uint64_t DeviceRunner::bytes_in_use() const {
+  return platform_->bytes_in_use();
+}
+
+uint64_t DeviceRunner::acquire_graph_definition_buffer(uint32_t slot, uint64_t key, uint64_t bytes,
+                                                       uint64_t alignment) {
+  require_usable("acquire_graph_definition_buffer");
+  uint64_t addr = 0;
+  throw_if(graph_buffers_.acquire(slot, key, bytes, alignment, &addr));
+  return addr;
+}
+
+void DeviceRunner::register_callable(int32_t id, std::span<const uint8_t> container,
+                                     RuntimeVariant variant) {
+  ensure_initialized();
+  if (variant == RuntimeVariant::Default) variant = options_.default_runtime;
+  throw_if(callables_.register_callable(id, container, variant));
+}
+
+void DeviceRunner::unregister_callable(int32_t id) {
+  require_usable("unregister_callable");
+  throw_if(callables_.unregister_callable(id));
+}
+
+void DeviceRunner::bind(int32_t id) {
+  ensure_initialized();
+  throw_if(callables_.bind(id, kernel_table_addr_, nullptr));
+}
+
+void DeviceRunner::check_signature(const RegisteredCallable& callable, const TaskArgs& args) const {
+  const ArgSignature& sig = callable.orchestration_signature;
+  // A signature that declares nothing means the orchestration accepts any arguments.
+  if (sig.tensor_count == 0 && sig.scalar_count == 0) return;
+  const std::string prefix = "callable id " + std::to_string(callable.id) + ": ";
+  if (args.tensor_count() != sig.tensor_count) {
+    throw Error(StatusCode::SignatureMismatch,
+                prefix + "expected " + std::to_string(sig.tensor_count) +
+                    " tensor arguments, got " + std::to_string(args.tensor_count()));
+  }
+  for (int i = 0; i < args.tensor_count(); ++i) {
+    if (args.tag(i) != sig.tags[i]) {
+      throw Error(StatusCode::SignatureMismatch,
+                  prefix + "argument " + std::to_string(i) + ": expected " +
+                      std::string(arg_tag_name(sig.tags[i])) + ", got " +
+                      std::string(arg_tag_name(args.tag(i))));
+    }
+  }
+  if (args.scalar_count() != sig.scalar_count) {
+    throw Error(StatusCode::SignatureMismatch,
+                prefix + "expected " + std::to_string(sig.scalar_count) +
+                    " scalar arguments, got " + std::to_string(args.scalar_count()));
+  }
+}
+
+RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+  bool expected = false;
+  if (!run_active_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+    throw Error(StatusCode::InvalidArgument,
+                "run: another run is in progress on device " + std::to_string(device_id_) +
+                    "; runs execute one at a time (serialise the calls)");
+  }
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag.store(false, std::memory_order_release); }
+  } release{run_active_};
+  return run_locked(callable_id, args, config);
+}
+
+RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
+                                   const CallConfig& config) {
+  const Clock::time_point t_entry = Clock::now();
+  require_usable("run");
+  const LaunchShape shape = resolve_launch_shape(config);  // initialises and validates
+
+  const RuntimeVariant variant =
+      config.runtime == RuntimeVariant::Default ? options_.default_runtime : config.runtime;
+  if (variant == RuntimeVariant::TensormapRingbuffer) {
+    throw Error(StatusCode::UnsupportedFeature,
+                "runtime tensormap_ringbuffer is not available yet (it arrives with its own "
+                "issue); use host_build_graph");
+  }
+  const RegisteredCallable* callable = callables_.find(callable_id);
+  if (callable == nullptr) {
+    throw Error(StatusCode::UnknownCallable,
+                "run: callable id " + std::to_string(callable_id) + " is not registered");
+  }
+  if (callable->variant != variant) {
+    throw Error(StatusCode::InvalidConfig,
+                "run: callable id " + std::to_string(callable_id) + " is registered for " +
+                    std::string(runtime_variant_name(callable->variant)) +
+                    " but the run asks for " + std::string(runtime_variant_name(variant)));
+  }
+  check_signature(*callable, args);
+
+  orchestrator::KernelTable kernel_table{};
+  throw_if(callables_.bind(callable_id, kernel_table_addr_, &kernel_table));
+
+  const uint32_t bank = config.arena_bank;
+  const uint32_t slot = config.pipeline_slot;
+  const uint64_t heap_bytes = config.output_heap_bytes != 0 ? config.output_heap_bytes
+                                                            : CallConfig::kDefaultOutputHeapBytes;
+  const uint64_t max_tasks =
+      config.max_tasks != 0 ? config.max_tasks : CallConfig::kDefaultMaxTasks;
+
+  RunReport report;
+  report.aicpu_threads = shape.aicpu_threads;
+  report.cores = shape.cores;
+  report.serial = shape.serial;
+
+  std::vector<uint8_t> key;
+  std::vector<uint8_t> image;
+  uint64_t task_count = 0;
+  uint64_t build_ns = 0;
+  bool replayed = false;
+  if (config.replay_graph) {
+    key = replay_key(*callable, args, heap_bytes, max_tasks, shape.clusters);
+    if (const PrebuiltImage* cached = arenas_.lookup_prebuilt(bank, key)) {
+      image = cached->image;
+      task_count = cached->task_count;
+      replayed = true;
+    }
+  }
+  if (!replayed) {
+    const ArenaSizes committed = arenas_.committed_sizes(bank);
+    throw_if(arenas_.setup(bank, {heap_bytes, committed.shared_state, committed.runtime_image}));
+    // The region may be larger than this run asked for (it is reused while big enough); the
+    // builder sees exactly the configured heap so capacity errors do not depend on history.
+    const DeviceBuffer heap{arenas_.region(bank, ArenaRegion::OutputHeap).addr, heap_bytes};
+    orchestrator::HostGraphBuilder builder(kernel_table, heap, {max_tasks, shape.clusters});
+    const Clock::time_point t_build = Clock::now();
+    builder.build(callable->orchestration, args);
+    build_ns = ns_between(t_build, Clock::now());
+    image = builder.image();
+    throw_if(check_image(image, &task_count));
+  }
+
+  const uint64_t shared_bytes =
+      task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
+  // A replayed image keeps the layout it was cached with, so this commits nothing new then.
+  throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image.size()}));
+  if (config.replay_graph && !replayed && bank == 0) {
+    PrebuiltImage entry;
+    entry.key = std::move(key);
+    entry.image = image;
+    entry.task_count = task_count;
+    entry.output_heap = arenas_.region(bank, ArenaRegion::OutputHeap);
+    entry.shared_state = arenas_.region(bank, ArenaRegion::SharedState);
+    entry.runtime_image = arenas_.region(bank, ArenaRegion::RuntimeImage);
+    arenas_.store_prebuilt(bank, std::move(entry));
+  }
+  if (replayed) ++replayed_runs_;
+
+  report.task_count = task_count;
+  PhaseSpan& graph_build = report.phases[static_cast<int>(Phase::GraphBuild)];
+  graph_build.present = !replayed;
+  graph_build.start_ns = 0;
+  graph_build.span_ns = build_ns;
+
+  if (task_count == 0) {
+    // Nothing for the chip to do: no launch.
+    const Clock::time_point t_end = Clock::now();
+    report.host_prepare_ns = ns_between(t_entry, t_end);
+    report.host_total_ns = report.host_prepare_ns;
+    return report;
+  }
+
+  const DeviceBuffer image_region = arenas_.region(bank, ArenaRegion::RuntimeImage);
+  const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
+  throw_if(memory_.copy_to_device(image_region.addr, image.data(), image.size()));
+  throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
+
+  DeviceBuffer staging;
+  throw_if(staging_.acquire(slot, kLaunchArgsBytes + kPhaseBufferBytes, &staging));
+  const uint64_t launch_args_addr = staging.addr;
+  const uint64_t phase_buffer_addr = staging.addr + kLaunchArgsBytes;
+  {
+    auto launch_args = std::make_unique<common::ChipLaunchArgs>();
+    launch_args->variant = RuntimeVariant::HostBuildGraph;
+    launch_args->serial = shape.serial;
+    launch_args->aicpu_threads = shape.aicpu_threads;
+    launch_args->clusters = shape.clusters;
+    launch_args->device_clusters = geometry_.clusters;
+    launch_args->image_addr = image_region.addr;
+    launch_args->image_size = image.size();
+    launch_args->shared_addr = shared_region.addr;
+    launch_args->shared_size = shared_bytes;
+    launch_args->kernel_table_addr = kernel_table_addr_;
+    launch_args->phase_buffer_addr = phase_buffer_addr;
+    launch_args->services_addr = services_addr_;
+    launch_args->scheduler_timeout_ms = timeouts_.scheduler_ms;
+    launch_args->clock_hz = geometry_.clock_hz;
+    throw_if(memory_.copy_to_device(launch_args_addr, launch_args.get(),
+                                    sizeof(common::ChipLaunchArgs)));
+    // Reset every run so stamps of an earlier run never leak into this one's reduction.
+    throw_if(memory_.memset(phase_buffer_addr, 0, kPhaseBufferBytes));
+  }
+
+  platform::LaunchPrograms programs;
+  programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(launch_args_addr));
+  programs.aicpu_entry = aicpu_entry_;
+  programs.core_service = core_service_;
+  programs.aicpu_threads = shape.aicpu_threads;
+  // Core numbering spans the whole device (AIV cores follow all AIC cores), so every core
+  // takes part; the scheduler only dispatches to the run's clusters.
+  programs.cores = geometry_.cores();
+  programs.serial = shape.serial;
+
+  const Clock::time_point t_launch = Clock::now();
+  report.host_prepare_ns = ns_between(t_entry, t_launch);
+  throw_if(platform_->launch(programs));
+  ++launches_;
+  Status waited = platform_->wait(timeouts_.stream_sync_ms);
+  const Clock::time_point t_done = Clock::now();
+  report.device_wall_ns = ns_between(t_launch, t_done);
+  if (!waited.is_ok() && waited.code() != StatusCode::StreamSyncTimeout) throw Error(waited);
+
+  // Read the chip's verdict even when the stream did not drain: a scheduler that gave up on a
+  // stuck task latched its name there, which says more than the stream timeout.
+  auto result = std::make_unique<common::ChipLaunchArgs>();
+  Status read =
+      memory_.copy_from_device(result.get(), launch_args_addr, sizeof(common::ChipLaunchArgs));
+  const auto code =
+      read.is_ok() ? static_cast<StatusCode>(result->result.code.load(std::memory_order_acquire))
+                   : StatusCode::Ok;
+  const bool stream_timed_out = !waited.is_ok();
+  if (code != StatusCode::Ok || stream_timed_out) {
+    std::string message = "callable id " + std::to_string(callable_id) + ": ";
+    StatusCode thrown = code;
+    if (code != StatusCode::Ok) {
+      const char* detail = result->result.detail;
+      const std::string text(detail, strnlen(detail, common::kResultDetailBytes));
+      message += text.empty() ? std::string(status_info(code).detail) : text;
+      if (stream_timed_out) {
+        message += "; the launch then did not drain within " +
+                   std::to_string(timeouts_.stream_sync_ms) + " ms";
+      }
+    } else {
+      thrown = StatusCode::StreamSyncTimeout;
+      message += "the launch did not finish within " + std::to_string(timeouts_.stream_sync_ms) +
+                 " ms (" + waited.message() + ")";
+    }
+    if (stream_timed_out || code == StatusCode::SchedulerTimeout) {
+      abandon_after_fault();
+      message += "; device " + std::to_string(device_id_) +
+                 " abandoned, further runs are refused until reset";
+    }
+    throw Error(thrown, message);
+  }
+
+  common::PhaseBuffer phases;
+  throw_if(memory_.copy_from_device(&phases, phase_buffer_addr, kPhaseBufferBytes));
+  std::array<PhaseSpan, kPhaseCount> device_phases{};
+  common::reduce_phase_buffer(phases, shape.aicpu_threads, geometry_.clock_hz, &device_phases);
+  for (int p = 0; p < kPhaseCount; ++p) {
+    // GraphBuild of host_build_graph is the host's orchestration time, measured above.
+    if (p == static_cast<int>(Phase::GraphBuild) && !device_phases[p].present) continue;
+    report.phases[p] = device_phases[p];
+  }
+  report.host_total_ns = ns_between(t_entry, Clock::now());
+  return report;
+}
+
+void DeviceRunner::release_device_resources() {
+  Status first;
+  auto capture = [&first](const Status& status) {
+    if (!status.is_ok() && first.is_ok()) first = status;
+  };
+  // Dependency order: what references device memory first, the tracked leftovers last, the
+  // streams after every device call.
+  capture(callables_.release_all());
+  capture(arenas_.release_all());
+  capture(graph_buffers_.release_all());
+  capture(staging_.release_all());
+  if (status_block_addr_ != 0) {
+    capture(memory_.free(status_block_addr_, AllocationOwner::Runtime));
+  }
+  status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
+  capture(memory_.release_all());
+  if (streams_started_) platform_->stop_streams();
+  streams_started_ = false;
+  if (!first.is_ok()) throw Error(first);
+}
+
+void DeviceRunner::finalize() {
+  if (run_active_.load(std::memory_order_acquire) && !faulted_) {
+    // Only reachable from another thread while a run is in flight (the runner is not
+    // thread-safe); refuse rather than free memory the chip is using.
+    throw Error(StatusCode::InvalidArgument, "finalize: a run is in progress; wait for it");
+  }
+  const bool was_faulted = faulted_;
+  initialized_ = false;
+  chip_init_done_ = false;
+  max_block_dim_ = 0;
+  aicpu_entry_ = nullptr;
+  core_service_ = nullptr;
+  if (!was_faulted) {
+    release_device_resources();
+  }
+  device_id_ = -1;
+}
+
+void DeviceRunner::abandon_after_fault() noexcept {
+  faulted_ = true;
+  initialized_ = false;
+  chip_init_done_ = false;
+  // The device may still be executing (a stuck kernel): nothing here touches it.
+  platform_->abandon_memory();
+  callables_.abandon();
+  arenas_.abandon();
+  graph_buffers_.abandon();
+  staging_.abandon();
+  memory_.abandon();
+  status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
+  // Streams are left as they are: stopping them would wait for the stuck launch.
+  CHIPRT_LOG_WARN(
+      "device %d faulted: resources abandoned without device calls; runs refused "
+      "until reset",
+      device_id_);
+}
+
+void DeviceRunner::reset() {
+  if (faulted_) {
+    faulted_ = false;
+    streams_started_ = false;
+    device_id_ = -1;
+    return;
+  }
+  finalize();
+}
+
+}  // namespace chiprt::host

@@ -1,0 +1,166 @@
+// DeviceRunner: the lifecycle of one device context (attach, lazy init, memory, arenas,
+// callables, runs, finalize / abandon).
+//
+// One runner per device context; it owns its Platform. Lifetime: construct with a platform,
+// attach(device_id), then use; initialisation of the chip side happens lazily on the first call
+// that needs it. finalize() releases everything while the device is alive and allows attach
+// again; after a device fault (scheduler watchdog, stream sync timeout) the runner abandons its
+// device resources without touching them and refuses work with DeviceFaulted until reset().
+//
+// Threading: the methods are not thread-safe; one thread at a time (the Worker serialises with a
+// mutex). run() additionally holds a single active-run owner guard: a second run() entering while
+// one is in flight is refused with InvalidArgument rather than corrupting the first.
+// Every method reports failure by throwing chiprt::Error.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "chiprt/call_config.h"
+#include "chiprt/run_report.h"
+#include "chiprt/task_args.h"
+#include "chiprt/types.h"
+#include "host/arena.h"
+#include "host/callable_registry.h"
+#include "host/device_memory.h"
+#include "host/timeouts.h"
+#include "platform/platform.h"
+
+namespace chiprt::host {
+
+struct RunnerOptions {
+  // Where the timeout variables are read from at the first attach (tests inject values).
+  EnvLookup env = process_env();
+  // The variant a run with RuntimeVariant::Default and register_callable(..., Default) use.
+  RuntimeVariant default_runtime = RuntimeVariant::HostBuildGraph;
+};
+
+// The resolved shape of one launch.
+struct LaunchShape {
+  uint32_t aicpu_threads = 0;
+  uint32_t clusters = 0;  // clusters the run uses
+  uint32_t cores = 0;     // cores of those clusters (3 per cluster)
+  bool serial = false;
+};
+
+class DeviceRunner {
+ public:
+  static constexpr uint32_t kPipelineDepth = host::kPipelineDepth;
+
+  explicit DeviceRunner(std::unique_ptr<platform::Platform> platform, RunnerOptions options = {});
+  // Finalizes (or, after a fault, only forgets); never throws.
+  ~DeviceRunner();
+  DeviceRunner(const DeviceRunner&) = delete;
+  DeviceRunner& operator=(const DeviceRunner&) = delete;
+
+  // --- attach / init -------------------------------------------------------------------------
+  // InvalidArgument for a negative id; DeviceMismatch when attached to another id.
+  // The first attach resolves the timeouts.
+  void attach(int device_id);
+  bool attached() const noexcept { return device_id_ >= 0; }
+  int device_id() const noexcept { return device_id_; }
+  // Starts streams, queries the geometry, records the chip-side executors and runs the
+  // chip-side init once. NotInitialized before attach; DeviceFaulted after a fault.
+  void ensure_initialized();
+  bool initialized() const noexcept { return initialized_; }
+  bool faulted() const noexcept { return faulted_; }
+  const TimeoutConfig& timeouts() const noexcept { return timeouts_; }
+  const std::vector<std::string>& timeout_warnings() const noexcept { return timeout_warnings_; }
+  // Valid after ensure_initialized.
+  const platform::Geometry& geometry() const noexcept { return geometry_; }
+  PlatformLimits limits() const noexcept;
+  // The launch shape `config` resolves to (validates it first; InvalidConfig on failure).
+  LaunchShape resolve_launch_shape(const CallConfig& config);
+  RuntimeVariant default_runtime() const noexcept { return options_.default_runtime; }
+
+  // --- memory --------------------------------------------------------------------------------
+  DeviceBuffer allocate(uint64_t bytes);
+  // Frees a buffer returned by allocate (InvalidDevicePointer otherwise).
+  void free(uint64_t addr);
+  // Bounds-checked against the tracked allocation containing [addr, addr+bytes).
+  void copy_to_device(uint64_t dst, const void* src, uint64_t bytes);
+  void copy_from_device(void* dst, uint64_t src, uint64_t bytes);
+  void memset(uint64_t dst, int value, uint64_t bytes);
+  uint64_t bytes_in_use() const;
+  DeviceMemory& memory() noexcept { return memory_; }
+  ArenaSet& arenas() noexcept { return arenas_; }
+  StagingBuffers& staging() noexcept { return staging_; }
+  // Reference semantics of the per-slot graph-definition buffers; returns the aligned address.
+  uint64_t acquire_graph_definition_buffer(uint32_t slot, uint64_t key, uint64_t bytes,
+                                           uint64_t alignment);
+  GraphDefinitionBuffers& graph_definition_buffers() noexcept { return graph_buffers_; }
+
+  // --- callables -----------------------------------------------------------------------------
+  // `variant` Default means the runner's default runtime.
+  void register_callable(int32_t id, std::span<const uint8_t> container,
+                         RuntimeVariant variant = RuntimeVariant::Default);
+  void unregister_callable(int32_t id);
+  bool has_callable(int32_t id) const noexcept { return callables_.has(id); }
+  // Replays the kernel address table with exactly this callable's kernels.
+  void bind(int32_t id);
+  const CallableRegistry& callables() const noexcept { return callables_; }
+  // Device address of the kernel address table (uint64_t[kMaxFuncId]); 0 before init.
+  uint64_t kernel_table_addr() const noexcept { return kernel_table_addr_; }
+
+  // --- runs ----------------------------------------------------------------------------------
+  RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+  // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
+  uint64_t replayed_runs() const noexcept { return replayed_runs_; }
+  uint64_t launches() const noexcept { return launches_; }
+
+  // --- teardown ------------------------------------------------------------------------------
+  // Releases everything in dependency order; idempotent. After a fault it only forgets.
+  void finalize();
+  // Forgets every device resource without touching the device and refuses further work
+  // (DeviceFaulted) until reset().
+  void abandon_after_fault() noexcept;
+  // finalize (or the forgetting already done by a fault) and allow attach again.
+  void reset();
+
+  platform::Platform& platform() noexcept { return *platform_; }
+
+ private:
+  void require_usable(const char* what) const;
+  void throw_if(const Status& status) const;
+  void check_range(uint64_t addr, uint64_t bytes, const char* what) const;
+  void check_signature(const RegisteredCallable& callable, const TaskArgs& args) const;
+  RunReport run_locked(int32_t callable_id, const TaskArgs& args, const CallConfig& config);
+  void release_device_resources();
+
+  std::unique_ptr<platform::Platform> platform_;
+  RunnerOptions options_;
+  DeviceMemory memory_;
+  ArenaSet arenas_;
+  StagingBuffers staging_;
+  GraphDefinitionBuffers graph_buffers_;
+  CallableRegistry callables_;
+
+  int device_id_ = -1;
+  bool timeouts_resolved_ = false;
+  TimeoutConfig timeouts_;
+  std::vector<std::string> timeout_warnings_;
+
+  bool streams_started_ = false;
+  bool initialized_ = false;
+  bool chip_init_done_ = false;
+  bool faulted_ = false;
+  platform::Geometry geometry_;
+  uint32_t max_block_dim_ = 0;  // clusters: latched at init
+  // Chip-side executors: on sim they are linked in; recorded at init.
+  void (*aicpu_entry_)(void*, uint32_t, uint32_t) = nullptr;
+  void (*core_service_)(void*, uint32_t) = nullptr;
+  // Device status block: the ChipServices copy and the kernel address table.
+  uint64_t status_block_addr_ = 0;
+  uint64_t services_addr_ = 0;
+  uint64_t kernel_table_addr_ = 0;
+
+  std::atomic<bool> run_active_{false};
+  uint64_t replayed_runs_ = 0;
+  uint64_t launches_ = 0;
+};
+
+}  // namespace chiprt::host

@@ -1,0 +1,55 @@
+// Runtime timeouts: the scheduler watchdog, the per-op execute limit and the host's stream sync
+// limit, with their environment overrides.
+//
+// resolve_timeouts is a pure function of an environment lookup callback, so tests inject values
+// instead of mutating the process environment. A DeviceRunner resolves once, at its first attach,
+// and keeps the result for its lifetime. Values are plain data; functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chiprt::host {
+
+inline constexpr char kSchedulerTimeoutEnv[] = "CHIPRT_SCHEDULER_TIMEOUT_MS";
+inline constexpr char kOpExecuteTimeoutEnv[] = "CHIPRT_OP_EXECUTE_TIMEOUT_US";
+inline constexpr char kStreamSyncTimeoutEnv[] = "CHIPRT_STREAM_SYNC_TIMEOUT_MS";
+
+// Minimum margin of the stream sync timeout over the scheduler watchdog, so the watchdog always
+// reports a stuck task (with its name) before the host gives up on the stream.
+inline constexpr uint64_t kStreamSyncMarginMs = 1500;
+
+struct TimeoutConfig {
+  uint32_t scheduler_ms = 10000;
+  uint64_t op_execute_us = 20000000;
+  uint32_t stream_sync_ms = 30000;
+};
+
+// Returns the variable's value or nullptr when it is not set (std::getenv's contract).
+using EnvLookup = std::function<const char*(const char* name)>;
+// Looks variables up in the process environment.
+EnvLookup process_env();
+
+struct TimeoutResolution {
+  TimeoutConfig config;
+  std::vector<std::string> warnings;  // each also logged at warn level
+};
+
+// Parses a positive decimal (digits only, no sign or spaces) not above `max`. Returns false for
+// empty text, zero, any non-digit and overflow.
+bool parse_positive_decimal(std::string_view text, uint64_t max, uint64_t* out) noexcept;
+
+// The ordering rule: scheduler_ms*1000 < op_execute_us < stream_sync_ms*1000 and
+// stream_sync_ms > scheduler_ms + kStreamSyncMarginMs. Returns an empty string when it holds,
+// otherwise the name of the violated part with the values.
+std::string check_timeout_order(const TimeoutConfig& config);
+
+// Defaults overridden by each valid variable; an invalid value is ignored with a warning naming
+// the variable and the default used. If the result breaks the ordering rule, every override is
+// ignored (defaults used) with one warning naming the rule and the values.
+TimeoutResolution resolve_timeouts(const EnvLookup& env, const TimeoutConfig& defaults = {});
+
+}  // namespace chiprt::host

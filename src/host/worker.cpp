@@ -1,0 +1,202 @@
+// Worker: the public host API over one DeviceRunner (see include/chiprt/worker.h).
+#include "chiprt/worker.h"
+
+#include <mutex>
+#include <string>
+
+#include "host/device_runner.h"
+#include "host/log.h"
+#include "platform/platform.h"
+
+namespace chiprt {
+
+struct Worker::Impl {
+  enum class State { Fresh, Ready, Closed };
+  mutable std::mutex mutex;
+  State state = State::Fresh;
+  std::unique_ptr<host::DeviceRunner> runner;
+
+  // Throws unless the worker is initialised and open.
+  host::DeviceRunner& ready(const char* what) const {
+    if (state == State::Closed) {
+      throw Error(StatusCode::AlreadyClosed,
+                  std::string("Worker::") + what + " called after close(); create a new Worker");
+    }
+    if (state == State::Fresh) {
+      throw Error(StatusCode::NotInitialized,
+                  std::string("Worker::") + what + " called before init(); call init() first");
+    }
+    return *runner;
+  }
+};
+
+namespace {
+
+std::string range_text(uint64_t offset, uint64_t bytes, uint64_t size) {
+  return "offset " + std::to_string(offset) + " + " + std::to_string(bytes) +
+         " bytes exceeds the buffer size " + std::to_string(size);
+}
+
+// [offset, offset+bytes) must lie inside `buffer`.
+void check_buffer_range(const char* what, const DeviceBuffer& buffer, uint64_t offset,
+                        uint64_t bytes) {
+  if (buffer.empty()) {
+    throw Error(StatusCode::InvalidDevicePointer,
+                std::string("Worker::") + what + ": the DeviceBuffer is empty (address 0)");
+  }
+  if (offset > buffer.size || bytes > buffer.size - offset) {
+    throw Error(StatusCode::InvalidArgument,
+                std::string("Worker::") + what + ": " + range_text(offset, bytes, buffer.size));
+  }
+}
+
+}  // namespace
+
+Worker::Worker() : impl_(std::make_unique<Impl>()) {}
+
+Worker::~Worker() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    CHIPRT_LOG_WARN("Worker destructor: close failed: %s", e.what());
+  } catch (...) {
+    CHIPRT_LOG_WARN("Worker destructor: close failed with an unknown exception");
+  }
+}
+
+void Worker::init(const WorkerOptions& options) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->state == Impl::State::Closed) {
+    throw Error(StatusCode::AlreadyClosed,
+                "Worker::init called after close(); create a new Worker");
+  }
+  if (impl_->state == Impl::State::Ready) {
+    throw Error(StatusCode::InvalidArgument,
+                "Worker::init called twice; a Worker is initialised once (close it and create a "
+                "new one to change options)");
+  }
+  if (options.platform != "sim") {
+    throw Error(StatusCode::InvalidConfig,
+                "unknown platform '" + options.platform + "'; available: sim");
+  }
+  if (options.device_id < 0) {
+    throw Error(StatusCode::InvalidConfig,
+                "device_id=" + std::to_string(options.device_id) + " is negative; use an id >= 0");
+  }
+  RuntimeVariant runtime = options.runtime;
+  if (runtime == RuntimeVariant::Default) runtime = RuntimeVariant::HostBuildGraph;
+  if (runtime == RuntimeVariant::TensormapRingbuffer) {
+    throw Error(StatusCode::UnsupportedFeature,
+                "runtime tensormap_ringbuffer is not available yet (it arrives with its own "
+                "issue); use host_build_graph");
+  }
+  if (runtime != RuntimeVariant::HostBuildGraph) {
+    throw Error(StatusCode::InvalidConfig,
+                "runtime variant " + std::to_string(static_cast<int>(runtime)) + " is unknown");
+  }
+  platform::SimConfig sim;
+  sim.clusters = options.sim.clusters;
+  sim.aicpu_threads = options.sim.aicpu_threads;
+  sim.host_threads = options.sim.host_threads;
+  sim.memory_bytes = options.sim.memory_bytes;
+  sim.serial = options.sim.serial;
+  std::unique_ptr<platform::Platform> platform;
+  throw_if_error(platform::create_sim_platform(sim, &platform));
+  host::RunnerOptions runner_options;
+  runner_options.default_runtime = runtime;
+  auto runner = std::make_unique<host::DeviceRunner>(std::move(platform), runner_options);
+  runner->attach(options.device_id);
+  impl_->runner = std::move(runner);
+  impl_->state = Impl::State::Ready;
+}
+
+bool Worker::initialized() const noexcept {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->state == Impl::State::Ready;
+}
+
+void Worker::register_callable(int32_t callable_id, std::span<const uint8_t> container) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ready("register_callable").register_callable(callable_id, container);
+}
+
+void Worker::unregister_callable(int32_t callable_id) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ready("unregister_callable").unregister_callable(callable_id);
+}
+
+bool Worker::has_callable(int32_t callable_id) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->ready("has_callable").has_callable(callable_id);
+}
+
+RunReport Worker::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->ready("run").run(callable_id, args, config);
+}
+
+DeviceBuffer Worker::malloc(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  host::DeviceRunner& runner = impl_->ready("malloc");
+  if (bytes == 0) {
+    throw Error(StatusCode::InvalidArgument, "Worker::malloc: 0 bytes requested; ask for >= 1");
+  }
+  return runner.allocate(bytes);
+}
+
+void Worker::free(DeviceBuffer buffer) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  host::DeviceRunner& runner = impl_->ready("free");
+  if (buffer.empty()) {
+    throw Error(StatusCode::InvalidDevicePointer,
+                "Worker::free: the DeviceBuffer is empty (address 0)");
+  }
+  runner.free(buffer.addr);
+}
+
+void Worker::copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t dst_offset) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  host::DeviceRunner& runner = impl_->ready("copy_to");
+  check_buffer_range("copy_to", dst, dst_offset, bytes);
+  if (bytes == 0) return;
+  if (src == nullptr) throw Error(StatusCode::InvalidArgument, "Worker::copy_to: source is null");
+  runner.copy_to_device(dst.addr + dst_offset, src, bytes);
+}
+
+void Worker::copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src_offset) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  host::DeviceRunner& runner = impl_->ready("copy_from");
+  check_buffer_range("copy_from", src, src_offset, bytes);
+  if (bytes == 0) return;
+  if (dst == nullptr) {
+    throw Error(StatusCode::InvalidArgument, "Worker::copy_from: destination is null");
+  }
+  runner.copy_from_device(dst, src.addr + src_offset, bytes);
+}
+
+void Worker::memset(DeviceBuffer dst, int value, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  host::DeviceRunner& runner = impl_->ready("memset");
+  check_buffer_range("memset", dst, 0, bytes);
+  runner.memset(dst.addr, value, bytes);
+}
+
+uint64_t Worker::device_bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->ready("device_bytes_in_use").bytes_in_use();
+}
+
+void Worker::close() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->state == Impl::State::Closed) return;
+  impl_->state = Impl::State::Closed;
+  std::unique_ptr<host::DeviceRunner> runner = std::move(impl_->runner);
+  if (runner != nullptr) runner->finalize();
+}
+
+host::DeviceRunner& Worker::runner() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->ready("runner");
+}
+
+}  // namespace chiprt

@@ -1,0 +1,14 @@
+// out[i] = x[i] * y[i]. Args: x, y, out; scalar n.
+#include <cstdint>
+
+#include "chiprt/orchestration.h"
+
+extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
+  using chiprt::kernel::scalar_arg;
+  using chiprt::kernel::tensor_arg;
+  const float* x = tensor_arg<const float>(args, 0);
+  const float* y = tensor_arg<const float>(args, 1);
+  float* out = tensor_arg<float>(args, 2);
+  const int64_t n = scalar_arg<int64_t>(args, 3);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * y[i];
+}

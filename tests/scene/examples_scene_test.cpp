@@ -1,0 +1,134 @@
+// Scene tests: every example and every case runs on the simulated chip and matches its
+// reference, in normal and serial mode, on chips of 1, 2 and 8 clusters. Large cases run in one
+// configuration only to keep the suite quick.
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "chiprt/worker.h"
+#include "example.h"
+
+namespace {
+
+using chiprt::examples::Example;
+using chiprt::examples::ExampleCase;
+using chiprt::examples::Outcome;
+
+struct SceneParam {
+  const Example* example;
+  const ExampleCase* example_case;
+  uint32_t clusters;
+  bool serial;
+};
+
+std::vector<SceneParam> scene_params() {
+  std::vector<SceneParam> params;
+  for (const Example& example : chiprt::examples::all_examples()) {
+    for (const ExampleCase& c : example.cases) {
+      if (c.large) {
+        params.push_back({&example, &c, 8, false});
+        continue;
+      }
+      for (uint32_t clusters : {1u, 2u, 8u}) {
+        for (bool serial : {false, true}) params.push_back({&example, &c, clusters, serial});
+      }
+    }
+  }
+  return params;
+}
+
+// Readable parameters in failure messages.
+void PrintTo(const SceneParam& p, std::ostream* os) {
+  *os << p.example->name << "/" << p.example_case->name << " on " << p.clusters << " clusters, "
+      << (p.serial ? "serial" : "parallel");
+}
+
+std::string param_name(const testing::TestParamInfo<SceneParam>& info) {
+  const SceneParam& p = info.param;
+  return p.example->name + "_" + p.example_case->name + "_" + std::to_string(p.clusters) +
+         "clusters_" + (p.serial ? "serial" : "parallel");
+}
+
+chiprt::WorkerOptions sim_options(uint32_t clusters) {
+  chiprt::WorkerOptions options;
+  options.sim.clusters = clusters;
+  return options;
+}
+
+class ExampleScene : public testing::TestWithParam<SceneParam> {};
+
+TEST_P(ExampleScene, MatchesReference) {
+  const SceneParam& p = GetParam();
+  chiprt::Worker worker;
+  worker.init(sim_options(p.clusters));
+  chiprt::CallConfig config;
+  config.serial = p.serial;
+
+  const Outcome outcome = p.example->run(worker, *p.example_case, config);
+
+  EXPECT_TRUE(outcome.passed) << outcome.message;
+  EXPECT_LE(outcome.max_abs_error, outcome.tolerance);
+  EXPECT_GT(outcome.kernel_tasks, 0u);
+  EXPECT_GE(outcome.task_count, outcome.kernel_tasks);
+  EXPECT_EQ(outcome.task_count, outcome.report.task_count);
+  EXPECT_EQ(outcome.report.serial, p.serial);
+  EXPECT_EQ(outcome.report.cores, p.clusters * 3);
+  // The example unregistered its callable.
+  EXPECT_FALSE(worker.has_callable(0));
+  worker.close();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllExamples, ExampleScene, testing::ValuesIn(scene_params()), param_name);
+
+// One Worker runs the small case of every example back to back, twice: callable ids are reused
+// and every example frees its buffers, so the second pass ends with the device memory where the
+// first left it (the runtime's own arenas are allocated on the first run and retained).
+TEST(ExampleSceneSequence, SmallCasesTwiceOnOneWorker) {
+  chiprt::Worker worker;
+  worker.init(sim_options(2));
+  uint64_t bytes_after_first_pass = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Example& example : chiprt::examples::all_examples()) {
+      const ExampleCase* small = example.find_case("small");
+      ASSERT_NE(small, nullptr) << example.name << " has no 'small' case";
+      const Outcome outcome = example.run(worker, *small, {});
+      EXPECT_TRUE(outcome.passed) << example.name << "/small: " << outcome.message;
+    }
+    if (pass == 0) bytes_after_first_pass = worker.device_bytes_in_use();
+  }
+  EXPECT_EQ(worker.device_bytes_in_use(), bytes_after_first_pass);
+  for (int32_t id = 0; id < chiprt::kMaxCallableIds; ++id) EXPECT_FALSE(worker.has_callable(id));
+}
+
+TEST(ExampleRegistry, NamesAndCasesAreUniqueAndFindable) {
+  const auto examples = chiprt::examples::all_examples();
+  ASSERT_EQ(examples.size(), 3u);
+  for (const Example& example : examples) {
+    EXPECT_EQ(chiprt::examples::find_example(example.name), &example);
+    EXPECT_FALSE(example.description.empty()) << example.name;
+    ASSERT_FALSE(example.cases.empty()) << example.name;
+    EXPECT_TRUE(static_cast<bool>(example.run)) << example.name;
+    for (const ExampleCase& c : example.cases) {
+      EXPECT_EQ(example.find_case(c.name), &c) << example.name << "/" << c.name;
+    }
+    EXPECT_EQ(example.find_case("no_such_case"), nullptr);
+  }
+  EXPECT_EQ(chiprt::examples::find_example("no_such_example"), nullptr);
+  EXPECT_EQ(chiprt::examples::example_names(), "vector_example, bgemm, wavefront");
+}
+
+TEST(ExampleRegistry, MissingParameterNamesCaseAndKey) {
+  const ExampleCase& c = chiprt::examples::find_example("bgemm")->cases.front();
+  try {
+    c.param("no_such_param");
+    FAIL() << "expected chiprt::Error";
+  } catch (const chiprt::Error& e) {
+    EXPECT_EQ(e.code(), chiprt::StatusCode::InvalidArgument);
+    EXPECT_NE(e.message().find("no_such_param"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find(c.name), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

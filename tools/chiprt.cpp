@@ -1,0 +1,240 @@
+// chiprt: run the example workloads on the simulated chip and check them against their
+// references.
+//
+//   chiprt list
+//   chiprt run <example> [--case NAME] [--runtime host_build_graph|tensormap_ringbuffer]
+//              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
+//
+// Exit codes: 0 every round passed, 1 a round failed or the runtime reported an error,
+// 2 usage error (bad option, unknown example or case).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "chiprt/call_config.h"
+#include "chiprt/run_report.h"
+#include "chiprt/status.h"
+#include "chiprt/worker.h"
+#include "example.h"
+
+namespace {
+
+using chiprt::examples::Example;
+using chiprt::examples::ExampleCase;
+using chiprt::examples::Outcome;
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct RunOptions {
+  std::string example;
+  std::string case_name;
+  std::string runtime = "host_build_graph";
+  int clusters = 0;       // 0 = the simulated chip's default
+  int aicpu_threads = 0;  // 0 = auto
+  int rounds = 1;
+  bool serial = false;
+};
+
+void print_list() {
+  for (const Example& example : chiprt::examples::all_examples()) {
+    std::printf("%s\n    %s\n", example.name.c_str(), example.description.c_str());
+    for (std::size_t i = 0; i < example.cases.size(); ++i) {
+      const ExampleCase& c = example.cases[i];
+      std::printf("    case %-8s %s%s\n", c.name.c_str(), c.params_text().c_str(),
+                  i == 0 ? "  (default)" : "");
+    }
+  }
+}
+
+double to_us(uint64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+
+// Median of a non-empty sample (the mean of the two middle values for even sizes).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+// One row of the timing table: a span per round and, for phases, a start offset per round.
+struct TimingRow {
+  std::string name;
+  bool has_start = false;
+  std::vector<double> starts_us;
+  std::vector<double> spans_us;
+};
+
+std::vector<TimingRow> timing_rows(const std::vector<chiprt::RunReport>& reports) {
+  std::vector<TimingRow> rows = {{"host prepare", false, {}, {}},
+                                 {"device wall", false, {}, {}},
+                                 {"host total", false, {}, {}}};
+  for (const chiprt::RunReport& r : reports) {
+    rows[0].spans_us.push_back(to_us(r.host_prepare_ns));
+    rows[1].spans_us.push_back(to_us(r.device_wall_ns));
+    rows[2].spans_us.push_back(to_us(r.host_total_ns));
+  }
+  for (int p = 0; p < chiprt::kPhaseCount; ++p) {
+    const auto phase = static_cast<chiprt::Phase>(p);
+    TimingRow row{std::string(chiprt::phase_name(phase)), true, {}, {}};
+    for (const chiprt::RunReport& r : reports) {
+      const chiprt::PhaseSpan& span = r.phase(phase);
+      if (!span.present) continue;
+      row.starts_us.push_back(to_us(span.start_ns));
+      row.spans_us.push_back(to_us(span.span_ns));
+    }
+    if (!row.spans_us.empty()) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void print_timing(const std::vector<chiprt::RunReport>& reports) {
+  const std::vector<TimingRow> rows = timing_rows(reports);
+  if (reports.size() == 1) {
+    std::printf("timing (us)         %12s %12s\n", "start", "span");
+    for (const TimingRow& row : rows) {
+      if (row.has_start) {
+        std::printf("  %-17s %12.1f %12.1f\n", row.name.c_str(), row.starts_us[0], row.spans_us[0]);
+      } else {
+        std::printf("  %-17s %12s %12.1f\n", row.name.c_str(), "-", row.spans_us[0]);
+      }
+    }
+    return;
+  }
+  std::printf("timing (us) over %zu rounds\n", reports.size());
+  std::printf("  %-17s %12s %12s %12s %12s %7s\n", "", "start(med)", "median", "min", "max",
+              "rounds");
+  for (const TimingRow& row : rows) {
+    const auto [min_it, max_it] = std::minmax_element(row.spans_us.begin(), row.spans_us.end());
+    char start[32] = "-";
+    if (row.has_start) std::snprintf(start, sizeof(start), "%.1f", median(row.starts_us));
+    std::printf("  %-17s %12s %12.1f %12.1f %12.1f %7zu\n", row.name.c_str(), start,
+                median(row.spans_us), *min_it, *max_it, row.spans_us.size());
+  }
+}
+
+// An integer option of at least `minimum`; the message names the bound and the value given.
+CLI::Validator at_least(int minimum) {
+  return CLI::Validator(
+      [minimum](std::string& input) -> std::string {
+        int value = 0;
+        const char* end = input.data() + input.size();
+        const auto [ptr, ec] = std::from_chars(input.data(), end, value);
+        if (ec != std::errc() || ptr != end || value < minimum) {
+          return "must be an integer >= " + std::to_string(minimum) + ", got '" + input + "'";
+        }
+        return {};
+      },
+      "INT>=" + std::to_string(minimum));
+}
+
+int run_example(const RunOptions& options) {
+  const Example* example = chiprt::examples::find_example(options.example);
+  if (example == nullptr) {
+    std::fprintf(stderr, "error: unknown example '%s'; valid examples: %s\n",
+                 options.example.c_str(), chiprt::examples::example_names().c_str());
+    return kExitUsage;
+  }
+  const ExampleCase* example_case =
+      options.case_name.empty() ? &example->cases.front() : example->find_case(options.case_name);
+  if (example_case == nullptr) {
+    std::fprintf(stderr, "error: unknown case '%s' for example '%s'; valid cases: %s\n",
+                 options.case_name.c_str(), example->name.c_str(), example->case_names().c_str());
+    return kExitUsage;
+  }
+
+  chiprt::WorkerOptions worker_options;
+  chiprt::CallConfig config;
+  if (!chiprt::parse_runtime_variant(options.runtime, &worker_options.runtime)) {
+    std::fprintf(stderr,
+                 "error: unknown runtime '%s'; valid: host_build_graph, "
+                 "tensormap_ringbuffer\n",
+                 options.runtime.c_str());
+    return kExitUsage;
+  }
+  if (options.clusters > 0) worker_options.sim.clusters = static_cast<uint32_t>(options.clusters);
+  // The chip must have at least as many scheduler processors as the run asks for.
+  if (options.aicpu_threads > static_cast<int>(worker_options.sim.aicpu_threads)) {
+    worker_options.sim.aicpu_threads = static_cast<uint32_t>(options.aicpu_threads);
+  }
+  config.aicpu_thread_num = options.aicpu_threads;
+  config.serial = options.serial;
+
+  chiprt::Worker worker;
+  worker.init(worker_options);
+  std::vector<chiprt::RunReport> reports;
+  bool all_passed = true;
+  double max_error = 0;
+  std::string first_failure;
+  Outcome last;
+  for (int round = 0; round < options.rounds; ++round) {
+    last = example->run(worker, *example_case, config);
+    reports.push_back(last.report);
+    max_error = std::max(max_error, last.max_abs_error);
+    if (!last.passed && all_passed) {
+      all_passed = false;
+      first_failure = "round " + std::to_string(round + 1) + ": " + last.message;
+    }
+  }
+  worker.close();
+
+  const chiprt::RunReport& report = reports.back();
+  std::printf("%s %s/%s: max abs error %.3g (tolerance %.3g), %llu tasks (%llu kernel tasks)\n",
+              all_passed ? "PASS" : "FAIL", example->name.c_str(), example_case->name.c_str(),
+              max_error, last.tolerance, static_cast<unsigned long long>(last.task_count),
+              static_cast<unsigned long long>(last.kernel_tasks));
+  if (!all_passed) std::printf("  %s\n", first_failure.c_str());
+  std::printf("runtime %s, %u cores, %u AICPU threads%s, %d round(s)\n",
+              std::string(chiprt::runtime_variant_name(worker_options.runtime)).c_str(),
+              report.cores, report.aicpu_threads, report.serial ? ", serial" : "", options.rounds);
+  print_timing(reports);
+  return all_passed ? 0 : kExitFailure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"chiprt: run example workloads on the simulated chip and check their results"};
+  app.require_subcommand(1);
+  CLI::App* list = app.add_subcommand("list", "list the examples and their cases");
+  CLI::App* run = app.add_subcommand("run", "run one example case and check it");
+  RunOptions options;
+  run->add_option("example", options.example, "example name (see `chiprt list`)")->required();
+  run->add_option("--case", options.case_name, "case name (default: the example's first case)");
+  run->add_option("--runtime", options.runtime, "runtime variant")
+      ->check(CLI::IsMember({"host_build_graph", "tensormap_ringbuffer"}));
+  run->add_option("--clusters", options.clusters,
+                  "clusters of the simulated chip (1 AIC + 2 AIV each; default 8)")
+      ->check(at_least(1));
+  run->add_option("--aicpu-threads", options.aicpu_threads,
+                  "AICPU threads of the run: 0 = auto, otherwise >= 2 (orchestrator + scheduler)")
+      ->check(at_least(0));
+  run->add_option("--rounds", options.rounds, "run the case N times; timing shows median/min/max")
+      ->check(at_least(1));
+  run->add_flag("--serial", options.serial,
+                "run the chip side on one host thread in a deterministic order");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help or the parse error
+    return rc == 0 ? 0 : kExitUsage;
+  }
+
+  try {
+    if (list->parsed()) {
+      print_list();
+      return 0;
+    }
+    return run_example(options);
+  } catch (const std::exception& e) {
+    // chiprt::Error's what() is "[NAME] message (hint: ...)".
+    std::fprintf(stderr, "error: %s\n", e.what());
+  }
+  return kExitFailure;
+}

@@ -192,7 +192,52 @@ bool region_covers(const TensorRegion& outer, const TensorRegion& inner) noexcep
   return solver.solve(shift, shift) == IndexSolver::Result::Found;
 }
 
-TensorMap::TensorMap() : slots_(64) {}
+TensorMap::TensorMap()
+    : slots_(64),
+      pool_(std::make_unique<std::pmr::unsynchronized_pool_resource>()),
+      index_(pool_.get()) {}
+
+uint64_t TensorMap::pitch_of(const TensorRegion& region) noexcept {
+  if (!region.bounded || region.empty()) return 1;
+  const uint64_t eb = region.element_bytes;
+  uint64_t outer = 0;
+  for (uint32_t d = 0; d < region.ndim; ++d) {
+    if (region.shape[d] > 1) outer = std::max(outer, region.strides[d] * eb);  // <= extent
+  }
+  if (outer <= eb) return 1;  // 1-D contiguous (or a single element): plain byte rows
+  const Rect r = rect_of(region, outer);
+  // Useful only when a row holds part of the region, not all of every row.
+  return r.col_end - r.col0 < outer ? outer : 1;
+}
+
+TensorMap::Rect TensorMap::rect_of(const TensorRegion& region, uint64_t pitch) noexcept {
+  Rect r;
+  r.row0 = region.lo / pitch;
+  r.row_last = (region.hi - 1) / pitch;
+  // A byte is lo + sum(x_d * stride_d * eb) + b (b < eb). Dimensions whose byte stride is a
+  // multiple of the pitch only change the row, so the column (byte mod pitch) lies within the
+  // span of the other dimensions from lo's column. Sums stay within the extent: no overflow.
+  const uint64_t eb = region.element_bytes;
+  uint64_t width = eb;
+  for (uint32_t d = 0; d < region.ndim; ++d) {
+    const uint64_t stride = region.strides[d] * eb;
+    if (region.shape[d] > 1 && stride % pitch != 0) width += (region.shape[d] - 1) * stride;
+  }
+  r.col0 = region.lo % pitch;
+  if (width >= pitch || r.col0 + width > pitch) {
+    r.col0 = 0;  // wraps into the next row: any column
+    r.col_end = pitch;
+  } else {
+    r.col_end = r.col0 + width;
+  }
+  return r;
+}
+
+uint32_t TensorMap::class_of(const Rect& rect) noexcept {
+  const uint64_t span = rect.row_last - rect.row0;
+  const auto bits = static_cast<uint32_t>(64 - (span == 0 ? 64 : __builtin_clzll(span)));
+  return std::min((bits + 2) / 3, kClasses - 1);
+}
 
 std::size_t TensorMap::home_of(uint64_t key) const noexcept {
   return static_cast<std::size_t>(mix_hash(key)) & (slots_.size() - 1);
@@ -201,7 +246,7 @@ std::size_t TensorMap::home_of(uint64_t key) const noexcept {
 int64_t TensorMap::find_slot(uint64_t key) const noexcept {
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = home_of(key);; i = (i + 1) & mask) {
-    if (slots_[i].head == kNil) return -1;
+    if (slots_[i].buffer == kNil) return -1;
     if (slots_[i].key == key) return static_cast<int64_t>(i);
   }
 }
@@ -211,30 +256,31 @@ void TensorMap::grow_slots() {
   old.swap(slots_);
   const std::size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
-    if (s.head == kNil) continue;
+    if (s.buffer == kNil) continue;
     std::size_t i = home_of(s.key);
-    while (slots_[i].head != kNil) i = (i + 1) & mask;
+    while (slots_[i].buffer != kNil) i = (i + 1) & mask;
     slots_[i] = s;
   }
 }
 
-std::size_t TensorMap::insert_slot(uint64_t key) {
+std::size_t TensorMap::insert_slot(uint64_t key, bool* inserted) {
   const int64_t found = find_slot(key);
+  *inserted = found < 0;
   if (found >= 0) return static_cast<std::size_t>(found);
   if ((live_buffers_ + 1) * 2 > slots_.size()) grow_slots();
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = home_of(key);
-  while (slots_[i].head != kNil) i = (i + 1) & mask;
+  while (slots_[i].buffer != kNil) i = (i + 1) & mask;
   slots_[i].key = key;
   ++live_buffers_;
-  return i;  // head stays kNil until the caller links an entry
+  return i;  // buffer stays kNil until the caller assigns one
 }
 
 void TensorMap::erase_slot(std::size_t slot) noexcept {
   // Backward-shift deletion keeps every probe chain unbroken without tombstones.
   const std::size_t mask = slots_.size() - 1;
   std::size_t hole = slot;
-  for (std::size_t j = (hole + 1) & mask; slots_[j].head != kNil; j = (j + 1) & mask) {
+  for (std::size_t j = (hole + 1) & mask; slots_[j].buffer != kNil; j = (j + 1) & mask) {
     const std::size_t home = home_of(slots_[j].key);
     // j may move into the hole unless its home lies cyclically in (hole, j].
     const bool home_in_between =
@@ -266,48 +312,123 @@ void TensorMap::free_entry(uint32_t e) noexcept {
   --live_entries_;
 }
 
+uint32_t TensorMap::new_buffer(uint64_t pitch) {
+  uint32_t b;
+  if (!free_buffers_.empty()) {
+    b = free_buffers_.back();
+    free_buffers_.pop_back();
+    buffers_[b] = BufferIndex{};
+  } else {
+    b = static_cast<uint32_t>(buffers_.size());
+    buffers_.emplace_back();
+    free_buffers_.reserve(buffers_.capacity());  // erase_buffer pushes without allocating
+  }
+  buffers_[b].pitch = pitch;
+  return b;
+}
+
+void TensorMap::index_entry(uint32_t e, uint32_t buffer, const Rect& rect) {
+  Entry& entry = entries_[e];
+  entry.rect = rect;
+  entry.cls = class_of(rect);
+  index_.insert(IndexKey{buffer, entry.cls, rect.row0, rect.col0, e});
+  BufferIndex& index = buffers_[buffer];
+  ClassStats& stats = index.classes[entry.cls];
+  stats.max_rows = std::max(stats.max_rows, rect.row_last - rect.row0);
+  stats.max_cols = std::max(stats.max_cols, rect.col_end - rect.col0);
+  ++stats.count;
+  index.class_mask |= 1u << entry.cls;
+}
+
+void TensorMap::unindex_entry(uint32_t e) noexcept {
+  const Entry& entry = entries_[e];
+  index_.erase(IndexKey{entry.buffer, entry.cls, entry.rect.row0, entry.rect.col0, e});
+  BufferIndex& index = buffers_[entry.buffer];
+  ClassStats& stats = index.classes[entry.cls];
+  if (--stats.count == 0) {  // the next entries of this class start a fresh window
+    stats = ClassStats{};
+    index.class_mask &= ~(1u << entry.cls);
+  }
+}
+
+void TensorMap::repitch(uint32_t buffer, uint64_t pitch) {
+  scratch_.clear();
+  const auto first = index_.lower_bound(IndexKey{buffer, 0, 0, 0, 0});
+  auto last = first;
+  while (last != index_.end() && last->buffer == buffer) scratch_.push_back((last++)->entry);
+  index_.erase(first, last);
+  BufferIndex& index = buffers_[buffer];
+  index.classes = {};
+  index.class_mask = 0;
+  index.pitch = pitch;
+  for (const uint32_t e : scratch_) index_entry(e, buffer, rect_of(regions_[e], pitch));
+}
+
 void TensorMap::record_write(const Tensor& tensor, TaskId writer) {
   const TensorRegion region = TensorRegion::of(tensor);
   if (region.empty()) return;
   const uint32_t fresh = new_entry();
-  const std::size_t slot = insert_slot(tensor.buffer.addr);
-  uint32_t* link = &slots_[slot].head;
-  while (*link != kNil) {
-    const uint32_t e = *link;
-    const Entry& entry = entries_[e];
-    const bool inside = !entry.bounded || (entry.lo >= region.lo && entry.hi <= region.hi);
-    if (inside && region_covers(region, regions_[e])) {
-      *link = entries_[e].next;
-      free_entry(e);
-    } else {
-      link = &entries_[e].next;
-    }
-  }
+  bool inserted = false;
+  const std::size_t slot = insert_slot(tensor.buffer.addr, &inserted);
+  if (inserted) slots_[slot].buffer = new_buffer(pitch_of(region));
+  const uint32_t buffer = slots_[slot].buffer;
   regions_[fresh] = region;
-  entries_[fresh].lo = region.lo;
-  entries_[fresh].hi = region.hi;
-  entries_[fresh].bounded = region.bounded;
-  entries_[fresh].writer = writer;
-  entries_[fresh].next = slots_[slot].head;
-  slots_[slot].head = fresh;
+  Entry& entry = entries_[fresh];
+  entry.lo = region.lo;
+  entry.hi = region.hi;
+  entry.bounded = region.bounded;
+  entry.writer = writer;
+  entry.buffer = buffer;
+  entry.next = kNil;
+  ++buffers_[buffer].entries;
+  if (!region.bounded) {
+    // Overlaps everything and covers nothing provably: kept aside, reported by every lookup.
+    entry.next = buffers_[buffer].unbounded_head;
+    buffers_[buffer].unbounded_head = fresh;
+    note_operation(0);
+    return;
+  }
+  if (buffers_[buffer].pitch == 1) {
+    const uint64_t pitch = pitch_of(region);
+    if (pitch > 1) repitch(buffer, pitch);  // a 1-D start, now used as a matrix
+  }
+  const uint64_t examined = for_each_candidate(buffer, region, [&](uint32_t e) {
+    const Entry& old = entries_[e];
+    if (old.lo >= region.lo && old.hi <= region.hi && region_covers(region, regions_[e])) {
+      unindex_entry(e);
+      --buffers_[buffer].entries;
+      free_entry(e);
+    }
+  });
+  note_operation(examined);
+  index_entry(fresh, buffer, rect_of(region, buffers_[buffer].pitch));
 }
 
 void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {
   const int64_t slot = find_slot(buffer_addr);
   if (slot < 0) return;
-  uint32_t e = slots_[static_cast<std::size_t>(slot)].head;
-  while (e != kNil) {
+  const uint32_t buffer = slots_[static_cast<std::size_t>(slot)].buffer;
+  const auto first = index_.lower_bound(IndexKey{buffer, 0, 0, 0, 0});
+  auto last = first;
+  while (last != index_.end() && last->buffer == buffer) free_entry((last++)->entry);
+  index_.erase(first, last);
+  for (uint32_t e = buffers_[buffer].unbounded_head; e != kNil;) {
     const uint32_t next = entries_[e].next;
     free_entry(e);
     e = next;
   }
+  buffers_[buffer] = BufferIndex{};
+  free_buffers_.push_back(buffer);  // capacity reserved by new_buffer: cannot throw
   erase_slot(static_cast<std::size_t>(slot));
 }
 
 void TensorMap::clear() noexcept {
   for (Slot& s : slots_) s = Slot{};
+  index_.clear();
   entries_.clear();
   regions_.clear();
+  buffers_.clear();
+  free_buffers_.clear();
   free_entries_ = kNil;
   live_entries_ = 0;
   live_buffers_ = 0;
@@ -316,11 +437,7 @@ void TensorMap::clear() noexcept {
 std::size_t TensorMap::entries_of(uint64_t buffer_addr) const noexcept {
   const int64_t slot = find_slot(buffer_addr);
   if (slot < 0) return 0;
-  std::size_t n = 0;
-  for (uint32_t e = slots_[static_cast<std::size_t>(slot)].head; e != kNil; e = entries_[e].next) {
-    ++n;
-  }
-  return n;
+  return buffers_[slots_[static_cast<std::size_t>(slot)].buffer].entries;
 }
 
 }  // namespace chiprt::orchestrator

@@ -358,5 +358,153 @@ TEST(TensorMap, ManyBuffersSurviveGrowthAndRandomErasure) {
   }
 }
 
+// The indexed map against a plain list with the same rules (report every entry that may
+// overlap; a write drops the entries it covers), over random tiles, rows, columns, strided and
+// 1-D views, unbounded tensors and buffer erasure.
+TEST(TensorMap, IndexedMapMatchesBruteForceList) {
+  std::mt19937_64 rng(2024);
+  const DeviceBuffer buffers[2] = {{0x40000, 1 << 16}, {0x80000, 1 << 16}};
+  struct Model {
+    uint64_t addr;
+    TensorRegion region;
+    TaskId writer;
+  };
+  std::vector<Model> model;
+  TensorMap map;
+  auto random_view = [&](const DeviceBuffer& buf) {
+    const Tensor m = Tensor::make(buf, {32, 24}, DataType::F32);
+    switch (rng() % 7) {
+      case 0: {  // tile
+        const uint64_t r = rng() % 32, c = rng() % 24;
+        return m.view({1 + rng() % (32 - r), 1 + rng() % (24 - c)}, {r, c});
+      }
+      case 1:
+        return m.view({1 + rng() % 4, 24}, {rng() % 28, 0});  // row band
+      case 2:
+        return m.view({32, 1 + rng() % 4}, {0, rng() % 20});  // column band
+      case 3:
+        return m.slice(1, rng() % 3, 24, 1 + rng() % 3).slice(0, rng() % 4, 32, 1 + rng() % 2);
+      case 4: {  // 1-D run over the flat buffer
+        const Tensor flat = Tensor::make(buf, {768}, DataType::F32);
+        const uint64_t s = rng() % 768;
+        return flat.slice(0, s, s + 1 + rng() % (768 - s), 1 + rng() % 2);
+      }
+      case 5:
+        return Tensor::make(buf, {3072}, DataType::U8).slice(0, rng() % 100, 3072, 1 + rng() % 5);
+      default:
+        return m.transpose(0, 1).view({1 + rng() % 6, 1 + rng() % 6}, {rng() % 18, rng() % 26});
+    }
+  };
+  for (int round = 0; round < 40; ++round) {
+    for (int op = 0; op < 150; ++op) {
+      const DeviceBuffer& buf = buffers[rng() % 2];
+      Tensor t = random_view(buf);
+      if (rng() % 60 == 0) {  // forged geometry: unbounded, overlaps everything
+        t.shape[0] = UINT64_MAX;
+        t.strides[0] = UINT64_MAX / 2;
+      }
+      const TensorRegion region = TensorRegion::of(t);
+      std::vector<TaskId> expected, got;
+      for (const Model& m : model) {
+        if (m.addr == buf.addr && regions_may_overlap(m.region, region)) {
+          expected.push_back(m.writer);
+        }
+      }
+      map.lookup(t, [&](TaskId id) { got.push_back(id); });
+      std::sort(expected.begin(), expected.end());
+      std::sort(got.begin(), got.end());
+      got.erase(std::unique(got.begin(), got.end()), got.end());
+      ASSERT_EQ(got, expected) << "round " << round << " op " << op << ": " << t.to_string();
+      if (rng() % 2 == 0) {
+        const TaskId writer = round * 1000 + op;
+        if (!region.empty()) {
+          std::erase_if(model, [&](const Model& m) {
+            return m.addr == buf.addr && region_covers(region, m.region);
+          });
+          model.push_back(Model{buf.addr, region, writer});
+        }
+        map.record_write(t, writer);
+      }
+      ASSERT_EQ(map.entry_count(), model.size());
+    }
+    if (round % 5 == 4) {
+      const uint64_t addr = buffers[rng() % 2].addr;
+      std::erase_if(model, [&](const Model& m) { return m.addr == addr; });
+      map.erase_buffer(addr);
+    }
+    for (const DeviceBuffer& buf : buffers) {
+      const auto n = static_cast<std::size_t>(std::count_if(
+          model.begin(), model.end(), [&](const Model& m) { return m.addr == buf.addr; }));
+      ASSERT_EQ(map.entries_of(buf.addr), n);
+    }
+  }
+}
+
+// A 256 x 256 grid of tiles of one buffer, each task InOut on its tile and reading its left and
+// upper neighbours (the wavefront pattern): every operation examines a bounded number of index
+// entries, independent of the 65536 entries recorded.
+TEST(TensorMap, TileGridOperationsExamineBoundedCandidates) {
+  constexpr uint64_t kTiles = 256;
+  constexpr uint64_t kTile = 4;
+  const DeviceBuffer buf{0x1000000, kTiles * kTile * kTiles * kTile * 4};
+  const Tensor x = Tensor::make(buf, {kTiles * kTile, kTiles * kTile}, DataType::F32);
+  auto tile = [&](uint64_t i, uint64_t j) {
+    return x.view({kTile, kTile}, {i * kTile, j * kTile});
+  };
+  TensorMap map;
+  TaskId id = 0;
+  std::vector<TaskId> writers;
+  for (uint64_t i = 1; i < kTiles; ++i) {
+    for (uint64_t j = 1; j < kTiles; ++j) {
+      writers.clear();
+      for (const Tensor& t : {tile(i, j), tile(i, j - 1), tile(i - 1, j)}) {
+        map.lookup(t, [&](TaskId w) { writers.push_back(w); });
+      }
+      std::sort(writers.begin(), writers.end());
+      std::vector<TaskId> expected;
+      if (i > 1) expected.push_back(id - static_cast<TaskId>(kTiles - 1));  // upper neighbour
+      if (j > 1) expected.push_back(id - 1);                                // left neighbour
+      ASSERT_EQ(writers, expected) << i << "," << j;
+      map.record_write(tile(i, j), id++);
+    }
+  }
+  EXPECT_EQ(map.entry_count(), (kTiles - 1) * (kTiles - 1));
+  const TensorMapStats& stats = map.stats();
+  // Every task looks up three tiles and records one; the first three lookups find no buffer yet.
+  EXPECT_EQ(stats.operations, 4 * (kTiles - 1) * (kTiles - 1) - 3);
+  EXPECT_LE(stats.max_candidates, 4u);
+  EXPECT_LE(stats.candidates, 3 * stats.operations);
+
+  // A whole-matrix write covers every tile; afterwards tiles still cost O(1) each.
+  map.record_write(x, id++);
+  EXPECT_EQ(map.entry_count(), 1u);
+  map.reset_stats();
+  for (uint64_t j = 0; j < kTiles; ++j) map.record_write(tile(7, j), id++);
+  for (uint64_t j = 0; j < kTiles; ++j) {
+    int seen = 0;
+    map.lookup(tile(7, j), [&](TaskId) { ++seen; });
+    EXPECT_EQ(seen, 2);  // the whole-matrix write and the tile's own writer
+  }
+  EXPECT_LE(map.stats().max_candidates, 4u);
+}
+
+// A buffer first used as 1-D and then tiled is re-indexed by rows without losing entries.
+TEST(TensorMap, OneDimensionalStartThenTilesKeepsEveryEntry) {
+  TensorMap map;
+  const Tensor flat = Tensor::make(kBuf, {1024}, DataType::F32);
+  map.record_write(flat.view({100}, {0}), 1);
+  map.record_write(flat.view({100}, {500}), 2);
+  const Tensor m = flat.reshape({32, 32});
+  map.record_write(m.view({4, 4}, {8, 8}), 3);
+  EXPECT_EQ(map.entries_of(kBuf.addr), 3u);
+  std::vector<TaskId> w;
+  map.lookup(m, [&](TaskId id) { w.push_back(id); });
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{1, 2, 3}));
+  w.clear();
+  map.lookup(m.view({1, 32}, {15, 0}), [&](TaskId id) { w.push_back(id); });  // bytes 1920..
+  EXPECT_EQ(w, (std::vector<TaskId>{2}));
+}
+
 }  // namespace
 }  // namespace chiprt::orchestrator

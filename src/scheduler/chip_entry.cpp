@@ -84,10 +84,8 @@ class SchedulerThread {
       uint32_t pushed = 0;
       progress |= collect_finishes(&pushed);
       if (view_.all_completed()) break;
-      uint32_t left_for_others = 0;
-      progress |= dispatch(&left_for_others);
-      const uint32_t wake =
-          (pushed | left_for_others) & (queue_bit(kQueueAic) | queue_bit(kQueueAiv));
+      progress |= dispatch();
+      const uint32_t wake = pushed & (queue_bit(kQueueAic) | queue_bit(kQueueAiv));
       if (wake != 0) wake_for_work(view_, self_, wake);
       if (progress) {
         idle_spins = 0;
@@ -149,40 +147,18 @@ class SchedulerThread {
     return payload;
   }
 
-  // Queue bits of shapes a parked scheduler has an idle core for (a heuristic read, no fence).
-  // Only idle cores count, so two schedulers never defer pending slots to each other.
-  uint32_t parked_others_want() const {
-    uint32_t wants = 0;
-    for (uint32_t t = 0; t < view_.thread_count; ++t) {
-      const common::Doorbell& bell = view_.prefix->doorbells[t];
-      if (t != self_ && bell.sleeping.load(std::memory_order_relaxed) != 0) {
-        wants |= bell.wants.load(std::memory_order_relaxed);
-      }
-    }
-    uint32_t queues = 0;
-    for (int q : {kQueueAic, kQueueAiv}) {
-      if ((wants & idle_core_bit(q)) != 0) queues |= queue_bit(q);
-    }
-    return queues;
-  }
-
-  // Idle cores first (running slots, cores in index order), then busy cores' pending slots. A
-  // pending slot is not filled with a shape another (parked) scheduler has an idle core for: the
-  // task stays queued and *left_for_others tells the caller to wake that scheduler.
-  bool dispatch(uint32_t* left_for_others) {
+  // Idle cores first (running slots, cores in index order), then busy cores' pending slots. Work
+  // this thread cannot take stays queued; the caller wakes parked schedulers that can (a
+  // scheduler never defers its own free slots to others: on an oversubscribed host the wake-up
+  // hand-off costs far more than running the task on a core that is about to be free).
+  bool dispatch() {
     bool any = false;
     uint32_t task = 0;
-    uint32_t others_want = 0;
     for (int pass = 0; pass < 2; ++pass) {
-      if (pass == 1 && view_.thread_count > 1) others_want = parked_others_want();
       for (uint32_t i = 0; i < link_count_; ++i) {
         CoreLink& link = links_[i];
         const bool free_slot = pass == 0 ? link.running_free() : link.pending_free();
         if (!free_slot) continue;
-        if ((others_want & queue_bit(link.queue())) != 0) {
-          *left_for_others |= queue_bit(link.queue());
-          continue;
-        }
         if (!view_.queues[link.queue()]->pop(&task)) continue;
         transition(view_, task, TaskState::Ready, TaskState::Running);
         if (first_dispatch_ == 0) first_dispatch_ = view_.now();

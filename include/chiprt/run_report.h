@@ -12,13 +12,13 @@
 namespace chiprt {
 
 enum class Phase : uint8_t {
-  RunWall = 0,          // first chip-side thread start to last thread end
-  Preamble,             // thread start-up until the run's state is readable
-  Load,                 // reading the graph image / resolving kernels
-  GraphBuild,           // building the graph (host orchestration time for host_build_graph)
-  Orchestration,        // orchestration window (on-chip orchestration, tensormap_ringbuffer)
-  Scheduling,           // first dispatch to last completion
-  PostOrchestration,    // scheduling after orchestration finished
+  RunWall = 0,        // first chip-side thread start to last thread end
+  Preamble,           // thread start-up until the run's state is readable
+  Load,               // reading the graph image / resolving kernels
+  GraphBuild,         // building the graph (host orchestration time for host_build_graph)
+  Orchestration,      // orchestration window (on-chip orchestration, tensormap_ringbuffer)
+  Scheduling,         // first dispatch to last completion
+  PostOrchestration,  // scheduling after orchestration finished
 };
 inline constexpr int kPhaseCount = 7;
 std::string_view phase_name(Phase phase) noexcept;

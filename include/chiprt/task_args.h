@@ -34,7 +34,9 @@ std::string_view arg_tag_name(ArgTag tag) noexcept;
 constexpr bool arg_tag_writes(ArgTag t) noexcept {
   return t == ArgTag::Out || t == ArgTag::InOut || t == ArgTag::OutputExisting;
 }
-constexpr bool arg_tag_reads(ArgTag t) noexcept { return t == ArgTag::In || t == ArgTag::InOut; }
+constexpr bool arg_tag_reads(ArgTag t) noexcept {
+  return t == ArgTag::In || t == ArgTag::InOut;
+}
 
 class TaskArgs {
  public:

@@ -43,7 +43,8 @@ struct Tensor {
 
   // Sub-block of the same rank: `shape` elements per dim starting at `offsets`.
   Tensor view(std::span<const uint64_t> shape, std::span<const uint64_t> offsets) const;
-  Tensor view(std::initializer_list<uint64_t> shape, std::initializer_list<uint64_t> offsets) const {
+  Tensor view(std::initializer_list<uint64_t> shape,
+              std::initializer_list<uint64_t> offsets) const {
     return view(std::span<const uint64_t>(shape.begin(), shape.size()),
                 std::span<const uint64_t>(offsets.begin(), offsets.size()));
   }

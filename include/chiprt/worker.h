@@ -29,11 +29,11 @@ class DeviceRunner;
 
 // Options of the simulated chip (platform "sim").
 struct SimOptions {
-  uint32_t clusters = 8;             // 1..24; each is 1 AIC + 2 AIV
-  uint32_t aicpu_threads = 4;        // scheduler processors (1 orchestrator + 3 schedulers)
-  uint32_t host_threads = 0;         // host threads running kernels; 0 = hardware threads
+  uint32_t clusters = 8;               // 1..24; each is 1 AIC + 2 AIV
+  uint32_t aicpu_threads = 4;          // scheduler processors (1 orchestrator + 3 schedulers)
+  uint32_t host_threads = 0;           // host threads running kernels; 0 = hardware threads
   uint64_t memory_bytes = 4ull << 30;  // device memory capacity
-  bool serial = false;               // every run on one host thread, deterministic order
+  bool serial = false;                 // every run on one host thread, deterministic order
 };
 
 struct WorkerOptions {

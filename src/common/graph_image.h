@@ -26,7 +26,7 @@ struct GraphImageHeader {
   uint64_t total_size;  // bytes, including this header
   uint32_t task_count;
   uint32_t initial_ready_count;
-  uint64_t tasks_offset;  // TaskRecord[task_count]
+  uint64_t tasks_offset;   // TaskRecord[task_count]
   uint64_t fanout_offset;  // uint32_t[fanout_count]
   uint64_t fanout_count;
   uint64_t args_offset;  // int64_t[args_count]
@@ -35,10 +35,10 @@ struct GraphImageHeader {
 };
 
 struct TaskRecord {
-  int32_t func_id;      // -1 for dummy tasks
-  uint8_t core_type;    // CoreType
-  uint8_t flags;        // TaskFlags
-  uint16_t arg_count;   // int64 kernel arguments (tensor addresses then scalars)
+  int32_t func_id;        // -1 for dummy tasks
+  uint8_t core_type;      // CoreType
+  uint8_t flags;          // TaskFlags
+  uint16_t arg_count;     // int64 kernel arguments (tensor addresses then scalars)
   uint32_t fanin_count;   // producers this task waits for
   uint32_t fanout_count;  // consumers to release on completion
   uint32_t fanout_begin;  // index into fanout[]

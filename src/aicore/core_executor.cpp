@@ -106,9 +106,16 @@ void core_service(void* launch_args, uint32_t core) {
     uint32_t task = cell.running.load(std::memory_order_acquire);
     if (task == common::kTaskIdle) {
       // A task handed to the pending slot just after the previous one finished.
-      task = cell.pending.load(std::memory_order_acquire);
-      if (task == common::kTaskIdle) return;
-      promote(cell, task);
+      const uint32_t pending = cell.pending.load(std::memory_order_acquire);
+      if (pending == common::kTaskIdle) return;
+      // The scheduler fills `running` before `pending` when the core is idle, so a pending task
+      // seen here may have a running one ahead of it that the first load missed; the acquire
+      // above makes that store visible now. Promoting without this re-check would overwrite it.
+      task = cell.running.load(std::memory_order_acquire);
+      if (task == common::kTaskIdle) {
+        promote(cell, pending);
+        task = pending;
+      }
     }
     run_task(args, prefix, cell, core, task);
     const uint32_t next = cell.pending.load(std::memory_order_acquire);

@@ -21,7 +21,9 @@
 //      outstanding == 0: S writes running_payload, then running = task id (release), kick.
 //      outstanding == 1 and pending == kTaskIdle: S writes pending_payload, then pending = id.
 //      A busy core is so handed its next task in advance. S never writes a non-idle slot.
-//   4. C takes `running` (or, if running is idle and pending holds a task, promotes it first):
+//   4. C takes `running` (or, if running is idle and pending holds a task, re-reads running —
+//      S may have filled running and then pending since C's first look — and only if running
+//      is still idle promotes pending first):
 //      ack: executing = id, started_cycles = now (release); runs the kernel; executing = idle.
 //   5. C finishes: promotes pending into running (copies the payload, running = pending id,
 //      pending = kTaskIdle) or sets running = kTaskIdle; only then finished_task = id and

@@ -49,36 +49,41 @@ TimeoutResolution resolve_timeouts(const EnvLookup& env, const TimeoutConfig& de
   TimeoutResolution result;
   result.config = defaults;
   bool any_override = false;
+  std::string invalid;  // every variable that breaks the value rule, with its text
 
-  auto apply = [&](const char* name, uint64_t max, uint64_t default_value, auto* field) {
+  auto apply = [&](const char* name, uint64_t max, auto* field) {
     const char* text = env ? env(name) : nullptr;
     if (text == nullptr) return;
+    any_override = true;
     uint64_t value = 0;
     if (!parse_positive_decimal(text, max, &value)) {
-      result.warnings.push_back(std::string(name) + "='" + text +
-                                "' is not a positive decimal of at most " + std::to_string(max) +
-                                "; ignored, using the default " + std::to_string(default_value));
+      if (!invalid.empty()) invalid += ", ";
+      invalid += std::string(name) + "='" + text + "' (at most " + std::to_string(max) + ")";
       return;
     }
     *field = static_cast<std::remove_pointer_t<decltype(field)>>(value);
-    any_override = true;
   };
-  apply(kSchedulerTimeoutEnv, std::numeric_limits<uint32_t>::max(), defaults.scheduler_ms,
-        &result.config.scheduler_ms);
-  apply(kOpExecuteTimeoutEnv, std::numeric_limits<uint64_t>::max(), defaults.op_execute_us,
-        &result.config.op_execute_us);
-  apply(kStreamSyncTimeoutEnv, std::numeric_limits<uint32_t>::max(), defaults.stream_sync_ms,
-        &result.config.stream_sync_ms);
+  apply(kSchedulerTimeoutEnv, std::numeric_limits<uint32_t>::max(), &result.config.scheduler_ms);
+  apply(kOpExecuteTimeoutEnv, std::numeric_limits<uint64_t>::max(), &result.config.op_execute_us);
+  apply(kStreamSyncTimeoutEnv, std::numeric_limits<uint32_t>::max(), &result.config.stream_sync_ms);
+  if (!any_override) return result;
 
-  if (any_override) {
-    const std::string violation = check_timeout_order(result.config);
-    if (!violation.empty()) {
-      result.warnings.push_back("ignoring all timeout overrides (" +
-                                std::string(kSchedulerTimeoutEnv) + ", " + kOpExecuteTimeoutEnv +
-                                ", " + kStreamSyncTimeoutEnv + "): " + violation +
-                                "; using the defaults");
-      result.config = defaults;
-    }
+  // The overrides are one setting: a violation of either rule drops all of them, so a partly
+  // applied set can never pair a user's value with a default it was not ordered against.
+  std::string violation;
+  if (!invalid.empty()) {
+    violation = "rule 'each value is a positive decimal that fits its type' violated by " + invalid;
+  } else {
+    violation = check_timeout_order(result.config);
+  }
+  if (!violation.empty()) {
+    result.warnings.push_back(
+        "ignoring all timeout overrides (" + std::string(kSchedulerTimeoutEnv) + ", " +
+        kOpExecuteTimeoutEnv + ", " + kStreamSyncTimeoutEnv + "): " + violation +
+        "; using the defaults (scheduler=" + std::to_string(defaults.scheduler_ms) +
+        " ms, op_execute=" + std::to_string(defaults.op_execute_us) +
+        " us, stream_sync=" + std::to_string(defaults.stream_sync_ms) + " ms)");
+    result.config = defaults;
   }
   for (const std::string& warning : result.warnings) CHIPRT_LOG_WARN("%s", warning.c_str());
   return result;

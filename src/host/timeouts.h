@@ -47,9 +47,9 @@ bool parse_positive_decimal(std::string_view text, uint64_t max, uint64_t* out) 
 // otherwise the name of the violated part with the values.
 std::string check_timeout_order(const TimeoutConfig& config);
 
-// Defaults overridden by each valid variable; an invalid value is ignored with a warning naming
-// the variable and the default used. If the result breaks the ordering rule, every override is
-// ignored (defaults used) with one warning naming the rule and the values.
+// Defaults overridden by the set variables. Any violation — a value that is not a positive decimal
+// fitting its type, or a result that breaks the ordering rule — ignores every override (defaults
+// used) with one warning naming the rule, the offending variables or values, and the defaults.
 TimeoutResolution resolve_timeouts(const EnvLookup& env, const TimeoutConfig& defaults = {});
 
 }  // namespace chiprt::host

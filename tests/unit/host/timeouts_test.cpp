@@ -67,13 +67,14 @@ struct InvalidCase {
 class InvalidTimeoutValue : public TimeoutsTest,
                             public ::testing::WithParamInterface<InvalidCase> {};
 
-TEST_P(InvalidTimeoutValue, IsIgnoredWithAWarningNamingTheVariableAndDefault) {
+TEST_P(InvalidTimeoutValue, IsIgnoredWithOneWarningNamingTheRuleAndVariable) {
   const InvalidCase c = GetParam();
   TimeoutResolution r = resolve_timeouts(fake_env({{c.variable, c.value}}));
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_THAT(r.warnings[0], HasSubstr(c.variable));
   EXPECT_THAT(r.warnings[0], HasSubstr(std::string("'") + c.value + "'"));
-  EXPECT_THAT(r.warnings[0], HasSubstr("using the default"));
+  EXPECT_THAT(r.warnings[0], HasSubstr("positive decimal that fits its type"));
+  EXPECT_THAT(r.warnings[0], HasSubstr("using the defaults"));
   const TimeoutConfig defaults;
   EXPECT_EQ(r.config.scheduler_ms, defaults.scheduler_ms);
   EXPECT_EQ(r.config.op_execute_us, defaults.op_execute_us);
@@ -94,13 +95,23 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{kStreamSyncTimeoutEnv, "99999999999"},
         InvalidCase{kStreamSyncTimeoutEnv, "0"}));
 
-TEST_F(TimeoutsTest, InvalidValueIsDroppedButValidOnesStay) {
+TEST_F(TimeoutsTest, InvalidValueIgnoresTheValidOverridesToo) {
   TimeoutResolution r =
       resolve_timeouts(fake_env({{kSchedulerTimeoutEnv, "abc"}, {kStreamSyncTimeoutEnv, "40000"}}));
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_THAT(r.warnings[0], HasSubstr(kSchedulerTimeoutEnv));
+  EXPECT_THAT(r.warnings[0], HasSubstr("ignoring all timeout overrides"));
   EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
-  EXPECT_EQ(r.config.stream_sync_ms, 40000u);
+  EXPECT_EQ(r.config.stream_sync_ms, TimeoutConfig{}.stream_sync_ms);
+}
+
+TEST_F(TimeoutsTest, SeveralInvalidValuesGiveOneWarningNamingEach) {
+  TimeoutResolution r = resolve_timeouts(fake_env(
+      {{kSchedulerTimeoutEnv, "-1"}, {kOpExecuteTimeoutEnv, "x"}, {kStreamSyncTimeoutEnv, "0"}}));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kSchedulerTimeoutEnv) + "='-1'"));
+  EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kOpExecuteTimeoutEnv) + "='x'"));
+  EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kStreamSyncTimeoutEnv) + "='0'"));
 }
 
 TEST_F(TimeoutsTest, SchedulerNotBelowOpExecuteIgnoresAllOverridesWithOneWarning) {

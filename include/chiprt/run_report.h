@@ -2,7 +2,10 @@
 //
 // Returned by Worker::run. Phase spans come from per-thread stamps the chip-side threads write
 // during the run (reset every run) and are reduced by the host to a start offset (from the
-// earliest stamped phase) and a span. Plain value; safe to copy between threads.
+// earliest stamped phase) and a span. Exceptions: GraphBuild of host_build_graph is measured on
+// the host before the launch (its start_ns is 0 on its own timeline); Orchestration and
+// PostOrchestration are stamped only by tensormap_ringbuffer. Plain value; safe to copy between
+// threads.
 #pragma once
 
 #include <array>

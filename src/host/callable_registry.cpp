@@ -76,7 +76,11 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
   uint64_t handle = 0;
   auto [first, last] = object_by_hash_.equal_range(hash);
   for (auto it = first; it != last && handle == 0; ++it) {
-    if (objects_.at(it->second).size == object.bytes.size()) handle = it->second;
+    const std::vector<uint8_t>& cached = objects_.at(it->second).bytes;
+    if (cached.size() == object.bytes.size() &&
+        std::memcmp(cached.data(), object.bytes.data(), cached.size()) == 0) {
+      handle = it->second;
+    }
   }
   if (handle == 0) {
     platform::LoadedObject loaded;
@@ -87,7 +91,8 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
                                                 "-byte shared object failed: " + status.message());
     }
     handle = loaded.handle;
-    objects_[handle] = LoadedObjectEntry{loaded, hash, object.bytes.size(), 0};
+    objects_[handle] = LoadedObjectEntry{
+        loaded, hash, std::vector<uint8_t>(object.bytes.begin(), object.bytes.end()), 0};
     object_by_hash_.emplace(hash, handle);
   }
   LoadedObjectEntry& cached = objects_.at(handle);
@@ -144,13 +149,7 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
   if (!status.is_ok()) {
     return Status(status.code(), "callable id " + std::to_string(id) + ": " + status.message());
   }
-  if (variant == RuntimeVariant::TensormapRingbuffer) {
-    return Status(StatusCode::UnsupportedFeature,
-                  "callable id " + std::to_string(id) +
-                      ": device orchestration (tensormap_ringbuffer) is not available yet; "
-                      "tensormap_ringbuffer arrives with its own issue; use host_build_graph");
-  }
-  if (variant != RuntimeVariant::HostBuildGraph) {
+  if (variant != RuntimeVariant::HostBuildGraph && variant != RuntimeVariant::TensormapRingbuffer) {
     return Status(StatusCode::InvalidConfig,
                   "callable id " + std::to_string(id) + ": runtime variant " +
                       std::to_string(static_cast<int>(variant)) + " is not a concrete variant");
@@ -177,7 +176,9 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
     }
   }
   status = parse_callable(retained, &parsed);
-  if (status.is_ok()) {
+  // Device orchestration runs on the chip from the uploaded container; only host orchestration
+  // is loaded here.
+  if (status.is_ok() && variant == RuntimeVariant::HostBuildGraph) {
     uint64_t orchestration = 0;
     status =
         load_entry(parsed.orchestration, kOrchestrationSymbol,

@@ -2,7 +2,8 @@
 //
 // A container is uploaded to device memory once per distinct content (content-hash deduplication
 // confirmed byte for byte, with a reference count per registration). Each registration loads its
-// orchestration (host orchestration: a host-callable entry) and its kernels (one entry address per
+// orchestration (host orchestration: a host-callable entry; device orchestration: only uploaded
+// with the container, never loaded on the host) and its kernels (one entry address per
 // func_id); kernel and orchestration shared objects are loaded once per distinct image and
 // reference counted too. bind() rewrites the device kernel address table with exactly one
 // callable's kernels. Owned by a DeviceRunner; one thread at a time.
@@ -39,7 +40,7 @@ struct RegisteredCallable {
   uint64_t content_hash = 0;
   uint64_t kernel_image_hash = 0;
   DeviceBuffer device_copy;  // the uploaded container (shared between identical registrations)
-  OrchestrationEntry orchestration = nullptr;
+  OrchestrationEntry orchestration = nullptr;  // host orchestration only
   ArgSignature orchestration_signature;
   std::array<RegisteredKernel, kMaxFuncId> kernels{};
   int kernel_count = 0;
@@ -55,8 +56,10 @@ class CallableRegistry {
   CallableRegistry& operator=(const CallableRegistry&) = delete;
 
   // Errors: CallableIdOutOfRange, DuplicateCallable, MalformedCallable / EmptyCallable (from the
-  // parser), UnsupportedFeature for tensormap_ringbuffer (device orchestration), LoadFailed, and
-  // allocation failures. On error nothing stays registered or uploaded.
+  // parser), InvalidConfig for a variant that is not concrete, LoadFailed, and allocation
+  // failures. tensormap_ringbuffer registers as device orchestration (kernels loaded, container
+  // uploaded; `orchestration` stays null) and is refused at run time until it is available. On
+  // error nothing stays registered or uploaded.
   Status register_callable(int32_t id, std::span<const uint8_t> container, RuntimeVariant variant);
   // UnknownCallable when nothing is registered under `id`.
   Status unregister_callable(int32_t id);
@@ -90,7 +93,7 @@ class CallableRegistry {
   struct LoadedObjectEntry {
     platform::LoadedObject object;
     uint64_t hash = 0;
-    uint64_t size = 0;
+    std::vector<uint8_t> bytes;  // the image, so a hash collision is told apart byte for byte
     uint32_t refcount = 0;
   };
 

@@ -31,6 +31,9 @@ constexpr uint64_t kServicesBytes = round_up(sizeof(platform::ChipServices), kDe
 constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
 constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
 constexpr uint64_t kPhaseBufferBytes = sizeof(common::PhaseBuffer);
+// Once the AICPU threads returned with an error latched, the cores get this long (at most the
+// stream-sync timeout) to drain before the launch is abandoned: a stuck kernel will not return.
+constexpr uint64_t kFaultDrainGraceMs = 1000;
 
 std::string hex(uint64_t value) {
   char text[32];
@@ -215,8 +218,9 @@ LaunchShape DeviceRunner::resolve_launch_shape(const CallConfig& config) {
   shape.aicpu_threads = std::min(desired, usable);
   if (shape.aicpu_threads < desired) {
     CHIPRT_LOG_WARN(
-        "AICPU: %u threads requested, %u usable; running 1 orchestrator + %u schedulers", desired,
-        usable, shape.aicpu_threads - 1);
+        "AICPU: %u threads requested, %u usable; running %u threads (host_build_graph: every "
+        "AICPU thread schedules)",
+        desired, usable, shape.aicpu_threads);
   }
   if (shape.serial) {
     shape.aicpu_threads = 1;
@@ -224,8 +228,8 @@ LaunchShape DeviceRunner::resolve_launch_shape(const CallConfig& config) {
     throw Error(StatusCode::InvalidConfig,
                 "AICPU threads resolve to " + std::to_string(shape.aicpu_threads) + " (requested " +
                     std::to_string(desired) + ", usable " + std::to_string(usable) +
-                    "); a threaded run needs at least 1 orchestrator + 1 scheduler; set "
-                    "aicpu_thread_num >= 2 or run serial");
+                    "); a threaded run needs at least 2 AICPU threads; set aicpu_thread_num >= 2 "
+                    "or run serial");
   }
   const uint32_t clusters =
       config.cluster_count > 0 ? static_cast<uint32_t>(config.cluster_count) : max_block_dim_;
@@ -338,6 +342,19 @@ void DeviceRunner::check_signature(const RegisteredCallable& callable, const Tas
   }
 }
 
+void DeviceRunner::check_argument_buffers(const TaskArgs& args) const {
+  for (int i = 0; i < args.tensor_count(); ++i) {
+    if (args.tag(i) == ArgTag::Out) continue;  // the runtime allocates it
+    const DeviceBuffer& buffer = args.tensor(i).buffer;
+    if (buffer.size != 0 && memory_.contains(buffer.addr, buffer.size)) continue;
+    throw Error(StatusCode::InvalidDevicePointer,
+                "argument " + std::to_string(i) + " (" + std::string(arg_tag_name(args.tag(i))) +
+                    "): buffer " + hex(buffer.addr) + " of " + std::to_string(buffer.size) +
+                    " bytes is not inside a live device allocation; pass buffers from "
+                    "Worker::malloc that have not been freed");
+  }
+}
+
 RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
   bool expected = false;
   if (!run_active_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
@@ -377,6 +394,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
                     " but the run asks for " + std::string(runtime_variant_name(variant)));
   }
   check_signature(*callable, args);
+  check_argument_buffers(args);
 
   orchestrator::KernelTable kernel_table{};
   throw_if(callables_.bind(callable_id, kernel_table_addr_, &kernel_table));
@@ -424,7 +442,8 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
       task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
   // A replayed image keeps the layout it was cached with, so this commits nothing new then.
   throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image.size()}));
-  if (config.replay_graph && !replayed && bank == 0) {
+  const bool stored_prebuilt = config.replay_graph && !replayed && bank == 0;
+  if (stored_prebuilt) {
     PrebuiltImage entry;
     entry.key = std::move(key);
     entry.image = image;
@@ -452,7 +471,13 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
 
   const DeviceBuffer image_region = arenas_.region(bank, ArenaRegion::RuntimeImage);
   const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
-  throw_if(memory_.copy_to_device(image_region.addr, image.data(), image.size()));
+  // The chip only reads the image, so a replay finds it where the caching run left it unless
+  // another image has been written to bank 0 since.
+  if (!(replayed && prebuilt_image_resident_)) {
+    if (bank == 0) prebuilt_image_resident_ = false;
+    throw_if(memory_.copy_to_device(image_region.addr, image.data(), image.size()));
+    if (bank == 0) prebuilt_image_resident_ = replayed || stored_prebuilt;
+  }
   throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
 
   DeviceBuffer staging;
@@ -495,19 +520,33 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   report.host_prepare_ns = ns_between(t_entry, t_launch);
   throw_if(platform_->launch(programs));
   ++launches_;
-  Status waited = platform_->wait(timeouts_.stream_sync_ms);
+  // AICPU threads first: when they return with an error latched (a scheduler gave up on a stuck
+  // task), the cores get only a short grace instead of the whole stream-sync timeout.
+  auto result = std::make_unique<common::ChipLaunchArgs>();
+  auto read_chip_code = [&]() {
+    Status read =
+        memory_.copy_from_device(result.get(), launch_args_addr, sizeof(common::ChipLaunchArgs));
+    return read.is_ok()
+               ? static_cast<StatusCode>(result->result.code.load(std::memory_order_acquire))
+               : StatusCode::Ok;
+  };
+  uint64_t drain_budget_ms = timeouts_.stream_sync_ms;
+  Status waited = platform_->wait_aicpu(timeouts_.stream_sync_ms);
+  if (waited.is_ok()) {
+    const uint64_t spent_ms = ns_between(t_launch, Clock::now()) / 1'000'000;
+    const uint64_t left_ms =
+        spent_ms < timeouts_.stream_sync_ms ? timeouts_.stream_sync_ms - spent_ms : 0;
+    drain_budget_ms =
+        read_chip_code() != StatusCode::Ok ? std::min(left_ms, kFaultDrainGraceMs) : left_ms;
+    waited = platform_->wait(drain_budget_ms);
+  }
   const Clock::time_point t_done = Clock::now();
   report.device_wall_ns = ns_between(t_launch, t_done);
   if (!waited.is_ok() && waited.code() != StatusCode::StreamSyncTimeout) throw Error(waited);
 
   // Read the chip's verdict even when the stream did not drain: a scheduler that gave up on a
   // stuck task latched its name there, which says more than the stream timeout.
-  auto result = std::make_unique<common::ChipLaunchArgs>();
-  Status read =
-      memory_.copy_from_device(result.get(), launch_args_addr, sizeof(common::ChipLaunchArgs));
-  const auto code =
-      read.is_ok() ? static_cast<StatusCode>(result->result.code.load(std::memory_order_acquire))
-                   : StatusCode::Ok;
+  const StatusCode code = read_chip_code();
   const bool stream_timed_out = !waited.is_ok();
   if (code != StatusCode::Ok || stream_timed_out) {
     std::string message = "callable id " + std::to_string(callable_id) + ": ";
@@ -517,8 +556,8 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
       const std::string text(detail, strnlen(detail, common::kResultDetailBytes));
       message += text.empty() ? std::string(status_info(code).detail) : text;
       if (stream_timed_out) {
-        message += "; the launch then did not drain within " +
-                   std::to_string(timeouts_.stream_sync_ms) + " ms";
+        message += "; the launch then did not drain within " + std::to_string(drain_budget_ms) +
+                   " ms (a kernel is stuck)";
       }
     } else {
       thrown = StatusCode::StreamSyncTimeout;
@@ -579,10 +618,12 @@ void DeviceRunner::finalize() {
   max_block_dim_ = 0;
   aicpu_entry_ = nullptr;
   core_service_ = nullptr;
+  prebuilt_image_resident_ = false;
   if (!was_faulted) {
     release_device_resources();
   }
   device_id_ = -1;
+  platform_->detach();
 }
 
 void DeviceRunner::abandon_after_fault() noexcept {
@@ -597,6 +638,7 @@ void DeviceRunner::abandon_after_fault() noexcept {
   staging_.abandon();
   memory_.abandon();
   status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
+  prebuilt_image_resident_ = false;
   // Streams are left as they are: stopping them would wait for the stuck launch.
   CHIPRT_LOG_WARN(
       "device %d faulted: resources abandoned without device calls; runs refused "
@@ -606,9 +648,17 @@ void DeviceRunner::abandon_after_fault() noexcept {
 
 void DeviceRunner::reset() {
   if (faulted_) {
+    // The faulted launch must be over before the streams take another one; a stuck kernel keeps
+    // the runner faulted (the caller may reset again once it returns).
+    Status recovered = platform_->recover();
+    if (!recovered.is_ok()) {
+      throw Error(StatusCode::DeviceFaulted, "reset: device " + std::to_string(device_id_) +
+                                                 " cannot be reused yet: " + recovered.message());
+    }
+    // The streams stay started and drained; ensure_initialized finds them running.
     faulted_ = false;
-    streams_started_ = false;
     device_id_ = -1;
+    platform_->detach();
     return;
   }
   finalize();

@@ -118,7 +118,9 @@ class DeviceRunner {
   // Forgets every device resource without touching the device and refuses further work
   // (DeviceFaulted) until reset().
   void abandon_after_fault() noexcept;
-  // finalize (or the forgetting already done by a fault) and allow attach again.
+  // finalize (or the forgetting already done by a fault) and allow attach again. After a fault
+  // the platform must first recover the launch: DeviceFaulted (the runner stays faulted) while a
+  // stuck kernel still runs; call reset again once it has returned.
   void reset();
 
   platform::Platform& platform() noexcept { return *platform_; }
@@ -128,6 +130,8 @@ class DeviceRunner {
   void throw_if(const Status& status) const;
   void check_range(uint64_t addr, uint64_t bytes, const char* what) const;
   void check_signature(const RegisteredCallable& callable, const TaskArgs& args) const;
+  // Every tensor argument the caller provides (all but Out) must lie in a live allocation.
+  void check_argument_buffers(const TaskArgs& args) const;
   RunReport run_locked(int32_t callable_id, const TaskArgs& args, const CallConfig& config);
   void release_device_resources();
 
@@ -160,6 +164,9 @@ class DeviceRunner {
 
   std::atomic<bool> run_active_{false};
   uint64_t replayed_runs_ = 0;
+  // Whether bank 0's runtime-image region holds the cached prebuilt image (a replay then skips
+  // the copy); cleared when another image is written there.
+  bool prebuilt_image_resident_ = false;
   uint64_t launches_ = 0;
 };
 

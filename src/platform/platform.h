@@ -73,6 +73,8 @@ class Platform {
 
   // Binds the calling thread to the device; attaching one platform to two ids is an error.
   virtual Status attach(int device_id) = 0;
+  // Unbinds the device so that another id may be attached (after finalize / reset). Idempotent.
+  virtual void detach() = 0;
 
   // Device memory. Every allocation is tracked; errors never crash.
   virtual Status alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) = 0;
@@ -100,6 +102,13 @@ class Platform {
   // Waits for every AICPU thread of the last launch to return, then stops its cores. Returns
   // StreamSyncTimeout (the launch keeps running) if that takes longer than `timeout_ms`.
   virtual Status wait(uint64_t timeout_ms) = 0;
+  // Waits only for every AICPU thread of the last launch to return (cores may still run; call
+  // wait() afterwards). StreamSyncTimeout if they do not within `timeout_ms`.
+  virtual Status wait_aicpu(uint64_t timeout_ms) = 0;
+  // After a fault: if the last launch has drained, forgets it so a new launch is accepted and
+  // returns Ok; DeviceFaulted while it is still running (a stuck kernel) or when the streams had
+  // to abandon stuck threads.
+  virtual Status recover() = 0;
 };
 
 struct SimConfig {

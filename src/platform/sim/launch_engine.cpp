@@ -273,6 +273,12 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   if (!started_) {
     return Status(StatusCode::NotInitialized, "launch: call start_streams() before launching");
   }
+  if (launch_active_ && launch_timed_out_) {
+    return Status(
+        StatusCode::DeviceFaulted,
+        "launch: an earlier launch is still running (a kernel is stuck) after its wait "
+        "timed out; wait() again or call recover() once it has drained, or create a new platform");
+  }
   if (launch_active_) {
     return Status(StatusCode::InvalidArgument,
                   "launch: the previous launch has not been waited for; call wait() until it "
@@ -291,6 +297,7 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   launch_programs_ = programs;
   aicpu_running_ = programs.aicpu_threads;
   launch_active_ = true;
+  launch_timed_out_ = false;
   ++launch_generation_;
   aicpu_cv_.notify_all();
   return Status::ok();
@@ -306,6 +313,7 @@ Status LaunchEngine::wait(uint64_t timeout_ms) {
   if (!launch_active_) return Status::ok();
   const uint32_t threads = launch_programs_.aicpu_threads;
   if (!host_cv_.wait_until(lock, deadline, [&] { return aicpu_running_ == 0; })) {
+    launch_timed_out_ = true;
     return Status(StatusCode::StreamSyncTimeout,
                   "wait: the launch did not finish within " + std::to_string(timeout_ms) +
                       " ms: " + std::to_string(aicpu_running_) + " of " + std::to_string(threads) +
@@ -320,6 +328,10 @@ Status LaunchEngine::wait(uint64_t timeout_ms) {
     if (busy == 0) break;
     const int64_t left = remaining_ns(deadline);
     if (left <= 0) {
+      {
+        std::lock_guard relock(mutex_);
+        launch_timed_out_ = true;
+      }
       return Status(StatusCode::StreamSyncTimeout,
                     "wait: all " + std::to_string(threads) + " AICPU threads returned but " +
                         std::to_string(busy) + " cores were still running or queued after " +
@@ -336,7 +348,43 @@ Status LaunchEngine::wait(uint64_t timeout_ms) {
   launch_cores_.store(0, std::memory_order_release);
   serial_launch_.store(false, std::memory_order_relaxed);
   launch_active_ = false;
+  launch_timed_out_ = false;
   return Status::ok();
+}
+
+Status LaunchEngine::wait_aicpu(uint64_t timeout_ms) {
+  constexpr uint64_t kMaxTimeoutMs = 365ull * 24 * 3600 * 1000;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(timeout_ms < kMaxTimeoutMs ? timeout_ms : kMaxTimeoutMs);
+  std::unique_lock lock(mutex_);
+  if (!launch_active_) return Status::ok();
+  if (!host_cv_.wait_until(lock, deadline, [&] { return aicpu_running_ == 0; })) {
+    launch_timed_out_ = true;
+    return Status(StatusCode::StreamSyncTimeout,
+                  "wait: " + std::to_string(aicpu_running_) + " of " +
+                      std::to_string(launch_programs_.aicpu_threads) +
+                      " AICPU threads were still running after " + std::to_string(timeout_ms) +
+                      " ms (the launch keeps running)");
+  }
+  return Status::ok();
+}
+
+Status LaunchEngine::recover() {
+  {
+    std::lock_guard lock(mutex_);
+    if (faulted_) {
+      return Status(StatusCode::DeviceFaulted,
+                    "recover: threads of an earlier launch were stuck and abandoned when the "
+                    "streams stopped; create a new platform");
+    }
+  }
+  Status drained = wait(0);
+  if (drained.is_ok()) return drained;
+  return Status(StatusCode::DeviceFaulted,
+                "recover: an earlier launch is still running (a kernel is stuck); the device "
+                "cannot be reused until it returns (" +
+                    drained.message() + ")");
 }
 
 void LaunchEngine::stop() {
@@ -378,6 +426,7 @@ void LaunchEngine::stop() {
     executors_.clear();
     started_ = false;
     launch_active_ = false;
+    launch_timed_out_ = false;
     launch_cores_.store(0, std::memory_order_release);
     if (!drained) {
       // The launch finished only after the executors were told to exit: reset the cores it left

@@ -62,6 +62,10 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   void stop();
   Status launch(const LaunchPrograms& programs);
   Status wait(uint64_t timeout_ms);
+  // Waits for the AICPU threads of the current launch only (see Platform::wait_aicpu).
+  Status wait_aicpu(uint64_t timeout_ms);
+  // See Platform::recover: wait(0), mapping a launch that is still running to DeviceFaulted.
+  Status recover();
 
   void kick_core(uint32_t core) noexcept;
   uint64_t cycles() const noexcept;
@@ -104,6 +108,8 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   bool stopping_ = false;
   bool faulted_ = false;
   bool launch_active_ = false;
+  // A wait() on the active launch timed out: a later launch() is refused as a fault, not misuse.
+  bool launch_timed_out_ = false;
   uint64_t launch_generation_ = 0;
   LaunchPrograms launch_programs_{};
   uint32_t aicpu_running_ = 0;

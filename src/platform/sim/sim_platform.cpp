@@ -134,5 +134,11 @@ Status SimPlatform::launch(const LaunchPrograms& programs) {
 Status SimPlatform::wait(uint64_t timeout_ms) {
   return engine_->wait(timeout_ms);
 }
+Status SimPlatform::wait_aicpu(uint64_t timeout_ms) {
+  return engine_->wait_aicpu(timeout_ms);
+}
+Status SimPlatform::recover() {
+  return engine_->recover();
+}
 
 }  // namespace chiprt::platform::sim

@@ -41,6 +41,7 @@ class SimPlatform final : public Platform {
   Geometry geometry() const override { return geometry_; }
   bool serial() const override { return config_.serial; }
   Status attach(int device_id) override;
+  void detach() override { attached_device_.reset(); }
 
   Status alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) override;
   Status free(uint64_t addr) override;
@@ -60,6 +61,8 @@ class SimPlatform final : public Platform {
   void stop_streams() override;
   Status launch(const LaunchPrograms& programs) override;
   Status wait(uint64_t timeout_ms) override;
+  Status wait_aicpu(uint64_t timeout_ms) override;
+  Status recover() override;
 
   // Introspection for tests and diagnostics.
   uint64_t ignored_kicks() const noexcept { return engine_->ignored_kicks(); }

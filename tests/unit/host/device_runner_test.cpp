@@ -98,6 +98,18 @@ TEST_F(DeviceRunnerTest, AttachToAnotherDeviceWithoutFinalizeIsRefused) {
   EXPECT_THAT(e.message(), HasSubstr("-3"));
 }
 
+TEST_F(DeviceRunnerTest, AnotherDeviceCanBeAttachedAfterFinalize) {
+  runner_->finalize();
+  runner_->attach(1);
+  EXPECT_EQ(runner_->device_id(), 1);
+  runner_->register_callable(0, container_with({{0, &kernel_a}}));
+  runner_->finalize();
+  runner_->attach(0);
+  // Without finalize the platform stays bound to device 0.
+  expect_error([&] { runner_->attach(1); }, StatusCode::DeviceMismatch);
+  EXPECT_EQ(runner_->platform().attach(1).code(), StatusCode::DeviceMismatch);
+}
+
 TEST(DeviceRunnerStandalone, UseBeforeAttachIsNotInitialized) {
   DeviceRunner runner(make_sim(), options_with_env({}));
   Error e = expect_error([&] { runner.allocate(64); }, StatusCode::NotInitialized);
@@ -258,15 +270,30 @@ TEST_F(DeviceRunnerTest, CallableIdRangeDuplicateEmptyAndMalformed) {
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 1u);
 }
 
-TEST_F(DeviceRunnerTest, DeviceOrchestrationIsNotAvailableYet) {
-  Error e = expect_error(
-      [&] {
-        runner_->register_callable(0, container_with({{0, &kernel_a}}),
-                                   RuntimeVariant::TensormapRingbuffer);
-      },
-      StatusCode::UnsupportedFeature);
-  EXPECT_THAT(e.message(), HasSubstr("tensormap_ringbuffer arrives with its own issue"));
-  EXPECT_FALSE(runner_->has_callable(0));
+TEST_F(DeviceRunnerTest, DeviceOrchestrationRegistersButIsRefusedAtRunTime) {
+  runner_->register_callable(0, container_with({{0, &kernel_a}}),
+                             RuntimeVariant::TensormapRingbuffer);
+  ASSERT_TRUE(runner_->has_callable(0));
+  const RegisteredCallable* reg = runner_->callables().find(0);
+  ASSERT_NE(reg, nullptr);
+  EXPECT_EQ(reg->variant, RuntimeVariant::TensormapRingbuffer);
+  EXPECT_EQ(reg->orchestration, nullptr) << "device orchestration is not loaded on the host";
+  EXPECT_FALSE(reg->device_copy.empty());
+  EXPECT_EQ(reg->kernel_count, 1);
+  EXPECT_EQ(runner_->callables().uploaded_container_count(), 1u);
+  // The same container as host orchestration shares the upload.
+  runner_->register_callable(1, container_with({{0, &kernel_a}}), RuntimeVariant::HostBuildGraph);
+  EXPECT_EQ(runner_->callables().uploaded_container_count(), 1u);
+  runner_->bind(0);
+  EXPECT_EQ(read_kernel_table()[0], reinterpret_cast<uint64_t>(&kernel_a));
+
+  CallConfig config;
+  config.runtime = RuntimeVariant::TensormapRingbuffer;
+  Error e =
+      expect_error([&] { runner_->run(0, TaskArgs{}, config); }, StatusCode::UnsupportedFeature);
+  EXPECT_THAT(e.message(), HasSubstr("tensormap_ringbuffer"));
+  runner_->unregister_callable(0);
+  runner_->unregister_callable(1);
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 0u);
 }
 

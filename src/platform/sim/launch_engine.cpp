@@ -303,23 +303,43 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   return Status::ok();
 }
 
-Status LaunchEngine::wait(uint64_t timeout_ms) {
-  // Clamped so that "wait forever" values do not overflow the clock arithmetic.
+namespace {
+
+// Clamped so that "wait forever" values do not overflow the clock arithmetic.
+std::chrono::steady_clock::time_point deadline_after(uint64_t timeout_ms) {
   constexpr uint64_t kMaxTimeoutMs = 365ull * 24 * 3600 * 1000;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(timeout_ms < kMaxTimeoutMs ? timeout_ms : kMaxTimeoutMs);
+  return std::chrono::steady_clock::now() +
+         std::chrono::milliseconds(timeout_ms < kMaxTimeoutMs ? timeout_ms : kMaxTimeoutMs);
+}
+
+}  // namespace
+
+Status LaunchEngine::wait_aicpu_until(std::chrono::steady_clock::time_point deadline,
+                                      uint64_t timeout_ms) {
   std::unique_lock lock(mutex_);
   if (!launch_active_) return Status::ok();
-  const uint32_t threads = launch_programs_.aicpu_threads;
   if (!host_cv_.wait_until(lock, deadline, [&] { return aicpu_running_ == 0; })) {
     launch_timed_out_ = true;
     return Status(StatusCode::StreamSyncTimeout,
                   "wait: the launch did not finish within " + std::to_string(timeout_ms) +
-                      " ms: " + std::to_string(aicpu_running_) + " of " + std::to_string(threads) +
+                      " ms: " + std::to_string(aicpu_running_) + " of " +
+                      std::to_string(launch_programs_.aicpu_threads) +
                       " AICPU threads are still running (the launch keeps running; wait again, "
                       "or raise CHIPRT_STREAM_SYNC_TIMEOUT_MS)");
   }
+  return Status::ok();
+}
+
+Status LaunchEngine::wait_aicpu(uint64_t timeout_ms) {
+  return wait_aicpu_until(deadline_after(timeout_ms), timeout_ms);
+}
+
+Status LaunchEngine::wait(uint64_t timeout_ms) {
+  const auto deadline = deadline_after(timeout_ms);
+  if (Status status = wait_aicpu_until(deadline, timeout_ms); !status.is_ok()) return status;
+  std::unique_lock lock(mutex_);
+  if (!launch_active_) return Status::ok();
+  const uint32_t threads = launch_programs_.aicpu_threads;
   lock.unlock();
   // Every AICPU thread returned, so the scheduler told its cores to exit; wait for the executors
   // to finish the core loops still queued or running.
@@ -349,24 +369,6 @@ Status LaunchEngine::wait(uint64_t timeout_ms) {
   serial_launch_.store(false, std::memory_order_relaxed);
   launch_active_ = false;
   launch_timed_out_ = false;
-  return Status::ok();
-}
-
-Status LaunchEngine::wait_aicpu(uint64_t timeout_ms) {
-  constexpr uint64_t kMaxTimeoutMs = 365ull * 24 * 3600 * 1000;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(timeout_ms < kMaxTimeoutMs ? timeout_ms : kMaxTimeoutMs);
-  std::unique_lock lock(mutex_);
-  if (!launch_active_) return Status::ok();
-  if (!host_cv_.wait_until(lock, deadline, [&] { return aicpu_running_ == 0; })) {
-    launch_timed_out_ = true;
-    return Status(StatusCode::StreamSyncTimeout,
-                  "wait: " + std::to_string(aicpu_running_) + " of " +
-                      std::to_string(launch_programs_.aicpu_threads) +
-                      " AICPU threads were still running after " + std::to_string(timeout_ms) +
-                      " ms (the launch keeps running)");
-  }
   return Status::ok();
 }
 

@@ -77,6 +77,8 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   uint32_t executor_threads() const noexcept { return options_.executor_threads; }
 
  private:
+  // The first phase of wait (and all of wait_aicpu): the AICPU threads returned by `deadline`.
+  Status wait_aicpu_until(std::chrono::steady_clock::time_point deadline, uint64_t timeout_ms);
   enum CoreState : uint32_t { kIdle = 0, kQueued = 1, kRunning = 2, kRunningKicked = 3 };
   struct alignas(64) PaddedState {
     std::atomic<uint32_t> value{kIdle};

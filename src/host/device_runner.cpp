@@ -9,7 +9,6 @@
 #include "aicore/core_executor.h"
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
-#include "common/handshake.h"
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
@@ -35,25 +34,6 @@ constexpr uint64_t kPhaseBufferBytes = sizeof(common::PhaseBuffer);
 // Once the AICPU threads returned with an error latched, the cores get this long (at most the
 // stream-sync timeout) to drain before the launch is abandoned: a stuck kernel will not return.
 constexpr uint64_t kFaultDrainGraceMs = 1000;
-
-// Names the tasks the cores of a launch were executing, from a host copy of the handshake cells:
-// after a stream-sync timeout with no chip verdict (a kernel that never returns in serial mode,
-// where no watchdog can run) this is the only way to say which kernel is stuck.
-std::string describe_executing_cores(const common::SharedPrefix& prefix,
-                                     const std::vector<uint8_t>& image, uint32_t device_clusters) {
-  const auto& header = *reinterpret_cast<const common::GraphImageHeader*>(image.data());
-  const auto* tasks =
-      reinterpret_cast<const common::TaskRecord*>(image.data() + header.tasks_offset);
-  std::string text;
-  for (uint32_t core = 0; core < device_clusters * 3 && core < common::kMaxCores; ++core) {
-    const uint32_t task = prefix.cells[core].executing.load(std::memory_order_relaxed);
-    if (task >= header.task_count) continue;
-    text += (text.empty() ? "" : ", ") + std::string("core ") + std::to_string(core) + " (" +
-            (core < device_clusters ? "aic" : "aiv") + ") is running task " + std::to_string(task) +
-            " (func_id " + std::to_string(tasks[task].func_id) + ")";
-  }
-  return text;
-}
 
 std::string hex(uint64_t value) {
   char text[32];
@@ -583,12 +563,6 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
       thrown = StatusCode::StreamSyncTimeout;
       message += "the launch did not finish within " + std::to_string(timeouts_.stream_sync_ms) +
                  " ms (" + waited.message() + ")";
-      auto cells = std::make_unique<common::SharedPrefix>();
-      if (memory_.copy_from_device(cells.get(), shared_region.addr, sizeof(common::SharedPrefix))
-              .is_ok()) {
-        const std::string running = describe_executing_cores(*cells, image, geometry_.clusters);
-        if (!running.empty()) message += "; " + running;
-      }
     }
     if (stream_timed_out || code == StatusCode::SchedulerTimeout) {
       abandon_after_fault();

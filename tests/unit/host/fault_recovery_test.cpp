@@ -170,26 +170,6 @@ TEST_F(FaultRecovery, StuckKernelFaultsWithoutWaitingTheWholeStreamSyncTimeout) 
   EXPECT_TRUE(runner.faulted());
 }
 
-TEST_F(FaultRecovery, SerialStuckKernelIsNamedFromTheHandshakeCells) {
-  // In serial mode the kernel runs on the scheduler's own thread, so no watchdog can fire; the
-  // host's stream timeout must still say which task, kernel and core are stuck.
-  DeviceRunner runner(make_sim(), timeouts("100", "1700"));
-  ReleaseKernelAtExit release;
-  runner.attach(0);
-  runner.register_callable(0, one_task_callable(&blocking_kernel));
-  CallConfig config = small_config();
-  config.serial = true;
-  try {
-    runner.run(0, TaskArgs{}, config);
-    ADD_FAILURE() << "the stuck kernel should fault the run";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), StatusCode::StreamSyncTimeout) << e.what();
-    // One cluster: core 0 is the AIC, cores 1 and 2 the AIVs; the AIV task lands on core 1.
-    EXPECT_THAT(e.message(), HasSubstr("core 1 (aiv) is running task 0 (func_id 0)"));
-  }
-  EXPECT_TRUE(runner.faulted());
-}
-
 TEST(SimRecover, LaunchAfterATimedOutWaitIsAFaultNotMisuse) {
   std::unique_ptr<platform::Platform> sim = make_sim();
   ReleaseKernelAtExit release;

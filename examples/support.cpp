@@ -40,20 +40,6 @@ std::vector<uint8_t> read_chip_object(std::string_view target) {
   return bytes;
 }
 
-ArgSignature make_signature(std::initializer_list<ArgTag> tags, uint8_t scalar_count) {
-  if (tags.size() > static_cast<std::size_t>(kMaxTaskTensors)) {
-    throw Error(StatusCode::TooManyArgs,
-                "signature with " + std::to_string(tags.size()) +
-                    " tensors exceeds kMaxTaskTensors=" + std::to_string(kMaxTaskTensors));
-  }
-  ArgSignature sig;
-  sig.tensor_count = static_cast<uint8_t>(tags.size());
-  sig.scalar_count = scalar_count;
-  int i = 0;
-  for (ArgTag tag : tags) sig.tags[i++] = tag;
-  return sig;
-}
-
 DeviceAllocation::DeviceAllocation(Worker& worker, uint64_t bytes)
     : worker_(worker), buffer_(worker.malloc(bytes)) {}
 

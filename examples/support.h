@@ -29,9 +29,6 @@ std::string chip_object_dir();
 // the environment variable when the file is missing or unreadable.
 std::vector<uint8_t> read_chip_object(std::string_view target);
 
-// A signature from tensor tags and a scalar count.
-ArgSignature make_signature(std::initializer_list<ArgTag> tags, uint8_t scalar_count);
-
 class DeviceAllocation {
  public:
   DeviceAllocation(Worker& worker, uint64_t bytes);

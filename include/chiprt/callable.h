@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,10 +44,15 @@ inline constexpr uint64_t kMaxObjectBytes = 256ull << 20;
 enum class ObjectKind : uint32_t { SharedObject = 1, InProcess = 2 };
 
 // A signature entry: the tag each tensor argument must have. Scalars are counted separately.
+// An empty signature (no tensors, no scalars) means "not checked".
 struct ArgSignature {
   uint8_t tensor_count = 0;
   uint8_t scalar_count = 0;
   ArgTag tags[kMaxTaskTensors]{};
+
+  // From tensor tags in argument order and a scalar count; throws Error(TooManyArgs) above
+  // kMaxTaskTensors tensors or kMaxTaskScalars scalars.
+  static ArgSignature of(std::initializer_list<ArgTag> tags, uint8_t scalar_count = 0);
 };
 
 #pragma pack(push, 1)

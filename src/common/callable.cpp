@@ -7,6 +7,23 @@
 #include <string>
 
 namespace chiprt {
+
+ArgSignature ArgSignature::of(std::initializer_list<ArgTag> tags, uint8_t scalar_count) {
+  if (tags.size() > static_cast<std::size_t>(kMaxTaskTensors) || scalar_count > kMaxTaskScalars) {
+    throw Error(StatusCode::TooManyArgs,
+                "signature with " + std::to_string(tags.size()) + " tensors and " +
+                    std::to_string(scalar_count) +
+                    " scalars exceeds kMaxTaskTensors=" + std::to_string(kMaxTaskTensors) +
+                    " / kMaxTaskScalars=" + std::to_string(kMaxTaskScalars));
+  }
+  ArgSignature sig;
+  sig.tensor_count = static_cast<uint8_t>(tags.size());
+  sig.scalar_count = scalar_count;
+  int i = 0;
+  for (ArgTag tag : tags) sig.tags[i++] = tag;
+  return sig;
+}
+
 namespace {
 
 static_assert(sizeof(ContainerHeader) == 48, "ContainerHeader layout is part of the format");

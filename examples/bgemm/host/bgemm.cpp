@@ -16,11 +16,11 @@ std::vector<uint8_t> build_container() {
   CallableBuilder builder;
   builder
       .orchestration_object(read_chip_object("bgemm_orchestration"),
-                            make_signature({ArgTag::In, ArgTag::In, ArgTag::InOut}, 1))
+                            ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::InOut}, 1))
       .kernel_object(proto::kMatmul, CoreType::AIC, read_chip_object("bgemm_matmul"),
-                     make_signature({ArgTag::In, ArgTag::In, ArgTag::Out}, 3))
+                     ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::Out}, 3))
       .kernel_object(proto::kAccumulate, CoreType::AIV, read_chip_object("bgemm_accumulate"),
-                     make_signature({ArgTag::In, ArgTag::InOut}, 2));
+                     ArgSignature::of({ArgTag::In, ArgTag::InOut}, 2));
   return builder.build();
 }
 

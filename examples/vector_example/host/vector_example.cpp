@@ -16,15 +16,15 @@ namespace proto = vector_example;
 constexpr double kTolerance = 1e-5;
 
 std::vector<uint8_t> build_container() {
-  const ArgSignature binary = make_signature({ArgTag::In, ArgTag::In, ArgTag::Out}, 1);
+  const ArgSignature binary = ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::Out}, 1);
   const ArgSignature binary_into =
-      make_signature({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1);
-  const ArgSignature add_scalar = make_signature({ArgTag::In, ArgTag::Out}, 2);
+      ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1);
+  const ArgSignature add_scalar = ArgSignature::of({ArgTag::In, ArgTag::Out}, 2);
   const std::vector<uint8_t> add = read_chip_object("vector_example_add");
   CallableBuilder builder;
   builder
       .orchestration_object(read_chip_object("vector_example_orchestration"),
-                            make_signature({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1))
+                            ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1))
       .kernel_object(proto::kAdd, CoreType::AIV, add, binary)
       .kernel_object(proto::kAddScalar, CoreType::AIV,
                      read_chip_object("vector_example_add_scalar"), add_scalar)

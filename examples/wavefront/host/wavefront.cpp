@@ -19,9 +19,9 @@ std::vector<uint8_t> build_container() {
   CallableBuilder builder;
   builder
       .orchestration_object(read_chip_object("wavefront_orchestration"),
-                            make_signature({ArgTag::InOut}, 1))
+                            ArgSignature::of({ArgTag::InOut}, 1))
       .kernel_object(proto::kUpdate, CoreType::AIV, read_chip_object("wavefront_update"),
-                     make_signature({ArgTag::InOut, ArgTag::In, ArgTag::In}, 2));
+                     ArgSignature::of({ArgTag::InOut, ArgTag::In, ArgTag::In}, 2));
   return builder.build();
 }
 

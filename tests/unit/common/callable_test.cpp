@@ -20,13 +20,6 @@ extern "C" void test_kernel_mul(int64_t* args) {
 }
 void test_orchestration(Orchestration&, const TaskArgs&) {}
 
-ArgSignature signature(std::initializer_list<ArgTag> tags, uint8_t scalars) {
-  ArgSignature sig;
-  for (ArgTag t : tags) sig.tags[sig.tensor_count++] = t;
-  sig.scalar_count = scalars;
-  return sig;
-}
-
 std::vector<uint8_t> object_bytes(std::size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7);
@@ -39,10 +32,11 @@ std::vector<uint8_t> mixed_container(std::size_t orch_bytes = 100, uint8_t kerne
   const auto k0 = object_bytes(70, kernel_seed);
   const auto k1 = object_bytes(3, 5);
   return CallableBuilder()
-      .orchestration_object(orch, signature({ArgTag::In, ArgTag::Out}, 1))
-      .kernel_object(4, CoreType::AIC, k0, signature({ArgTag::In, ArgTag::In, ArgTag::Out}, 0))
-      .kernel_object(17, CoreType::AIV, k1, signature({ArgTag::InOut}, 2))
-      .kernel_function(255, CoreType::MIX, &test_kernel_add, signature({ArgTag::NoDep}, 0))
+      .orchestration_object(orch, ArgSignature::of({ArgTag::In, ArgTag::Out}, 1))
+      .kernel_object(4, CoreType::AIC, k0,
+                     ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::Out}, 0))
+      .kernel_object(17, CoreType::AIV, k1, ArgSignature::of({ArgTag::InOut}, 2))
+      .kernel_function(255, CoreType::MIX, &test_kernel_add, ArgSignature::of({ArgTag::NoDep}, 0))
       .build();
 }
 
@@ -160,8 +154,8 @@ TEST(CallableBuilderTest, RoundTripSharedObjectsAndInProcessFunctions) {
 TEST(CallableBuilderTest, InProcessOrchestration) {
   const std::vector<uint8_t> bytes =
       CallableBuilder()
-          .orchestration_function(&test_orchestration, signature({}, 0))
-          .kernel_function(0, CoreType::AIV, &test_kernel_mul, signature({ArgTag::InOut}, 0))
+          .orchestration_function(&test_orchestration, ArgSignature::of({}, 0))
+          .kernel_function(0, CoreType::AIV, &test_kernel_mul, ArgSignature::of({ArgTag::InOut}, 0))
           .build();
   ParsedCallable p;
   ASSERT_TRUE(parse_callable(bytes, &p).is_ok());
@@ -176,7 +170,7 @@ TEST(CallableBuilderTest, InProcessOrchestration) {
 
 TEST(CallableBuilderTest, RejectsIncompleteAndInvalidCallables) {
   const auto so = object_bytes(16, 0);
-  const ArgSignature sig = signature({ArgTag::In}, 0);
+  const ArgSignature sig = ArgSignature::of({ArgTag::In}, 0);
   expect_build_error([&] { CallableBuilder().kernel_object(0, CoreType::AIC, so, sig).build(); },
                      StatusCode::EmptyCallable, "no orchestration");
   expect_build_error([&] { CallableBuilder().orchestration_object(so, sig).build(); },
@@ -248,9 +242,9 @@ TEST(CallableBuilderTest, RejectsIncompleteAndInvalidCallables) {
 
 TEST(CallableBuilderTest, MaxKernelsRoundTrip) {
   CallableBuilder b;
-  b.orchestration_function(&test_orchestration, signature({}, 0));
+  b.orchestration_function(&test_orchestration, ArgSignature::of({}, 0));
   for (int i = 0; i < static_cast<int>(kMaxKernelsPerCallable); ++i) {
-    b.kernel_function(kMaxFuncId - 1 - i, CoreType::AIV, &test_kernel_add, signature({}, 1));
+    b.kernel_function(kMaxFuncId - 1 - i, CoreType::AIV, &test_kernel_add, ArgSignature::of({}, 1));
   }
   const auto bytes = b.build();
   ParsedCallable p;
@@ -301,18 +295,21 @@ TEST(CallableHashTest, KernelMetadataIsPartOfTheKernelImageHash) {
   const auto so = object_bytes(32, 3);
   auto build = [&](int32_t id, CoreType core, ArgSignature sig) {
     return CallableBuilder()
-        .orchestration_object(so, signature({}, 0))
+        .orchestration_object(so, ArgSignature::of({}, 0))
         .kernel_object(id, core, so, sig)
         .build();
   };
   ParsedCallable base, other_id, other_core, other_sig;
-  ASSERT_TRUE(parse_callable(build(1, CoreType::AIC, signature({ArgTag::In}, 0)), &base).is_ok());
   ASSERT_TRUE(
-      parse_callable(build(2, CoreType::AIC, signature({ArgTag::In}, 0)), &other_id).is_ok());
+      parse_callable(build(1, CoreType::AIC, ArgSignature::of({ArgTag::In}, 0)), &base).is_ok());
+  ASSERT_TRUE(parse_callable(build(2, CoreType::AIC, ArgSignature::of({ArgTag::In}, 0)), &other_id)
+                  .is_ok());
   ASSERT_TRUE(
-      parse_callable(build(1, CoreType::AIV, signature({ArgTag::In}, 0)), &other_core).is_ok());
+      parse_callable(build(1, CoreType::AIV, ArgSignature::of({ArgTag::In}, 0)), &other_core)
+          .is_ok());
   ASSERT_TRUE(
-      parse_callable(build(1, CoreType::AIC, signature({ArgTag::Out}, 0)), &other_sig).is_ok());
+      parse_callable(build(1, CoreType::AIC, ArgSignature::of({ArgTag::Out}, 0)), &other_sig)
+          .is_ok());
   EXPECT_NE(base.kernel_image_hash, other_id.kernel_image_hash);
   EXPECT_NE(base.kernel_image_hash, other_core.kernel_image_hash);
   EXPECT_NE(base.kernel_image_hash, other_sig.kernel_image_hash);
@@ -504,6 +501,28 @@ TEST(CallableParseTest, FunctionAddrIsZeroForSharedObjects) {
   EXPECT_EQ(o.function_addr(), 0xABABABABABABABABull);
   o.bytes = std::span<const uint8_t>(eight).first(4);
   EXPECT_EQ(o.function_addr(), 0u);
+}
+
+TEST(ArgSignatureOf, RecordsTagsInOrderAndRejectsTooMany) {
+  const ArgSignature sig = ArgSignature::of({ArgTag::In, ArgTag::InOut, ArgTag::Out}, 2);
+  EXPECT_EQ(sig.tensor_count, 3);
+  EXPECT_EQ(sig.scalar_count, 2);
+  EXPECT_EQ(sig.tags[0], ArgTag::In);
+  EXPECT_EQ(sig.tags[1], ArgTag::InOut);
+  EXPECT_EQ(sig.tags[2], ArgTag::Out);
+  EXPECT_EQ(sig.tags[3], ArgTag::In);  // unused entries stay zero, as the parser requires
+  try {
+    ArgSignature::of({}, kMaxTaskScalars + 1);
+    ADD_FAILURE() << "too many scalars accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::TooManyArgs);
+    EXPECT_NE(e.message().find("kMaxTaskScalars"), std::string::npos) << e.message();
+  }
+  const std::initializer_list<ArgTag> seventeen = {
+      ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In,
+      ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In,
+      ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In, ArgTag::In};
+  EXPECT_THROW(ArgSignature::of(seventeen, 0), Error);
 }
 
 }  // namespace

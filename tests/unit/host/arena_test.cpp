@@ -8,6 +8,7 @@
 
 #include "host/device_memory.h"
 #include "host/log.h"
+#include "host_test_support.h"
 #include "platform/platform.h"
 
 namespace chiprt::host {
@@ -16,14 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::unique_ptr<platform::Platform> make_sim(uint64_t memory_bytes) {
-  platform::SimConfig config;
-  config.clusters = 1;
-  config.host_threads = 1;
-  config.memory_bytes = memory_bytes;
-  std::unique_ptr<platform::Platform> out;
-  Status status = platform::create_sim_platform(config, &out);
-  if (!status.is_ok()) throw Error(status);
-  return out;
+  return test::make_sim(/*clusters=*/1, /*serial=*/false, memory_bytes, /*host_threads=*/1);
 }
 
 class ArenaTest : public ::testing::Test {

@@ -12,34 +12,14 @@
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
 #include "host/log.h"
+#include "host_test_support.h"
 
 namespace chiprt::host {
 namespace {
 
+using test::make_sim;
+using test::options_with_env;
 using ::testing::HasSubstr;
-
-std::unique_ptr<platform::Platform> make_sim(uint32_t clusters = 2, bool serial = false,
-                                             uint64_t memory_bytes = 256ull << 20) {
-  platform::SimConfig config;
-  config.clusters = clusters;
-  config.host_threads = 2;
-  config.memory_bytes = memory_bytes;
-  config.serial = serial;
-  std::unique_ptr<platform::Platform> out;
-  Status status = platform::create_sim_platform(config, &out);
-  if (!status.is_ok()) throw Error(status);
-  return out;
-}
-
-RunnerOptions options_with_env(std::map<std::string, std::string> vars) {
-  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  RunnerOptions options;
-  options.env = [shared](const char* name) -> const char* {
-    auto it = shared->find(name);
-    return it == shared->end() ? nullptr : it->second.c_str();
-  };
-  return options;
-}
 
 void noop_orchestration(Orchestration&, const TaskArgs&) {}
 void kernel_a(int64_t*) {}

@@ -16,6 +16,7 @@
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
 #include "host/log.h"
+#include "host_test_support.h"
 
 namespace chiprt {
 namespace {
@@ -24,15 +25,6 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kElements = 1024;
 constexpr uint64_t kTasks = 4;
-
-ArgSignature signature(std::initializer_list<ArgTag> tags, uint8_t scalars) {
-  ArgSignature sig;
-  sig.tensor_count = static_cast<uint8_t>(tags.size());
-  sig.scalar_count = scalars;
-  int i = 0;
-  for (ArgTag tag : tags) sig.tags[i++] = tag;
-  return sig;
-}
 
 // c[i] = a[i] + b[i] over args[3] elements.
 void vadd_kernel(int64_t* args) {
@@ -61,8 +53,10 @@ void vadd_orchestration(Orchestration& orch, const TaskArgs& args) {
 
 void empty_orchestration(Orchestration&, const TaskArgs&) {}
 
-const ArgSignature kVaddKernelSig = signature({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1);
-const ArgSignature kVaddOrchSig = signature({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 0);
+const ArgSignature kVaddKernelSig =
+    ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1);
+const ArgSignature kVaddOrchSig =
+    ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 0);
 
 std::vector<uint8_t> vadd_callable() {
   return CallableBuilder()
@@ -273,7 +267,7 @@ std::vector<uint8_t> two_stage_callable() {
       .orchestration_function(&two_stage_orchestration, kVaddOrchSig)
       .kernel_function(0, CoreType::AIV, &vadd_kernel, kVaddKernelSig)
       .kernel_function(1, CoreType::AIV, &vadd_kernel,
-                       signature({ArgTag::In, ArgTag::In, ArgTag::Out}, 1))
+                       ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::Out}, 1))
       .build();
 }
 
@@ -362,25 +356,13 @@ struct ReleaseKernelAtExit {
 };
 
 std::unique_ptr<platform::Platform> make_sim() {
-  platform::SimConfig config;
-  config.clusters = 1;
-  config.host_threads = 2;
-  config.memory_bytes = 256ull << 20;
-  std::unique_ptr<platform::Platform> out;
-  throw_if_error(platform::create_sim_platform(config, &out));
-  return out;
+  return host::test::make_sim(/*clusters=*/1);
 }
 
 host::RunnerOptions short_watchdog() {
-  host::RunnerOptions options;
-  options.env = [](const char* name) -> const char* {
-    static const std::map<std::string, std::string> vars = {{host::kSchedulerTimeoutEnv, "100"},
-                                                            {host::kOpExecuteTimeoutEnv, "200000"},
-                                                            {host::kStreamSyncTimeoutEnv, "1700"}};
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  };
-  return options;
+  return host::test::options_with_env({{host::kSchedulerTimeoutEnv, "100"},
+                                       {host::kOpExecuteTimeoutEnv, "200000"},
+                                       {host::kStreamSyncTimeoutEnv, "1700"}});
 }
 
 TEST(EndToEnd, WatchdogReportsTheStuckTaskAndFaultsTheDevice) {

@@ -15,12 +15,17 @@
 #include "chiprt/orchestration.h"
 #include "host/device_runner.h"
 #include "host/log.h"
+#include "host_test_support.h"
 
 namespace chiprt::host {
 namespace {
 
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<platform::Platform> make_sim() {
+  return test::make_sim(/*clusters=*/1);
+}
 
 std::atomic<bool> g_release{false};
 
@@ -56,27 +61,10 @@ struct ReleaseKernelAtExit {
   }
 };
 
-std::unique_ptr<platform::Platform> make_sim() {
-  platform::SimConfig config;
-  config.clusters = 1;
-  config.host_threads = 2;
-  config.memory_bytes = 256ull << 20;
-  std::unique_ptr<platform::Platform> out;
-  throw_if_error(platform::create_sim_platform(config, &out));
-  return out;
-}
-
 RunnerOptions timeouts(const char* scheduler_ms, const char* stream_sync_ms) {
-  auto vars = std::make_shared<std::map<std::string, std::string>>(
-      std::map<std::string, std::string>{{kSchedulerTimeoutEnv, scheduler_ms},
-                                         {kOpExecuteTimeoutEnv, "200000"},
-                                         {kStreamSyncTimeoutEnv, stream_sync_ms}});
-  RunnerOptions options;
-  options.env = [vars](const char* name) -> const char* {
-    auto it = vars->find(name);
-    return it == vars->end() ? nullptr : it->second.c_str();
-  };
-  return options;
+  return test::options_with_env({{kSchedulerTimeoutEnv, scheduler_ms},
+                                 {kOpExecuteTimeoutEnv, "200000"},
+                                 {kStreamSyncTimeoutEnv, stream_sync_ms}});
 }
 
 CallConfig small_config() {

@@ -17,15 +17,6 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kElements = 256;
 
-ArgSignature signature(std::initializer_list<ArgTag> tags, uint8_t scalars) {
-  ArgSignature sig;
-  sig.tensor_count = static_cast<uint8_t>(tags.size());
-  sig.scalar_count = scalars;
-  int i = 0;
-  for (ArgTag tag : tags) sig.tags[i++] = tag;
-  return sig;
-}
-
 // c[i] += a[i] over args[2] elements.
 void accumulate_kernel(int64_t* args) {
   const float* a = kernel::tensor_arg<float>(args, 0);
@@ -42,9 +33,10 @@ void accumulate_orchestration(Orchestration& orch, const TaskArgs& args) {
 
 std::vector<uint8_t> accumulate_callable() {
   return CallableBuilder()
-      .orchestration_function(&accumulate_orchestration, signature({ArgTag::In, ArgTag::InOut}, 0))
+      .orchestration_function(&accumulate_orchestration,
+                              ArgSignature::of({ArgTag::In, ArgTag::InOut}, 0))
       .kernel_function(0, CoreType::AIV, &accumulate_kernel,
-                       signature({ArgTag::In, ArgTag::InOut}, 1))
+                       ArgSignature::of({ArgTag::In, ArgTag::InOut}, 1))
       .build();
 }
 

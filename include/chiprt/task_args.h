@@ -66,6 +66,14 @@ class TaskArgs {
   // tensors). Useful for hazards the tensor map does not track, such as write-after-read.
   TaskArgs& after(TaskId task);
 
+  // Predicate: the task runs only when the first element of `flag` (an integer or Bool tensor
+  // with at least one element) is non-zero at dispatch; otherwise it is skipped and still releases
+  // its consumers. The flag is an In dependency (ordered after its writer) and is not passed to
+  // the kernel. A second call replaces the first.
+  TaskArgs& when(const Tensor& flag);
+  bool has_predicate() const noexcept { return has_predicate_; }
+  const Tensor& predicate() const;  // InvalidArgument when there is none
+
   int tensor_count() const noexcept { return tensor_count_; }
   int scalar_count() const noexcept { return scalar_count_; }
   int dep_count() const noexcept { return dep_count_; }
@@ -77,7 +85,10 @@ class TaskArgs {
   // The k-th argument tagged Out (after submit: the allocated tensor).
   const Tensor& output(int k) const;
 
-  void clear() noexcept { tensor_count_ = scalar_count_ = dep_count_ = 0; }
+  void clear() noexcept {
+    tensor_count_ = scalar_count_ = dep_count_ = 0;
+    has_predicate_ = false;
+  }
 
  private:
   static int checked(int i, int count);
@@ -86,6 +97,8 @@ class TaskArgs {
   ArgTag tags_[kMaxTaskTensors]{};
   uint64_t scalars_[kMaxTaskScalars]{};
   TaskId deps_[kMaxExplicitDeps]{};
+  Tensor predicate_;
+  bool has_predicate_ = false;
   int tensor_count_ = 0;
   int scalar_count_ = 0;
   int dep_count_ = 0;

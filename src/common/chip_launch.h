@@ -17,7 +17,9 @@ namespace chiprt::common {
 inline constexpr uint32_t kLaunchMagic = 0x4C435243;  // "CRCL"
 inline constexpr uint32_t kMaxAicpuThreads = 8;
 inline constexpr uint32_t kMaxCores = 72;  // 24 clusters x 3
-inline constexpr uint32_t kResultDetailBytes = 256;
+// Room for a whole ring error (RingDeadlock names the ring, its size, the head task and the
+// knobs to raise: ~400 characters).
+inline constexpr uint32_t kResultDetailBytes = 1024;
 
 // Per-thread phase stamps in chip cycles; 0 = not stamped. The host resets the buffer before every
 // run; each AICPU thread writes only its own row (plain stores, read after the launch completed).
@@ -44,6 +46,15 @@ struct ChipResult {
   int32_t stuck_core = -1;
 };
 
+// Ring sizes of one tensormap_ringbuffer run, one set per scope depth (depth >= kRingDepths - 1
+// shares the last set). Resolved by the host from CallConfig::rings, CHIPRT_RING_* and defaults.
+inline constexpr uint32_t kRingDepths = 4;
+struct RingSizes {
+  uint64_t task_window[kRingDepths] = {};  // task slots, power of two
+  uint64_t heap_bytes[kRingDepths] = {};   // output heap bytes, multiple of 64
+  uint64_t dep_pool[kRingDepths] = {};     // dependency-list entries
+};
+
 struct ChipLaunchArgs {
   uint32_t magic = kLaunchMagic;
   RuntimeVariant variant = RuntimeVariant::HostBuildGraph;
@@ -53,6 +64,16 @@ struct ChipLaunchArgs {
   uint32_t device_clusters = 0;
   uint64_t image_addr = 0;  // graph image (host_build_graph), see orchestrator/graph_image.h
   uint64_t image_size = 0;
+  // tensormap_ringbuffer: AICPU thread 0 runs the orchestration function at
+  // orchestration_entry (OrchestrationEntry) with the TaskArgs copied at orchestration_args_addr;
+  // kernel_info_addr holds the orchestrator::KernelTable it validates submissions against; runtime
+  // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
+  uint64_t orchestration_entry = 0;
+  uint64_t orchestration_args_addr = 0;
+  uint64_t kernel_info_addr = 0;
+  uint64_t heap_addr = 0;
+  uint64_t heap_size = 0;
+  RingSizes rings;
   uint64_t shared_addr = 0;  // orchestrator <-> scheduler shared state (layout: scheduler room)
   uint64_t shared_size = 0;
   uint64_t kernel_table_addr = 0;  // uint64_t[kMaxFuncId]: kernel entry per func_id, 0 = none

@@ -13,11 +13,12 @@
 namespace chiprt::common {
 
 inline constexpr uint32_t kGraphImageMagic = 0x47524348;  // "HCRG"
-inline constexpr uint32_t kGraphImageVersion = 1;
+inline constexpr uint32_t kGraphImageVersion = 2;
 
 enum TaskFlags : uint8_t {
   kTaskFlagNone = 0,
-  kTaskFlagDummy = 1,  // dependency-only: completes without dispatch to a core
+  kTaskFlagDummy = 1,       // dependency-only: completes without dispatch to a core
+  kTaskFlagPredicated = 2,  // predicate_addr / predicate_bytes are tested at dispatch
 };
 
 struct GraphImageHeader {
@@ -34,17 +35,31 @@ struct GraphImageHeader {
   uint64_t initial_ready_offset;  // uint32_t[initial_ready_count]: tasks with fanin_count == 0
 };
 
+// One task as the schedulers see it. Also the record of a tensormap_ringbuffer task slot, so both
+// variants share the dispatch code.
+//   AIC / AIV task: func_id is the kernel, mix_aiv = {-1, -1}.
+//   MIX task (core_type MIX): func_id is the AIC part, mix_aiv the two AIV parts; -1 = that core
+//     of the cluster gets no work (it is still reserved, so the parts start together).
+//   Dummy task: func_id -1, kTaskFlagDummy.
+//   SPMD: block_num >= 2 runs the kernel (MIX: the cluster's parts) block_num times.
+//   Predicated: the first predicate_bytes (1, 2, 4 or 8) at predicate_addr are read at dispatch;
+//     zero = skip the task (no kernel runs; it completes and releases its consumers).
 struct TaskRecord {
-  int32_t func_id;        // -1 for dummy tasks
+  int32_t func_id;
+  int32_t mix_aiv[2];
   uint8_t core_type;      // CoreType
   uint8_t flags;          // TaskFlags
   uint16_t arg_count;     // int64 kernel arguments (tensor addresses then scalars)
-  uint32_t fanin_count;   // producers this task waits for
-  uint32_t fanout_count;  // consumers to release on completion
-  uint32_t fanout_begin;  // index into fanout[]
-  uint32_t reserved;
-  uint64_t args_begin;  // index into args[]
+  uint32_t block_num;     // >= 1
+  uint32_t fanin_count;   // producers this task waits for (host_build_graph image only)
+  uint32_t fanout_count;  // consumers to release on completion (image only)
+  uint32_t fanout_begin;  // index into fanout[] (image only)
+  uint32_t predicate_bytes;
+  uint32_t reserved0;
+  uint64_t args_begin;  // index into args[] (ring: into the slot argument storage)
+  uint64_t predicate_addr;
+  uint64_t reserved1;
 };
-static_assert(sizeof(TaskRecord) == 32, "TaskRecord layout is part of the image format");
+static_assert(sizeof(TaskRecord) == 64, "TaskRecord layout is part of the image format");
 
 }  // namespace chiprt::common

@@ -95,6 +95,31 @@ TaskArgs& TaskArgs::after(TaskId task) {
   return *this;
 }
 
+TaskArgs& TaskArgs::when(const Tensor& flag) {
+  const bool integral = flag.dtype != DataType::F32 && flag.dtype != DataType::F16 &&
+                        flag.dtype != DataType::BF16 && flag.dtype != DataType::F64 &&
+                        element_size(flag.dtype) != 0;
+  if (!integral) {
+    throw Error(StatusCode::InvalidArgument,
+                "when: predicate tensor has dtype " + std::string(dtype_name(flag.dtype)) +
+                    "; use an integer or bool tensor (its first element is tested)");
+  }
+  if (flag.numel() == 0) {
+    throw Error(StatusCode::InvalidArgument,
+                "when: predicate tensor " + flag.to_string() + " has no elements");
+  }
+  predicate_ = flag;
+  has_predicate_ = true;
+  return *this;
+}
+
+const Tensor& TaskArgs::predicate() const {
+  if (!has_predicate_) {
+    throw Error(StatusCode::InvalidArgument, "predicate requested, but the task has none (when)");
+  }
+  return predicate_;
+}
+
 const Tensor& TaskArgs::output(int k) const {
   int seen = 0;
   for (int i = 0; i < tensor_count_; ++i) {

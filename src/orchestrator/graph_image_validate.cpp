@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "chiprt/orchestration.h"
 #include "chiprt/types.h"
 #include "common/graph_image.h"
 
@@ -87,14 +88,50 @@ Status validate_graph_image(const uint8_t* data, std::size_t size) {
     if (r.core_type >= kCoreTypeCount) {
       return bad(where + "core_type " + std::to_string(r.core_type) + " is not a CoreType");
     }
-    if (r.flags > common::kTaskFlagDummy) {
+    constexpr uint8_t kKnownFlags = common::kTaskFlagDummy | common::kTaskFlagPredicated;
+    if ((r.flags & ~kKnownFlags) != 0) {
       return bad(where + "unknown flags " + std::to_string(r.flags));
     }
+    if (r.block_num < 1 || r.block_num > kMaxBlockNum) {
+      return bad(where + "block_num " + std::to_string(r.block_num) + " is outside [1, " +
+                 std::to_string(kMaxBlockNum) + "]");
+    }
     const bool dummy = (r.flags & common::kTaskFlagDummy) != 0;
-    if (dummy ? r.func_id != -1 : (r.func_id < 0 || r.func_id >= kMaxFuncId)) {
-      return bad(where + "func_id " + std::to_string(r.func_id) +
-                 (dummy ? " on a dummy task (must be -1)"
-                        : " is outside [0, " + std::to_string(kMaxFuncId) + ")"));
+    const bool mix = r.core_type == static_cast<uint8_t>(CoreType::MIX);
+    auto func_ok = [](int32_t f) { return f >= 0 && f < kMaxFuncId; };
+    if (dummy) {
+      if (r.func_id != -1 || r.mix_aiv[0] != -1 || r.mix_aiv[1] != -1) {
+        return bad(where + "func_id " + std::to_string(r.func_id) + ", mix_aiv " +
+                   std::to_string(r.mix_aiv[0]) + "/" + std::to_string(r.mix_aiv[1]) +
+                   " on a dummy task (all must be -1)");
+      }
+    } else if (mix) {
+      const int32_t parts[3] = {r.func_id, r.mix_aiv[0], r.mix_aiv[1]};
+      bool any = false;
+      for (int32_t f : parts) {
+        if (f != -1 && !func_ok(f)) {
+          return bad(where + "MIX part func_id " + std::to_string(f) + " is outside [0, " +
+                     std::to_string(kMaxFuncId) + ") and not -1");
+        }
+        any |= f != -1;
+      }
+      if (!any) return bad(where + "MIX task with every part -1");
+    } else {
+      if (!func_ok(r.func_id)) {
+        return bad(where + "func_id " + std::to_string(r.func_id) + " is outside [0, " +
+                   std::to_string(kMaxFuncId) + ")");
+      }
+      if (r.mix_aiv[0] != -1 || r.mix_aiv[1] != -1) {
+        return bad(where + "mix_aiv " + std::to_string(r.mix_aiv[0]) + "/" +
+                   std::to_string(r.mix_aiv[1]) + " on a non-MIX task (must be -1)");
+      }
+    }
+    if ((r.flags & common::kTaskFlagPredicated) != 0) {
+      const uint32_t b = r.predicate_bytes;
+      if (r.predicate_addr == 0 || (b != 1 && b != 2 && b != 4 && b != 8)) {
+        return bad(where + "predicate at " + std::to_string(r.predicate_addr) + " with " +
+                   std::to_string(b) + " bytes (needs a non-null address and 1, 2, 4 or 8 bytes)");
+      }
     }
     if (r.fanout_begin > h.fanout_count || r.fanout_count > h.fanout_count - r.fanout_begin) {
       return bad(where + "fanout [" + std::to_string(r.fanout_begin) + ", +" +

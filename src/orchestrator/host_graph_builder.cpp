@@ -5,9 +5,11 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "chiprt/status.h"
 #include "common/graph_image.h"
+#include "orchestrator/task_checks.h"
 #include "orchestrator/tensor_map.h"
 
 namespace chiprt::orchestrator {
@@ -44,9 +46,13 @@ std::string hex(uint64_t v) {
 struct HostGraphBuilder::State {
   struct TaskEntry {
     int32_t func_id;
+    int32_t mix_aiv[2];
     uint8_t core;
     uint8_t flags;
     uint16_t arg_count;
+    uint32_t block_num;
+    uint32_t predicate_bytes;
+    uint64_t predicate_addr;
     uint32_t fanin_count;
     // consumer id + 1 of the last edge added from this task, so a consumer gets one edge per
     // producer however many of its arguments lead to it.
@@ -56,6 +62,7 @@ struct HostGraphBuilder::State {
   };
   // A scope's heap is the stack range [heap_mark, heap_peak) it ever used.
   struct ScopeFrame {
+    ScopeMode mode = ScopeMode::Auto;
     uint64_t heap_mark = 0;
     uint64_t heap_peak = 0;
     uint64_t first_task = 0;
@@ -74,6 +81,13 @@ struct HostGraphBuilder::State {
   struct ReleasedTasks {
     uint64_t first;
     uint64_t end;
+  };
+  // Absolute byte extent a task argument touched, for the get/set_tensor_data rules.
+  struct Touched {
+    uint64_t lo;
+    uint64_t hi;
+    uint32_t task;
+    bool writes;
   };
 
   State(const KernelTable& kernels, DeviceBuffer heap, const BuilderLimits& limits)
@@ -96,20 +110,23 @@ struct HostGraphBuilder::State {
   std::vector<FenceSegment> fences;
   std::vector<ReleasedTasks> released;
   std::vector<uint64_t> alloc_log;  // buffer addresses of outputs allocated inside open scopes
+  std::vector<Touched> touched_extents;
+  std::size_t manual_depth = 0;  // open manual scopes
   uint64_t heap_top = 0;
   uint64_t heap_high = 0;
   bool built = false;
-
-  static std::string label(uint64_t id, int32_t func_id) {
-    return "task " + std::to_string(id) +
-           (func_id < 0 ? std::string(" (dummy)") : " (func_id " + std::to_string(func_id) + ")");
-  }
+  bool accessed_tensor_data = false;
+  Status error;  // the first error; latched
 
   void check_open() const {
     if (built) {
       throw Error(StatusCode::InvalidArgument,
                   "the graph was already built; an Orchestration is only valid during its call");
     }
+  }
+
+  void latch(const Error& e) {
+    if (error.is_ok()) error = Status(e.code(), e.message());
   }
 
   void check_capacity(uint64_t id) const {
@@ -140,105 +157,17 @@ struct HostGraphBuilder::State {
     return static_cast<int64_t>(b.addr - heap.addr);
   }
 
-  void validate_kernel(uint64_t id, int32_t func_id, CoreType core, const TaskArgs& args) const {
-    if (func_id < 0 || func_id >= kMaxFuncId || !kernels[func_id].present) {
-      throw Error(StatusCode::UnknownFuncId,
-                  "func_id " + std::to_string(func_id) +
-                      " is not provided by the active callable (submitted as task " +
-                      std::to_string(id) + ")");
-    }
-    if (core == CoreType::MIX) {
-      throw Error(StatusCode::UnsupportedFeature,
-                  label(id, func_id) +
-                      ": core type MIX is not supported yet; MIX tasks arrive with the full task "
-                      "model (submit to AIC or AIV)");
-    }
-    if (static_cast<int>(core) >= kCoreTypeCount) {
-      throw Error(StatusCode::InvalidArgument, label(id, func_id) + ": core type value " +
-                                                   std::to_string(static_cast<int>(core)) +
-                                                   " is not a CoreType");
-    }
-    const KernelInfo& k = kernels[func_id];
-    if (k.core != core) {
-      throw Error(StatusCode::CoreTypeMismatch,
-                  "func_id " + std::to_string(func_id) + " runs on " +
-                      std::string(core_type_name(k.core)) + " cores but " + label(id, func_id) +
-                      " was submitted to " + std::string(core_type_name(core)));
-    }
-    const ArgSignature& sig = k.signature;
-    if (sig.tensor_count == 0) return;
-    // Messages are built only on failure: submit must not allocate.
-    auto fn = [&] { return "func_id " + std::to_string(func_id); };
-    if (args.tensor_count() != sig.tensor_count) {
-      throw Error(StatusCode::SignatureMismatch,
-                  fn() + ": expected " + std::to_string(sig.tensor_count) + " tensor args, got " +
-                      std::to_string(args.tensor_count()) + " (" + label(id, func_id) + ")");
-    }
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      if (args.tag(i) != sig.tags[i]) {
-        throw Error(StatusCode::SignatureMismatch,
-                    fn() + " arg " + std::to_string(i) + ": expected " +
-                        std::string(arg_tag_name(sig.tags[i])) + ", got " +
-                        std::string(arg_tag_name(args.tag(i))) + " (" + label(id, func_id) + ")");
-      }
-    }
-    if (args.scalar_count() != sig.scalar_count) {
-      throw Error(StatusCode::SignatureMismatch,
-                  fn() + ": expected " + std::to_string(sig.scalar_count) + " scalar args, got " +
-                      std::to_string(args.scalar_count()) + " (" + label(id, func_id) + ")");
-    }
-  }
-
-  // Everything that can reject a task, checked before any state changes so a caller that catches
-  // the error can go on submitting. Returns nothing; throws chiprt::Error.
-  void validate_args(uint64_t id, int32_t func_id, const TaskArgs& args) const {
-    if (args.tensor_count() < 0 || args.tensor_count() > kMaxTaskTensors ||
-        args.scalar_count() < 0 || args.scalar_count() > kMaxTaskScalars) {
-      throw Error(StatusCode::TooManyArgs,
-                  label(id, func_id) + ": " + std::to_string(args.tensor_count()) +
-                      " tensors and " + std::to_string(args.scalar_count()) +
-                      " scalars exceed kMaxTaskTensors/kMaxTaskScalars");
-    }
-    for (int d = 0; d < args.dep_count(); ++d) {
-      const TaskId dep = args.dep(d);
-      if (dep < 0 || static_cast<uint64_t>(dep) >= id) {
-        throw Error(StatusCode::InvalidTask,
-                    label(id, func_id) + ": explicit dependency on task " + std::to_string(dep) +
-                        " is not an earlier task of this run" +
-                        (id == 0 ? std::string(" (this is the first task)")
-                                 : " (valid: 0.." + std::to_string(id - 1) + ")"));
-      }
-    }
+  // Everything that can reject a task, checked before any state changes. Throws chiprt::Error;
+  // the public entry points latch it.
+  void validate_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args) const {
+    throw_if_error(check_task_args(id, spec, args));
+    auto label = [&] { return task_label(id, spec); };
     uint64_t top = heap_top;
     for (int i = 0; i < args.tensor_count(); ++i) {
       const Tensor& t = args.tensor(i);
-      const ArgTag tag = args.tag(i);
-      auto where = [&] { return label(id, func_id) + " arg " + std::to_string(i); };
-      if (static_cast<int>(tag) >= kArgTagCount) {
-        throw Error(
-            StatusCode::InvalidArgument,
-            where() + ": tag value " + std::to_string(static_cast<int>(tag)) + " is not an ArgTag");
-      }
-      if (t.ndim < 1 || t.ndim > static_cast<uint32_t>(kMaxTensorDims)) {
-        throw Error(StatusCode::InvalidArgument, where() + ": rank " + std::to_string(t.ndim) +
-                                                     " is outside [1, " +
-                                                     std::to_string(kMaxTensorDims) + "]");
-      }
-      const uint64_t esize = element_size(t.dtype);
-      if (esize == 0) {
-        throw Error(StatusCode::InvalidArgument, where() + ": dtype value " +
-                                                     std::to_string(static_cast<int>(t.dtype)) +
-                                                     " is not a DataType");
-      }
-      if (tag == ArgTag::Out) {
-        uint64_t bytes = esize;
-        for (uint32_t d = 0; d < t.ndim; ++d) {
-          if (__builtin_mul_overflow(bytes, t.shape[d], &bytes)) {
-            throw Error(StatusCode::InvalidArgument,
-                        where() + ": output shape dim " + std::to_string(d) + "=" +
-                            std::to_string(t.shape[d]) + " makes it larger than 2^64 bytes");
-          }
-        }
+      auto where = [&] { return label() + " arg " + std::to_string(i); };
+      if (args.tag(i) == ArgTag::Out) {
+        const uint64_t bytes = output_bytes(t);
         if (bytes == 0) continue;
         const uint64_t offset = aligned(top);
         if (offset > heap.size || bytes > heap.size - offset) {
@@ -250,41 +179,34 @@ struct HostGraphBuilder::State {
         top = offset + bytes;
         continue;
       }
-      uint64_t buffer_end;
-      if (__builtin_add_overflow(t.buffer.addr, t.buffer.size, &buffer_end)) {
-        throw Error(StatusCode::ViewOutOfBounds, where() + ": buffer " + hex(t.buffer.addr) + "+" +
-                                                     std::to_string(t.buffer.size) +
-                                                     " wraps around the address space");
-      }
-      const TensorRegion region = TensorRegion::of(t);
-      if (!region.bounded || region.hi > t.buffer.size) {
-        throw Error(StatusCode::ViewOutOfBounds,
-                    where() + ": tensor " + t.to_string() +
-                        (region.bounded ? " covers bytes [" + std::to_string(region.lo) + ", " +
-                                              std::to_string(region.hi) + ") of a " +
-                                              std::to_string(t.buffer.size) + "-byte buffer"
-                                        : std::string(" overflows 64-bit addressing")));
-      }
-      if (in_released_scope(t.owner_task) && t.buffer.addr >= heap.addr &&
-          t.buffer.addr - heap.addr < heap.size) {
+      check_live(where, t);
+    }
+    if (args.has_predicate()) {
+      check_live([&] { return label() + " predicate"; }, args.predicate());
+    }
+  }
+
+  // A tensor argument must not lie in output heap memory released by an ended scope.
+  template <class Where>
+  void check_live(Where where, const Tensor& t) const {
+    if (in_released_scope(t.owner_task) && t.buffer.addr >= heap.addr &&
+        t.buffer.addr - heap.addr < heap.size) {
+      throw Error(StatusCode::InvalidTask,
+                  where() + ": tensor at " + hex(t.buffer.addr) + " (output of task " +
+                      std::to_string(t.owner_task) +
+                      ") was released when its scope ended; create it in an enclosing scope "
+                      "to use it after that scope");
+    }
+    // Heap memory above the top belongs to no live output: whatever made this tensor, its
+    // memory was released by an ended scope (the check above names the producer when known).
+    if (t.buffer.size > 0 && t.buffer.addr >= heap.addr && t.buffer.addr - heap.addr < heap.size) {
+      const uint64_t offset = t.buffer.addr - heap.addr;
+      if (offset >= heap_top || t.buffer.size > heap_top - offset) {
         throw Error(StatusCode::InvalidTask,
-                    where() + ": tensor at " + hex(t.buffer.addr) + " (output of task " +
-                        std::to_string(t.owner_task) +
-                        ") was released when its scope ended; create it in an enclosing scope "
-                        "to use it after that scope");
-      }
-      // Heap memory above the top belongs to no live output: whatever made this tensor, its
-      // memory was released by an ended scope (the check above names the producer when known).
-      if (t.buffer.size > 0 && t.buffer.addr >= heap.addr &&
-          t.buffer.addr - heap.addr < heap.size) {
-        const uint64_t offset = t.buffer.addr - heap.addr;
-        if (offset >= heap_top || t.buffer.size > heap_top - offset) {
-          throw Error(
-              StatusCode::InvalidTask,
-              where() + ": tensor at " + hex(t.buffer.addr) + " (" + std::to_string(t.buffer.size) +
-                  " bytes) lies in output heap memory no live output owns (live: first " +
-                  std::to_string(heap_top) + " bytes); it was released when its scope ended");
-        }
+                    where() + ": tensor at " + hex(t.buffer.addr) + " (" +
+                        std::to_string(t.buffer.size) +
+                        " bytes) lies in output heap memory no live output owns (live: first " +
+                        std::to_string(heap_top) + " bytes); it was released when its scope ended");
       }
     }
   }
@@ -331,11 +253,23 @@ struct HostGraphBuilder::State {
     return offset;
   }
 
-  TaskId add_task(int32_t func_id, CoreType core, uint8_t flags, TaskArgs& args) {
+  void note_extent(const Tensor& t, uint32_t task, bool writes) {
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+    t.byte_extent(&lo, &hi);
+    if (hi > lo)
+      touched_extents.push_back(Touched{t.buffer.addr + lo, t.buffer.addr + hi, task, writes});
+  }
+
+  // Appends a task. `spec` is null for dummy and allocation-only tasks. Validated first, so a
+  // rejected task changes nothing.
+  TaskId add_task(const TaskSpec* spec, uint8_t flags, TaskArgs& args) {
     const uint64_t id64 = tasks.size();
-    validate_args(id64, func_id, args);
+    check_capacity(id64);
+    validate_args(id64, spec, args);
     const auto id = static_cast<uint32_t>(id64);
     const uint64_t fanin_begin = producers.size();
+    const bool track = manual_depth == 0;  // manual scopes skip the tensor map entirely
 
     // Tasks are appended before their edges are known: add_edge stamps producers only.
     for (int d = 0; d < args.dep_count(); ++d) add_edge(static_cast<uint32_t>(args.dep(d)), id);
@@ -344,47 +278,67 @@ struct HostGraphBuilder::State {
       const ArgTag tag = args.tag(i);
       if (tag == ArgTag::Out) continue;
       const Tensor& t = args.tensor(i);
-      if (tag != ArgTag::NoDep) {
+      if (track && tag != ArgTag::NoDep) {
         map.lookup(t, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
       }
       const int64_t offset = heap_offset(t.buffer);
       if (offset >= 0) touch(static_cast<uint64_t>(offset), id);
+      // NoDep arguments may be written by the kernel: counted as writes.
+      note_extent(t, id, tag != ArgTag::In);
+    }
+    if (args.has_predicate()) {
+      const Tensor& flag = args.predicate();
+      if (track)
+        map.lookup(flag, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
+      const int64_t offset = heap_offset(flag.buffer);
+      if (offset >= 0) touch(static_cast<uint64_t>(offset), id);
+      note_extent(flag, id, false);
     }
     for (int i = 0; i < args.tensor_count(); ++i) {
       if (args.tag(i) != ArgTag::Out) continue;
       Tensor& t = args.tensor(i);
-      const uint64_t bytes = t.numel() * t.element_bytes();  // validated not to overflow
-      Tensor out;
-      out.ndim = t.ndim;
-      out.dtype = t.dtype;
-      uint64_t stride = 1;
-      for (uint32_t d = t.ndim; d-- > 0;) {
-        out.shape[d] = t.shape[d];
-        out.strides[d] = stride;
-        stride *= t.shape[d];
-      }
+      const uint64_t bytes = output_bytes(t);  // validated not to overflow
       if (bytes == 0) {
         // No memory, but a real address inside (or at the end of) the heap.
-        out.buffer = {heap.addr + std::min(aligned(heap_top), heap.size), 0};
+        t = make_output(t, heap.addr + std::min(aligned(heap_top), heap.size), 0,
+                        static_cast<TaskId>(id));
       } else {
         const uint64_t offset = allocate(bytes, id);
-        out.buffer = {heap.addr + offset, bytes};
+        t = make_output(t, heap.addr + offset, bytes, static_cast<TaskId>(id));
         touch(offset, id);
+        note_extent(t, id, true);
       }
-      out.owner_task = static_cast<TaskId>(id);
-      out.version = 0;
-      t = out;
     }
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      const ArgTag tag = args.tag(i);
-      if (tag == ArgTag::InOut || tag == ArgTag::OutputExisting || tag == ArgTag::Out) {
-        map.record_write(args.tensor(i), static_cast<TaskId>(id));
+    if (track) {
+      for (int i = 0; i < args.tensor_count(); ++i) {
+        const ArgTag tag = args.tag(i);
+        if (tag == ArgTag::InOut || tag == ArgTag::OutputExisting || tag == ArgTag::Out) {
+          map.record_write(args.tensor(i), static_cast<TaskId>(id));
+        }
       }
     }
 
     TaskEntry e{};
-    e.func_id = func_id;
-    e.core = static_cast<uint8_t>(core);
+    e.func_id = -1;
+    e.mix_aiv[0] = e.mix_aiv[1] = -1;
+    e.core = static_cast<uint8_t>(CoreType::AIV);
+    e.block_num = 1;
+    if (spec != nullptr) {
+      e.core = static_cast<uint8_t>(spec->core);
+      e.block_num = spec->block_num;
+      if (spec->core == CoreType::MIX) {
+        e.func_id = spec->mix.aic;
+        e.mix_aiv[0] = spec->mix.aiv0;
+        e.mix_aiv[1] = spec->mix.aiv1;
+      } else {
+        e.func_id = spec->func_id;
+      }
+      if (args.has_predicate()) {
+        flags |= common::kTaskFlagPredicated;
+        e.predicate_addr = args.predicate().data_addr();
+        e.predicate_bytes = static_cast<uint32_t>(args.predicate().element_bytes());
+      }
+    }
     e.flags = flags;
     e.arg_count = static_cast<uint16_t>(args.tensor_count() + args.scalar_count());
     e.fanin_begin = fanin_begin;
@@ -400,9 +354,89 @@ struct HostGraphBuilder::State {
     return static_cast<TaskId>(id);
   }
 
-  void scope_begin() {
+  // The get/set_tensor_data rule of host_build_graph: nothing runs before the graph is built, so
+  // a tensor is only accessible while no task of this run touches it (`writes_only`: writes).
+  void check_host_access(const Tensor& t, uint64_t bytes, bool writes_only, const char* op) const {
+    auto where = [&] { return std::string(op) + ": tensor " + t.to_string(); };
+    if (t.ndim < 1 || t.ndim > static_cast<uint32_t>(kMaxTensorDims) || t.element_bytes() == 0) {
+      throw Error(StatusCode::InvalidArgument, where() + " has an invalid rank or dtype (rank 1.." +
+                                                   std::to_string(kMaxTensorDims) +
+                                                   ", a DataType)");
+    }
+    const TensorRegion region = TensorRegion::of(t);
+    uint64_t end = 0;
+    if (t.buffer.addr == 0 || __builtin_add_overflow(t.buffer.addr, t.buffer.size, &end) ||
+        !region.bounded || region.hi > t.buffer.size) {
+      throw Error(StatusCode::ViewOutOfBounds, where() + " does not lie inside its buffer " +
+                                                   hex(t.buffer.addr) + "+" +
+                                                   std::to_string(t.buffer.size));
+    }
+    const uint64_t expected = t.numel() * t.element_bytes();
+    if (bytes != expected) {
+      throw Error(StatusCode::InvalidArgument,
+                  where() + ": " + std::to_string(bytes) + " bytes given, the tensor has " +
+                      std::to_string(expected) + " (numel x element size)");
+    }
+    check_live(where, t);
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+    t.byte_extent(&lo, &hi);
+    lo += t.buffer.addr;
+    hi += t.buffer.addr;
+    for (const Touched& x : touched_extents) {
+      if ((writes_only && !x.writes) || x.hi <= lo || hi <= x.lo) continue;
+      throw Error(StatusCode::UnsupportedFeature,
+                  where() + ": task " + std::to_string(x.task) + (x.writes ? " writes" : " reads") +
+                      " it, and host_build_graph runs no task before the graph is complete, so "
+                      "there is nothing to wait for; use the tensormap_ringbuffer runtime, or "
+                      "access the tensor before submitting tasks that use it");
+    }
+  }
+
+  // Visits the elements of `t` in row-major order as (byte address, element bytes) runs,
+  // merging the innermost dimension when it is contiguous.
+  template <class OnRun>
+  static void for_each_run(const Tensor& t, OnRun&& on_run) {
+    const uint64_t esize = t.element_bytes();
+    const uint32_t last = t.ndim - 1;
+    const bool inner_contiguous = t.strides[last] == 1;
+    const uint64_t run_elems = inner_contiguous ? t.shape[last] : 1;
+    if (t.numel() == 0) return;
+    std::array<uint64_t, kMaxTensorDims> index{};
+    const uint32_t outer_dims = inner_contiguous ? last : t.ndim;
+    uint64_t offset_bytes = 0;
+    for (;;) {
+      uint64_t element = t.start_offset;
+      for (uint32_t d = 0; d < outer_dims; ++d) element += index[d] * t.strides[d];
+      on_run(t.buffer.addr + element * esize, offset_bytes, run_elems * esize);
+      offset_bytes += run_elems * esize;
+      uint32_t d = outer_dims;
+      for (; d-- > 0;) {
+        if (++index[d] < t.shape[d]) break;
+        index[d] = 0;
+      }
+      if (d == UINT32_MAX) return;
+    }
+  }
+
+  void scope_begin(ScopeMode mode) {
+    if (mode != ScopeMode::Auto && mode != ScopeMode::Manual) {
+      throw Error(StatusCode::InvalidArgument, "scope_begin: mode value " +
+                                                   std::to_string(static_cast<int>(mode)) +
+                                                   " is not a ScopeMode (Auto 0, Manual 1)");
+    }
+    if (mode == ScopeMode::Auto && manual_depth > 0) {
+      throw Error(StatusCode::InvalidScope,
+                  "scope_begin(Auto) at depth " + std::to_string(depth + 1) + " inside " +
+                      std::to_string(manual_depth) +
+                      " open manual scope(s): the tensor map knows nothing of the manual tasks' "
+                      "writes; nest automatic scopes only outside manual ones (task " +
+                      std::to_string(tasks.size()) + " would be next)");
+    }
     if (depth == scopes.size()) scopes.emplace_back();
     ScopeFrame& s = scopes[depth];
+    s.mode = mode;
+    if (mode == ScopeMode::Manual) ++manual_depth;
     s.heap_mark = heap_top;
     s.heap_peak = heap_top;
     s.first_task = tasks.size();
@@ -440,7 +474,9 @@ struct HostGraphBuilder::State {
       fences.push_back(FenceSegment{s.heap_mark, s.heap_peak, id});
       TaskEntry e{};
       e.func_id = -1;
+      e.mix_aiv[0] = e.mix_aiv[1] = -1;
       e.core = static_cast<uint8_t>(CoreType::AIV);
+      e.block_num = 1;
       e.flags = common::kTaskFlagDummy;
       e.fanin_begin = fanin_begin;
       e.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
@@ -460,6 +496,7 @@ struct HostGraphBuilder::State {
       parent.heap_peak = std::max(parent.heap_peak, s.heap_peak);
     }
     s.touched.clear();
+    if (s.mode == ScopeMode::Manual) --manual_depth;
     --depth;
   }
 
@@ -508,6 +545,11 @@ struct HostGraphBuilder::State {
       const TaskEntry& e = tasks[t];
       common::TaskRecord r{};
       r.func_id = e.func_id;
+      r.mix_aiv[0] = e.mix_aiv[0];
+      r.mix_aiv[1] = e.mix_aiv[1];
+      r.block_num = e.block_num;
+      r.predicate_addr = e.predicate_addr;
+      r.predicate_bytes = e.predicate_bytes;
       r.core_type = e.core;
       r.flags = e.flags;
       r.arg_count = e.arg_count;
@@ -542,17 +584,22 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
   if (entry == nullptr) {
     throw Error(StatusCode::InvalidArgument, "build: the orchestration entry is null");
   }
+  // The latched error wins over anything the function throws afterwards (often a consequence).
   try {
     entry(*this, args);
   } catch (const Error&) {
+    if (!state_->error.is_ok()) throw Error(state_->error);
     throw;
   } catch (const std::exception& e) {
+    if (!state_->error.is_ok()) throw Error(state_->error);
     throw Error(StatusCode::OrchestrationFailed,
                 std::string("orchestration function threw: ") + e.what());
   } catch (...) {
+    if (!state_->error.is_ok()) throw Error(state_->error);
     throw Error(StatusCode::OrchestrationFailed,
                 "orchestration function threw: an exception not derived from std::exception");
   }
+  if (!state_->error.is_ok()) throw Error(state_->error);
   if (state_->depth > 0) {
     throw Error(StatusCode::ScopeMismatch,
                 std::to_string(state_->depth) +
@@ -566,28 +613,107 @@ uint64_t HostGraphBuilder::heap_high_water() const noexcept {
   return state_->heap_high;
 }
 
-TaskId HostGraphBuilder::submit(int32_t func_id, CoreType core, TaskArgs& args) {
-  state_->check_open();
-  const uint64_t id = state_->tasks.size();
-  state_->check_capacity(id);
-  state_->validate_kernel(id, func_id, core, args);
-  return state_->add_task(func_id, core, common::kTaskFlagNone, args);
+bool HostGraphBuilder::accessed_tensor_data() const noexcept {
+  return state_->accessed_tensor_data;
+}
+
+// Every Orchestration call: a no-op once an error latched; an Error thrown inside latches.
+template <class Body>
+auto HostGraphBuilder::guarded(Body&& body) -> decltype(body()) {
+  using Result = decltype(body());
+  if (!state_->error.is_ok()) {
+    if constexpr (std::is_void_v<Result>) {
+      return;
+    } else {
+      return kNoTask;
+    }
+  }
+  try {
+    state_->check_open();
+    return body();
+  } catch (const Error& e) {
+    state_->latch(e);
+    if constexpr (!std::is_void_v<Result>) return kNoTask;
+  }
+}
+
+TaskId HostGraphBuilder::submit(const TaskSpec& spec, TaskArgs& args) {
+  return guarded([&] {
+    throw_if_error(check_task_spec(kernels_, state_->tasks.size(), spec, args));
+    return state_->add_task(&spec, common::kTaskFlagNone, args);
+  });
 }
 
 TaskId HostGraphBuilder::submit_dummy(TaskArgs& args) {
-  state_->check_open();
-  state_->check_capacity(state_->tasks.size());
-  return state_->add_task(-1, CoreType::AIV, common::kTaskFlagDummy, args);
+  return guarded([&] { return state_->add_task(nullptr, common::kTaskFlagDummy, args); });
 }
 
-void HostGraphBuilder::scope_begin() {
-  state_->check_open();
-  state_->scope_begin();
+TaskId HostGraphBuilder::allocate(TaskArgs& outputs) {
+  return guarded([&] {
+    const uint64_t id = state_->tasks.size();
+    auto where = [&] { return "allocate (task " + std::to_string(id) + ")"; };
+    for (int i = 0; i < outputs.tensor_count(); ++i) {
+      if (outputs.tag(i) != ArgTag::Out) {
+        throw Error(StatusCode::InvalidArgument,
+                    where() + " arg " + std::to_string(i) + ": tag " +
+                        std::string(arg_tag_name(outputs.tag(i))) +
+                        "; an allocation-only task takes Out tensors only");
+      }
+    }
+    if (outputs.scalar_count() != 0 || outputs.dep_count() != 0 || outputs.has_predicate()) {
+      throw Error(StatusCode::InvalidArgument,
+                  where() + ": " + std::to_string(outputs.scalar_count()) + " scalars, " +
+                      std::to_string(outputs.dep_count()) + " explicit dependencies" +
+                      (outputs.has_predicate() ? " and a predicate" : "") +
+                      "; an allocation-only task completes at once and takes Out tensors only");
+    }
+    return state_->add_task(nullptr, common::kTaskFlagDummy, outputs);
+  });
+}
+
+void HostGraphBuilder::scope_begin(ScopeMode mode) {
+  guarded([&] { state_->scope_begin(mode); });
 }
 
 void HostGraphBuilder::scope_end() {
-  state_->check_open();
-  state_->scope_end();
+  guarded([&] { state_->scope_end(); });
+}
+
+void HostGraphBuilder::get_tensor_data(const Tensor& tensor, void* dst, uint64_t bytes) {
+  guarded([&] {
+    state_->check_host_access(tensor, bytes, /*writes_only=*/true, "get_tensor_data");
+    state_->accessed_tensor_data = true;
+    if (bytes != 0 && dst == nullptr) {
+      throw Error(StatusCode::InvalidArgument, "get_tensor_data: destination is null");
+    }
+    auto* out = static_cast<uint8_t*>(dst);
+    // On the simulated chip device memory is host memory: read through the device address.
+    State::for_each_run(tensor, [&](uint64_t addr, uint64_t offset, uint64_t n) {
+      std::memcpy(out + offset, reinterpret_cast<const void*>(static_cast<uintptr_t>(addr)), n);
+    });
+  });
+}
+
+void HostGraphBuilder::set_tensor_data(const Tensor& tensor, const void* src, uint64_t bytes) {
+  guarded([&] {
+    state_->check_host_access(tensor, bytes, /*writes_only=*/false, "set_tensor_data");
+    state_->accessed_tensor_data = true;
+    if (bytes != 0 && src == nullptr) {
+      throw Error(StatusCode::InvalidArgument, "set_tensor_data: source is null");
+    }
+    const auto* in = static_cast<const uint8_t*>(src);
+    State::for_each_run(tensor, [&](uint64_t addr, uint64_t offset, uint64_t n) {
+      std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), in + offset, n);
+    });
+  });
+}
+
+bool HostGraphBuilder::failed() const {
+  return !state_->error.is_ok();
+}
+
+Status HostGraphBuilder::error() const {
+  return state_->error;
 }
 
 uint64_t HostGraphBuilder::task_count() const {

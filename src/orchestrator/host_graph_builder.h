@@ -4,6 +4,9 @@
 // (TensorMap) plus explicit ones, allocating runtime outputs from the output heap region (only
 // addresses are computed; the heap memory is never touched), and finally lays the graph out as a
 // position-independent image (common/graph_image.h). One builder per run, used by one thread.
+//
+// Errors latch (see Orchestration): a failing call records its error and returns kNoTask, later
+// calls are no-ops, and build() throws the first error.
 #pragma once
 
 #include <array>
@@ -15,16 +18,9 @@
 #include "chiprt/orchestration.h"
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
+#include "orchestrator/task_checks.h"
 
 namespace chiprt::orchestrator {
-
-// What the builder knows about each func_id of the active callable (for validation at submit).
-struct KernelInfo {
-  bool present = false;
-  CoreType core = CoreType::AIC;
-  ArgSignature signature;
-};
-using KernelTable = std::array<KernelInfo, kMaxFuncId>;
 
 struct BuilderLimits {
   uint64_t max_tasks = 1ull << 20;
@@ -37,23 +33,39 @@ class HostGraphBuilder final : public Orchestration {
   HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap, const BuilderLimits& limits);
   ~HostGraphBuilder() override;
 
-  // Runs `entry(*this, args)` and closes the graph. Throws chiprt::Error (the user's own
-  // exceptions are wrapped as OrchestrationFailed); scopes left open are an error.
+  // Runs `entry(*this, args)` and closes the graph. Throws chiprt::Error: the first latched error,
+  // else the user's own exception (wrapped as OrchestrationFailed unless it is an Error); scopes
+  // left open are an error.
   void build(OrchestrationEntry entry, const TaskArgs& args);
 
   // The finished image; valid after build().
   const std::vector<uint8_t>& image() const noexcept { return image_; }
   uint64_t heap_high_water() const noexcept;  // bytes of the heap ever in use
+  // Whether the function read or wrote tensor data (get/set_tensor_data): such a graph has side
+  // effects at build time, so replaying its image without running the function would skip them.
+  bool accessed_tensor_data() const noexcept;
 
   // Orchestration
-  TaskId submit(int32_t func_id, CoreType core, TaskArgs& args) override;
+  using Orchestration::scope_begin;
+  using Orchestration::submit;
+  TaskId submit(const TaskSpec& spec, TaskArgs& args) override;
   TaskId submit_dummy(TaskArgs& args) override;
-  void scope_begin() override;
+  TaskId allocate(TaskArgs& outputs) override;
+  void scope_begin(ScopeMode mode) override;
   void scope_end() override;
+  // Only tensors no task of this run writes (get) / reads or writes (set) so far: the graph runs
+  // after it is built, so there is nothing to wait for; others are UnsupportedFeature.
+  void get_tensor_data(const Tensor& tensor, void* dst, uint64_t bytes) override;
+  void set_tensor_data(const Tensor& tensor, const void* src, uint64_t bytes) override;
+  bool failed() const override;
+  Status error() const override;
   uint64_t task_count() const override;
   uint32_t cluster_count() const override { return limits_.clusters; }
 
  private:
+  template <class Body>
+  auto guarded(Body&& body) -> decltype(body());
+
   struct State;
   const KernelTable& kernels_;
   BuilderLimits limits_;

@@ -307,6 +307,8 @@ uint32_t TensorMap::new_entry() {
 }
 
 void TensorMap::free_entry(uint32_t e) noexcept {
+  entries_[e].buffer = kNil;
+  entries_[e].writer = kNoTask;
   entries_[e].next = free_entries_;
   free_entries_ = e;
   --live_entries_;
@@ -364,13 +366,16 @@ void TensorMap::repitch(uint32_t buffer, uint64_t pitch) {
   for (const uint32_t e : scratch_) index_entry(e, buffer, rect_of(regions_[e], pitch));
 }
 
-void TensorMap::record_write(const Tensor& tensor, TaskId writer) {
+uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer) {
   const TensorRegion region = TensorRegion::of(tensor);
-  if (region.empty()) return;
+  if (region.empty()) return kNoEntry;
   const uint32_t fresh = new_entry();
   bool inserted = false;
   const std::size_t slot = insert_slot(tensor.buffer.addr, &inserted);
-  if (inserted) slots_[slot].buffer = new_buffer(pitch_of(region));
+  if (inserted) {
+    slots_[slot].buffer = new_buffer(pitch_of(region));
+    buffers_[slots_[slot].buffer].addr = tensor.buffer.addr;
+  }
   const uint32_t buffer = slots_[slot].buffer;
   regions_[fresh] = region;
   Entry& entry = entries_[fresh];
@@ -386,7 +391,7 @@ void TensorMap::record_write(const Tensor& tensor, TaskId writer) {
     entry.next = buffers_[buffer].unbounded_head;
     buffers_[buffer].unbounded_head = fresh;
     note_operation(0);
-    return;
+    return fresh;
   }
   if (buffers_[buffer].pitch == 1) {
     const uint64_t pitch = pitch_of(region);
@@ -402,6 +407,33 @@ void TensorMap::record_write(const Tensor& tensor, TaskId writer) {
   });
   note_operation(examined);
   index_entry(fresh, buffer, rect_of(region, buffers_[buffer].pitch));
+  return fresh;
+}
+
+bool TensorMap::erase_entry(uint32_t entry, TaskId writer) noexcept {
+  // A free entry has buffer == kNil (free_entry clears it), so a stale id never matches a
+  // freed entry even when the writer value repeats.
+  if (entry >= entries_.size()) return false;
+  Entry& e = entries_[entry];
+  if (e.buffer == kNil || e.writer != writer) return false;
+  const uint32_t buffer = e.buffer;
+  BufferIndex& index = buffers_[buffer];
+  if (e.bounded) {
+    unindex_entry(entry);
+  } else {
+    // Unbounded entries sit on a short per-buffer list (hand-made tensors only).
+    uint32_t* link = &index.unbounded_head;
+    while (*link != entry) link = &entries_[*link].next;
+    *link = e.next;
+  }
+  free_entry(entry);
+  if (--index.entries == 0) {
+    const int64_t slot = find_slot(index.addr);
+    buffers_[buffer] = BufferIndex{};
+    free_buffers_.push_back(buffer);  // capacity reserved by new_buffer: cannot throw
+    erase_slot(static_cast<std::size_t>(slot));
+  }
+  return true;
 }
 
 void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {

@@ -105,8 +105,17 @@ class TensorMap {
     note_operation(examined);
   }
 
-  // Makes `writer` the last writer of `tensor`'s region; drops entries the region covers.
-  void record_write(const Tensor& tensor, TaskId writer);
+  // Marks "no entry" (record_write of an empty region).
+  static constexpr uint32_t kNoEntry = UINT32_MAX;
+
+  // Makes `writer` the last writer of `tensor`'s region; drops entries the region covers. Returns
+  // the id of the new entry (kNoEntry for an empty region), for erase_entry.
+  uint32_t record_write(const Tensor& tensor, TaskId writer);
+  // Drops entry `entry` if it still names `writer` (it may have been covered by a later write and
+  // reused for another writer since); a buffer left without entries is forgotten. Lets a ring
+  // orchestrator clean the entries of a retired task without walking the map. Returns whether
+  // an entry was dropped. Does not allocate.
+  bool erase_entry(uint32_t entry, TaskId writer) noexcept;
   // Drops every entry of the buffer starting at `buffer_addr` (its memory was released).
   void erase_buffer(uint64_t buffer_addr) noexcept;
   void clear() noexcept;
@@ -171,6 +180,7 @@ class TensorMap {
     uint32_t count = 0;
   };
   struct BufferIndex {
+    uint64_t addr = 0;  // the key (buffer address), for erase_entry
     uint64_t pitch = 1;
     uint32_t entries = 0;
     uint32_t unbounded_head = kNil;

@@ -2,6 +2,8 @@
 
 #include <cinttypes>
 
+#include "chiprt/orchestration.h"
+
 #include "scheduler/task_engine.h"
 
 namespace chiprt::scheduler {
@@ -28,6 +30,49 @@ constexpr uint64_t align64(uint64_t v) {
 bool section_fits(uint64_t offset, uint64_t count, uint64_t elem, uint64_t total) {
   if (offset % 8 != 0 || offset > total) return false;
   if (count > (total - offset) / elem) return false;
+  return true;
+}
+
+bool func_ok(int32_t func_id) {
+  return func_id >= 0 && func_id < kMaxFuncId;
+}
+
+// Core type, kernels (MIX: each part -1 or valid, at least one), block count and predicate of a
+// task that runs on cores.
+bool validate_record_kernels(ChipLaunchArgs* args, uint32_t t, const TaskRecord& task) {
+  if (task.core_type == static_cast<uint8_t>(CoreType::MIX)) {
+    const int32_t parts[3] = {task.func_id, task.mix_aiv[0], task.mix_aiv[1]};
+    for (int32_t f : parts) {
+      if (f != -1 && !func_ok(f)) {
+        CHIPRT_INVALID(args, "task %u: MIX part func_id %d is outside [0, %d) and not -1", t, f,
+                       kMaxFuncId);
+      }
+    }
+    if (parts[0] == -1 && parts[1] == -1 && parts[2] == -1) {
+      CHIPRT_INVALID(args, "task %u: MIX task with every part -1", t);
+    }
+  } else if (task.core_type == static_cast<uint8_t>(CoreType::AIC) ||
+             task.core_type == static_cast<uint8_t>(CoreType::AIV)) {
+    if (!func_ok(task.func_id)) {
+      CHIPRT_INVALID(args, "task %u: func_id %d is outside [0, %d)", t, task.func_id, kMaxFuncId);
+    }
+  } else {
+    CHIPRT_INVALID(args, "task %u: core_type %u is not AIC (0), AIV (1) or MIX (2)", t,
+                   task.core_type);
+  }
+  if (task.block_num < 1 || task.block_num > kMaxBlockNum) {
+    CHIPRT_INVALID(args, "task %u: block_num %u is outside [1, %u]", t, task.block_num,
+                   kMaxBlockNum);
+  }
+  if ((task.flags & common::kTaskFlagPredicated) != 0) {
+    const uint32_t b = task.predicate_bytes;
+    if (task.predicate_addr == 0 || (b != 1 && b != 2 && b != 4 && b != 8)) {
+      CHIPRT_INVALID(args,
+                     "task %u: predicate at 0x%" PRIx64
+                     " with %u bytes (needs a non-null address and 1, 2, 4 or 8 bytes)",
+                     t, task.predicate_addr, b);
+    }
+  }
   return true;
 }
 
@@ -104,20 +149,7 @@ bool validate_image(ChipLaunchArgs* args, RunView* view) {
   for (uint32_t t = 0; t < header->task_count; ++t) {
     const TaskRecord& task = view->tasks[t];
     const bool dummy = (task.flags & common::kTaskFlagDummy) != 0;
-    if (!dummy) {
-      if (task.func_id < 0 || task.func_id >= kMaxFuncId) {
-        CHIPRT_INVALID(args, "task %u: func_id %d is outside [0, %d)", t, task.func_id, kMaxFuncId);
-      }
-      if (task.core_type == static_cast<uint8_t>(CoreType::MIX)) {
-        latch_chip_error(&args->result, StatusCode::UnsupportedFeature,
-                         "task %u: MIX core type tasks are not supported by this scheduler", t);
-        return false;
-      }
-      if (task.core_type != static_cast<uint8_t>(CoreType::AIC) &&
-          task.core_type != static_cast<uint8_t>(CoreType::AIV)) {
-        CHIPRT_INVALID(args, "task %u: core_type %u is not AIC (0) or AIV (1)", t, task.core_type);
-      }
-    }
+    if (!dummy && !validate_record_kernels(args, t, task)) return false;
     if (task.arg_count > kMaxKernelArgs) {
       CHIPRT_INVALID(args, "task %u: arg_count %u exceeds the kernel argument limit %u", t,
                      task.arg_count, kMaxKernelArgs);
@@ -177,18 +209,6 @@ bool validate_edges(ChipLaunchArgs* args, const RunView& view) {
   return true;
 }
 
-void fill_region_pointers(ChipLaunchArgs* args, uint32_t task_count, RunView* view) {
-  auto* region = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(args->shared_addr));
-  const SharedLayout layout = shared_layout(task_count);
-  view->prefix = common::shared_prefix(*args);
-  view->globals = reinterpret_cast<SchedulerGlobals*>(region + layout.globals_offset);
-  for (int q = 0; q < kQueueCount; ++q) {
-    view->queues[q] = ReadyQueue::at(region + layout.queue_offset[q]);
-  }
-  view->fanin_remaining = reinterpret_cast<std::atomic<uint32_t>*>(region + layout.fanin_offset);
-  view->task_state = reinterpret_cast<std::atomic<uint8_t>*>(region + layout.state_offset);
-}
-
 }  // namespace
 
 SharedLayout shared_layout(uint64_t task_count) {
@@ -207,10 +227,28 @@ SharedLayout shared_layout(uint64_t task_count) {
   }
   layout.fanin_offset = offset;
   offset += align64(task_count * sizeof(std::atomic<uint32_t>));
+  layout.parts_offset = offset;
+  offset += align64(task_count * sizeof(std::atomic<uint32_t>));
+  layout.next_block_offset = offset;
+  offset += align64(task_count * sizeof(std::atomic<uint32_t>));
   layout.state_offset = offset;
   offset += align64(task_count * sizeof(std::atomic<uint8_t>));
   layout.total_bytes = offset;
   return layout;
+}
+
+void bind_shared_region(ChipLaunchArgs* args, uint32_t task_count, RunView* view) {
+  auto* region = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(args->shared_addr));
+  const SharedLayout layout = shared_layout(task_count);
+  view->prefix = common::shared_prefix(*args);
+  view->globals = reinterpret_cast<SchedulerGlobals*>(region + layout.globals_offset);
+  for (int q = 0; q < kQueueCount; ++q) {
+    view->queues[q] = ReadyQueue::at(region + layout.queue_offset[q]);
+  }
+  view->fanin_remaining = reinterpret_cast<std::atomic<uint32_t>*>(region + layout.fanin_offset);
+  view->parts_remaining = reinterpret_cast<std::atomic<uint32_t>*>(region + layout.parts_offset);
+  view->next_block = reinterpret_cast<std::atomic<uint32_t>*>(region + layout.next_block_offset);
+  view->task_state = reinterpret_cast<std::atomic<uint8_t>*>(region + layout.state_offset);
 }
 
 bool precheck_launch(ChipLaunchArgs* args, uint32_t thread_index, uint32_t thread_count) {
@@ -247,7 +285,8 @@ bool validate_launch(ChipLaunchArgs* args, uint32_t thread_count, RunView* view)
       reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   if (args->variant != RuntimeVariant::HostBuildGraph) {
     latch_chip_error(&args->result, StatusCode::UnsupportedFeature,
-                     "runtime variant %u: this scheduler runs host_build_graph (1) only",
+                     "runtime variant %u: the graph-image scheduler runs host_build_graph (1); "
+                     "tensormap_ringbuffer (2) launches go to the ring entry",
                      static_cast<unsigned>(args->variant));
     return false;
   }
@@ -269,7 +308,7 @@ bool validate_launch(ChipLaunchArgs* args, uint32_t thread_count, RunView* view)
   view->kernel_table =
       reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(args->kernel_table_addr));
   if (!validate_image(args, view)) return false;
-  fill_region_pointers(args, view->task_count, view);
+  bind_shared_region(args, view->task_count, view);
   return validate_edges(args, *view);
 }
 
@@ -288,7 +327,7 @@ void attach_view(ChipLaunchArgs* args, uint32_t thread_count, RunView* view) {
   view->task_args = reinterpret_cast<const int64_t*>(base + header->args_offset);
   view->initial_ready = reinterpret_cast<const uint32_t*>(base + header->initial_ready_offset);
   view->initial_ready_count = header->initial_ready_count;
-  fill_region_pointers(args, view->task_count, view);
+  bind_shared_region(args, view->task_count, view);
 }
 
 void init_shared_state(const RunView& view) {
@@ -298,6 +337,8 @@ void init_shared_state(const RunView& view) {
     ReadyQueue::init(region + layout.queue_offset[q], layout.queue_capacity);
   }
   view.globals->completed.store(0, std::memory_order_relaxed);
+  view.globals->published.store(view.task_count, std::memory_order_relaxed);
+  view.globals->total.store(view.task_count, std::memory_order_relaxed);
   // validate_edges left fanin_remaining == fanin_count; reset the duplicate markers.
   for (uint32_t t = 0; t < view.task_count; ++t) {
     view.task_state[t].store(static_cast<uint8_t>(TaskState::Pending), std::memory_order_relaxed);
@@ -314,7 +355,7 @@ void init_shared_state(const RunView& view) {
   }
   for (uint32_t i = 0; i < run_core_count(args); ++i) {
     const uint32_t core = run_core(args, i);
-    view.prefix->cells[core].owner = owner_of(args, core, view.thread_count);
+    view.prefix->cells[core].owner = owner_of(args, core, view.thread_count, view.first_scheduler);
   }
   uint32_t pushed = 0;
   for (uint32_t i = 0; i < view.initial_ready_count; ++i) {

@@ -3,11 +3,14 @@
 //
 // Shared-state region layout (each section 64-byte aligned, sizes from shared_layout()):
 //   common::SharedPrefix   start barrier | HandshakeCell[kMaxCores] | Doorbell[kMaxAicpuThreads]
-//   SchedulerGlobals       completed-task counter (own cache line)
-//   ReadyQueue AIC         capacity = pow2 >= task_count (each task becomes ready exactly once)
-//   ReadyQueue AIV         same capacity
+//   SchedulerGlobals       completed / published / total task counters
+//   ReadyQueue AIC         capacity = pow2 >= task_count (a task is in a queue at most once at a
+//   ReadyQueue AIV           time: SPMD tasks are pushed back only after being popped)
+//   ReadyQueue MIX         same capacity
 //   ReadyQueue dummy       same capacity: dependency-only tasks waiting to be completed inline
 //   atomic<uint32_t>[task_count]  fanin_remaining
+//   atomic<uint32_t>[task_count]  parts_remaining: core dispatches left to finish (set at ready)
+//   atomic<uint32_t>[task_count]  next_block: SPMD blocks claimed so far
 //   atomic<uint8_t>[task_count]   TaskState
 //
 // Lifetime: RunView is a per-thread value (pointers into the image and the region) rebuilt by
@@ -34,14 +37,22 @@ enum class TaskState : uint8_t { Pending = 0, Ready = 1, Running = 2, Completed 
 // Queue index per core shape; the dummy queue follows.
 inline constexpr int kQueueAic = 0;
 inline constexpr int kQueueAiv = 1;
-inline constexpr int kQueueDummy = 2;
-inline constexpr int kQueueCount = 3;
+inline constexpr int kQueueMix = 2;
+inline constexpr int kQueueDummy = 3;
+inline constexpr int kQueueCount = 4;
 
 // Kernel argument scratch per core: tensors, scalars, then block index and block count.
 inline constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
 
 struct alignas(64) SchedulerGlobals {
   std::atomic<uint64_t> completed;
+  // Tasks made visible to the schedulers so far (host_build_graph: all, at init; ring: raised by
+  // the orchestrator after each submit). The watchdog only fires while published > completed.
+  alignas(64) std::atomic<uint64_t> published;
+  // Tasks of the whole run: host_build_graph sets it at init; the ring orchestrator keeps it at
+  // UINT64_MAX until the orchestration function returned, then stores the submitted count (and
+  // rings every doorbell when everything already completed).
+  std::atomic<uint64_t> total;
 };
 
 struct SharedLayout {
@@ -49,18 +60,33 @@ struct SharedLayout {
   uint64_t queue_capacity = 0;
   uint64_t queue_offset[kQueueCount] = {};
   uint64_t fanin_offset = 0;
+  uint64_t parts_offset = 0;
+  uint64_t next_block_offset = 0;
   uint64_t state_offset = 0;
   uint64_t total_bytes = 0;  // UINT64_MAX when task_count is beyond what the image can index
 };
 SharedLayout shared_layout(uint64_t task_count);
 
+// tensormap_ringbuffer state the scheduler reaches through RunView (layout and protocol in
+// scheduler/ring_state_view.h, owned by the ring runtime).
+struct RingView;
+
 struct RunView {
   common::ChipLaunchArgs* args = nullptr;
+  // Ring runs only (nullptr for host_build_graph): completion goes through ring_release.
+  RingView* ring = nullptr;
+  // Public TaskId of each task index for messages (ring: per slot); nullptr = the index itself.
+  const int64_t* public_ids = nullptr;
+  // AICPU threads [first_scheduler, thread_count) schedule; below are orchestrators (ring: 1
+  // when threaded, 0 in serial mode where thread 0 alternates both roles).
+  uint32_t first_scheduler = 0;
   const platform::ChipServices* services = nullptr;
   common::SharedPrefix* prefix = nullptr;
   SchedulerGlobals* globals = nullptr;
   ReadyQueue* queues[kQueueCount] = {};
   std::atomic<uint32_t>* fanin_remaining = nullptr;
+  std::atomic<uint32_t>* parts_remaining = nullptr;
+  std::atomic<uint32_t>* next_block = nullptr;
   std::atomic<uint8_t>* task_state = nullptr;
   const common::TaskRecord* tasks = nullptr;
   const uint32_t* fanout = nullptr;
@@ -73,8 +99,15 @@ struct RunView {
 
   uint64_t now() const { return services->cycles(services->ctx); }
   bool failed() const { return common::chip_error_latched(args->result); }
+  // Tasks of the run so far are done and no more will come (ring: total stays UINT64_MAX until
+  // the orchestration function returned).
   bool all_completed() const {
-    return globals->completed.load(std::memory_order_seq_cst) >= task_count;
+    return globals->completed.load(std::memory_order_seq_cst) >=
+           globals->total.load(std::memory_order_seq_cst);
+  }
+  // The TaskId a message should name for task index `task`.
+  int64_t public_id(uint32_t task) const {
+    return public_ids != nullptr ? public_ids[task] : static_cast<int64_t>(task);
   }
 };
 
@@ -92,6 +125,10 @@ bool validate_launch(common::ChipLaunchArgs* args, uint32_t thread_count, RunVie
 // the run's cores, pushes the initial ready tasks (initial dummies complete at once).
 void init_shared_state(const RunView& view);
 
+// Points the view's prefix, globals, ready queues and per-task arrays into the region laid out by
+// shared_layout(task_count) (both variants; the ring section follows it).
+void bind_shared_region(common::ChipLaunchArgs* args, uint32_t task_count, RunView* view);
+
 // Every other thread, after the barrier opened: rebuilds the view without re-validating.
 void attach_view(common::ChipLaunchArgs* args, uint32_t thread_count, RunView* view);
 
@@ -108,8 +145,10 @@ inline uint32_t cluster_of(const common::ChipLaunchArgs& args, uint32_t core) {
 inline bool is_aic_core(const common::ChipLaunchArgs& args, uint32_t core) {
   return core < args.device_clusters;
 }
-inline uint32_t owner_of(const common::ChipLaunchArgs& args, uint32_t core, uint32_t threads) {
-  return cluster_of(args, core) % threads;
+// The scheduler thread owning `core`: cluster c belongs to first + c % (threads - first).
+inline uint32_t owner_of(const common::ChipLaunchArgs& args, uint32_t core, uint32_t threads,
+                         uint32_t first_scheduler = 0) {
+  return first_scheduler + cluster_of(args, core) % (threads - first_scheduler);
 }
 
 }  // namespace chiprt::scheduler

@@ -2,20 +2,31 @@
 
 #include <cassert>
 
+#include "scheduler/ring_hooks.h"
+
 namespace chiprt::scheduler {
 namespace {
 
-// Fan-out of one completed task, then the run's completed counter.
+// Fan-out of one completed task, then the run's completed counter. A ring slot may be retired
+// and reused as soon as ring_release dropped its last reference: nothing touches it afterwards.
 void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed) {
-  const common::TaskRecord& record = view.tasks[task];
-  for (uint32_t i = 0; i < record.fanout_count; ++i) {
-    const uint32_t consumer = view.fanout[record.fanout_begin + i];
-    if (view.fanin_remaining[consumer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      make_ready(view, consumer, pushed);
+  if (view.ring != nullptr) {
+    ring_release(view, task, pushed);
+  } else {
+    const common::TaskRecord& record = view.tasks[task];
+    for (uint32_t i = 0; i < record.fanout_count; ++i) {
+      const uint32_t consumer = view.fanout[record.fanout_begin + i];
+      if (view.fanin_remaining[consumer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        make_ready(view, consumer, pushed);
+      }
     }
   }
   const uint64_t done = view.globals->completed.fetch_add(1, std::memory_order_seq_cst) + 1;
-  if (done == view.task_count) common::ring_all_doorbells(view.prefix);
+  // The ring orchestrator's waits re-check this counter: its wake-up must follow the count.
+  if (view.ring != nullptr) ring_notify_orchestrator(view);
+  if (done >= view.globals->total.load(std::memory_order_seq_cst)) {
+    common::ring_all_doorbells(view.prefix);
+  }
 }
 
 }  // namespace
@@ -34,7 +45,14 @@ void transition(const RunView& view, uint32_t task, TaskState from, TaskState to
 
 void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
   transition(view, task, TaskState::Pending, TaskState::Ready);
-  const int queue = queue_of(view.tasks[task]);
+  const common::TaskRecord& record = view.tasks[task];
+  const int queue = queue_of(record);
+  if (!single_dispatch(record)) {
+    // Published to the popper by the queue push.
+    view.parts_remaining[task].store(record.block_num * parts_of(record),
+                                     std::memory_order_relaxed);
+    view.next_block[task].store(0, std::memory_order_relaxed);
+  }
   // Capacity >= task_count and every task is pushed at most once, so this cannot fail unless the
   // shared state was corrupted.
   if (!view.queues[queue]->push(task)) {
@@ -55,8 +73,8 @@ void drain_dummies(const RunView& view, uint32_t* pushed) {
   }
 }
 
-void complete_task(const RunView& view, uint32_t task, uint32_t* pushed) {
-  transition(view, task, TaskState::Running, TaskState::Completed);
+void complete_task(const RunView& view, uint32_t task, uint32_t* pushed, TaskState from) {
+  transition(view, task, from, TaskState::Completed);
   release_consumers(view, task, pushed);
   if ((*pushed & queue_bit(kQueueDummy)) != 0) drain_dummies(view, pushed);
 }
@@ -65,13 +83,13 @@ void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed) {
   // The pushes were seq_cst stores; the seq_cst `sleeping` loads below complete the Dekker
   // handshake with a parking scheduler (see common::Doorbell).
   uint32_t available = 0;
-  for (int q : {kQueueAic, kQueueAiv}) {
+  for (int q : {kQueueAic, kQueueAiv, kQueueMix}) {
     if ((pushed & queue_bit(q)) != 0 && view.queues[q]->maybe_nonempty()) {
       available |= idle_core_bit(q) | pending_slot_bit(q);
     }
   }
   if (available == 0) return;
-  for (uint32_t t = 0; t < view.thread_count; ++t) {
+  for (uint32_t t = view.first_scheduler; t < view.thread_count; ++t) {
     if (t == self) continue;
     common::Doorbell& bell = view.prefix->doorbells[t];
     if (bell.sleeping.load(std::memory_order_seq_cst) != 0 &&

@@ -4,6 +4,10 @@
 // ready exactly once (the thread whose fetch_sub takes fanin_remaining to zero), is popped from a
 // ready queue by exactly one thread, and completes exactly once. Dependency-only (dummy) tasks
 // never reach a core: they go to the dummy queue and are completed by whichever thread drains it.
+//
+// A task runs as block_num blocks (SPMD) of `parts` core dispatches each (MIX: its kernels that
+// are not -1, else 1); parts_remaining counts the dispatches left to finish and the finish that
+// takes it to zero completes the task. Single-dispatch tasks complete without touching it.
 #pragma once
 
 #include <cstdint>
@@ -26,26 +30,61 @@ inline constexpr uint32_t pending_slot_bit(int queue) {
 }
 inline int queue_of(const common::TaskRecord& task) {
   if ((task.flags & common::kTaskFlagDummy) != 0) return kQueueDummy;
-  return task.core_type == static_cast<uint8_t>(CoreType::AIC) ? kQueueAic : kQueueAiv;
+  if (task.core_type == static_cast<uint8_t>(CoreType::AIC)) return kQueueAic;
+  return task.core_type == static_cast<uint8_t>(CoreType::MIX) ? kQueueMix : kQueueAiv;
+}
+// Core dispatches per block: the MIX parts with a kernel, else 1.
+inline uint32_t parts_of(const common::TaskRecord& task) {
+  if (task.core_type != static_cast<uint8_t>(CoreType::MIX)) return 1;
+  return (task.func_id != -1) + (task.mix_aiv[0] != -1) + (task.mix_aiv[1] != -1);
+}
+// Whether the task completes with its one and only dispatch (no parts counting).
+inline bool single_dispatch(const common::TaskRecord& task) {
+  return task.block_num == 1 && task.core_type != static_cast<uint8_t>(CoreType::MIX);
+}
+// The predicate of a predicated task: its first predicate_bytes at predicate_addr, non-zero = run.
+inline bool predicate_true(const common::TaskRecord& task) {
+  const auto* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(task.predicate_addr));
+  switch (task.predicate_bytes) {
+    case 1:
+      return *p != 0;
+    case 2:
+      return *reinterpret_cast<const uint16_t*>(p) != 0;
+    case 4:
+      return *reinterpret_cast<const uint32_t*>(p) != 0;
+    default:
+      return *reinterpret_cast<const uint64_t*>(p) != 0;
+  }
 }
 
 // Moves `task` from `from` to `to`; in debug builds asserts the slot was in `from`.
 void transition(const RunView& view, uint32_t task, TaskState from, TaskState to);
 
-// The task's fan-in reached zero (or it is an initial task): Pending -> Ready and pushed to the
-// queue of its shape (or the dummy queue). ORs the queue bit into *pushed.
+// The task's fan-in reached zero (or it is an initial task): Pending -> Ready, parts_remaining and
+// next_block set, pushed to the queue of its shape (or the dummy queue). ORs the queue bit into
+// *pushed.
 void make_ready(const RunView& view, uint32_t task, uint32_t* pushed);
 
-// `task` finished on a core: Running -> Completed, releases its consumers, then completes any
-// dummy tasks that became ready (iteratively, no recursion). Rings every doorbell when the last
-// task of the run completes.
-void complete_task(const RunView& view, uint32_t task, uint32_t* pushed);
+// `task` is done (every dispatch finished, or it was skipped / a dummy): `from` -> Completed,
+// releases its consumers (ring: ring_release), counts the completion, then completes any dummy
+// tasks that became ready (iteratively, no recursion). Rings every doorbell when the last task of
+// the run completes.
+void complete_task(const RunView& view, uint32_t task, uint32_t* pushed,
+                   TaskState from = TaskState::Running);
+
+// One dispatch of `task` finished on a core; completes the task when it was the last.
+inline void finish_dispatch(const RunView& view, uint32_t task, uint32_t* pushed) {
+  if (single_dispatch(view.tasks[task]) ||
+      view.parts_remaining[task].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    complete_task(view, task, pushed);
+  }
+}
 
 // Completes every dummy task in the dummy queue, including those their completion releases.
 void drain_dummies(const RunView& view, uint32_t* pushed);
 
-// After pushing work (the AIC/AIV bits of `pushed`): rings the doorbells of other schedulers that
-// are parked and want a shape whose queue is non-empty.
+// After pushing work (the AIC/AIV/MIX bits of `pushed`): rings the doorbells of other schedulers
+// that are parked and want a shape whose queue is non-empty.
 void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed);
 
 }  // namespace chiprt::scheduler

@@ -71,6 +71,33 @@ TEST(StatusTest, EveryCodeHasAUniqueNameADetailAndAHint) {
   EXPECT_EQ(status_name(static_cast<StatusCode>(9999)), "InternalError");
 }
 
+TEST(StatusTest, RingRuntimeCodesHaveStableValuesNamesAndHints) {
+  EXPECT_EQ(static_cast<int32_t>(StatusCode::RingDeadlock), 31);
+  EXPECT_EQ(static_cast<int32_t>(StatusCode::WaitTimeout), 32);
+  EXPECT_EQ(static_cast<int32_t>(StatusCode::InvalidScope), 33);
+  EXPECT_EQ(status_name(StatusCode::RingDeadlock), "RingDeadlock");
+  EXPECT_EQ(status_name(StatusCode::WaitTimeout), "WaitTimeout");
+  EXPECT_EQ(status_name(StatusCode::InvalidScope), "InvalidScope");
+  // The hints name the knob that fixes the problem.
+  EXPECT_NE(status_info(StatusCode::RingDeadlock).hint.find("CHIPRT_RING_"), std::string::npos);
+  EXPECT_NE(status_info(StatusCode::RingDeadlock).hint.find("CallConfig::rings"),
+            std::string::npos);
+  EXPECT_NE(status_info(StatusCode::WaitTimeout).hint.find("CHIPRT_SCHEDULER_TIMEOUT_MS"),
+            std::string::npos);
+  EXPECT_NE(status_info(StatusCode::InvalidScope).hint.find("manual"), std::string::npos);
+  std::size_t count = 0;
+  const StatusCode* codes = all_status_codes(&count);
+  int found = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    found += codes[i] == StatusCode::RingDeadlock || codes[i] == StatusCode::WaitTimeout ||
+             codes[i] == StatusCode::InvalidScope;
+  }
+  EXPECT_EQ(found, 3) << "every ring code is listed by all_status_codes";
+  const Error e(StatusCode::RingDeadlock, "task window of depth 0 (16 slots) is full");
+  EXPECT_NE(std::string(e.what()).find("[RingDeadlock] task window of depth 0"), std::string::npos)
+      << e.what();
+}
+
 TEST(StatusTest, ErrorWhatCarriesNameMessageAndHint) {
   const Error e(StatusCode::TooManyArgs, "task has 17 tensors");
   const std::string what = e.what();

@@ -191,5 +191,59 @@ TEST_F(ImageValidation, RejectsBadInitialReadyList) {
   expect_rejected(img, "initial_ready_count 1");
 }
 
+TEST_F(ImageValidation, RejectsBadTaskModelFields) {
+  struct Case {
+    const char* needle;
+    void (*apply)(TaskRecord&);
+  };
+  const Case cases[] = {
+      {"task 1: block_num 0 is outside [1, 65535]", [](TaskRecord& r) { r.block_num = 0; }},
+      {"task 1: block_num 65536", [](TaskRecord& r) { r.block_num = 65536; }},
+      {"task 1: unknown flags 4", [](TaskRecord& r) { r.flags = 4; }},
+      {"task 1: mix_aiv 3/-1 on a non-MIX task", [](TaskRecord& r) { r.mix_aiv[0] = 3; }},
+      {"task 1: MIX task with every part -1",
+       [](TaskRecord& r) {
+         r.core_type = static_cast<uint8_t>(CoreType::MIX);
+         r.func_id = -1;
+       }},
+      {"task 1: MIX part func_id 300",
+       [](TaskRecord& r) {
+         r.core_type = static_cast<uint8_t>(CoreType::MIX);
+         r.mix_aiv[1] = 300;
+       }},
+      {"task 1: predicate at 0 with 4 bytes",
+       [](TaskRecord& r) {
+         r.flags = common::kTaskFlagPredicated;
+         r.predicate_bytes = 4;
+       }},
+      {"task 1: predicate at 4096 with 3 bytes",
+       [](TaskRecord& r) {
+         r.flags = common::kTaskFlagPredicated;
+         r.predicate_addr = 4096;
+         r.predicate_bytes = 3;
+       }},
+      {"task 3: func_id -1, mix_aiv 0/-1 on a dummy task", [](TaskRecord& r) { r.mix_aiv[0] = 0; }},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint8_t> img = image_;
+    const uint32_t t = c.needle[5] - '0';
+    TaskRecord r = task(t);
+    c.apply(r);
+    set_task(img, t, r);
+    expect_rejected(img, c.needle);
+  }
+  // A valid MIX task with an idle part, SPMD and a predicate pass.
+  std::vector<uint8_t> img = image_;
+  TaskRecord r = task(1);
+  r.core_type = static_cast<uint8_t>(CoreType::MIX);
+  r.mix_aiv[1] = 0;
+  r.block_num = 65535;
+  r.flags = common::kTaskFlagPredicated;
+  r.predicate_addr = 4096;
+  r.predicate_bytes = 8;
+  set_task(img, 1, r);
+  EXPECT_TRUE(check(img).is_ok()) << check(img).to_string();
+}
+
 }  // namespace
 }  // namespace chiprt::orchestrator

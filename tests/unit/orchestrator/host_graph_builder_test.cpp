@@ -311,13 +311,14 @@ TEST_F(Builder, CoreTypeMismatch) {
   EXPECT_THAT(e.message(), HasSubstr("submitted to"));
 }
 
-TEST_F(Builder, MixIsUnsupported) {
+TEST_F(Builder, MixTaskNeedsAtLeastOneKernel) {
   const Error e = build_error([](Orchestration& o) {
     TaskArgs a;
-    o.submit(5, CoreType::MIX, a);
+    o.submit(TaskSpec::mixed({}), a);
   });
-  EXPECT_EQ(e.code(), StatusCode::UnsupportedFeature);
-  EXPECT_THAT(e.message(), HasSubstr("MIX tasks arrive with the full task model"));
+  EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(e.message(), HasSubstr("task 0 (mix -1/-1/-1)"));
+  EXPECT_THAT(e.message(), HasSubstr("at least one kernel"));
 }
 
 TEST_F(Builder, InvalidCoreTypeValue) {
@@ -404,27 +405,45 @@ TEST_F(Builder, HeapExhaustion) {
   EXPECT_THAT(std::string(e.what()), HasSubstr("output_heap_bytes"));
 }
 
-TEST_F(Builder, RejectedSubmitLeavesTheBuilderConsistent) {
+TEST_F(Builder, FirstErrorLatchesLaterCallsAreNoOpsAndBuildThrowsIt) {
   heap = DeviceBuffer{kHeap.addr, 4096};
   const Tensor t = user_tensor();
-  const auto bytes = build([&](Orchestration& o) {
+  const Error e = build_error([&](Orchestration& o) {
     TaskArgs a;
     a.inout(t);
-    o.submit(0, CoreType::AIV, a);  // 0
+    EXPECT_EQ(o.submit(0, CoreType::AIV, a), 0);
+    EXPECT_FALSE(o.failed());
+    EXPECT_TRUE(o.error().is_ok());
     TaskArgs big;
     big.in(t).out({4096}, DataType::F32);
-    EXPECT_THROW(o.submit(0, CoreType::AIV, big), Error);
+    EXPECT_EQ(o.submit(0, CoreType::AIV, big), kNoTask);  // HeapExhausted latches, no throw
+    EXPECT_TRUE(o.failed());
+    EXPECT_EQ(o.error().code(), StatusCode::HeapExhausted);
+    // Later calls, valid or not, change nothing and keep the first error.
     TaskArgs bad_dep;
     bad_dep.in(t).after(5);
-    EXPECT_THROW(o.submit(0, CoreType::AIV, bad_dep), Error);
-    EXPECT_EQ(o.task_count(), 1u);
+    EXPECT_EQ(o.submit(0, CoreType::AIV, bad_dep), kNoTask);
     TaskArgs c;
     c.in(t);
-    o.submit(0, CoreType::AIV, c);  // 1
+    EXPECT_EQ(o.submit(0, CoreType::AIV, c), kNoTask);
+    EXPECT_EQ(o.submit_dummy(c), kNoTask);
+    o.scope_end();  // would be ScopeMismatch
+    o.scope_begin();
+    EXPECT_EQ(o.task_count(), 1u);
+    EXPECT_EQ(o.error().code(), StatusCode::HeapExhausted);
   });
-  const Image img(bytes);
-  ASSERT_EQ(img.tasks.size(), 2u);
-  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+  EXPECT_EQ(e.code(), StatusCode::HeapExhausted);
+  EXPECT_THAT(e.message(), HasSubstr("task 1 (func_id 0) arg 1: output heap exhausted"));
+}
+
+TEST_F(Builder, LatchedErrorWinsOverAnExceptionThrownAfterIt) {
+  const Error e = build_error([&](Orchestration& o) {
+    TaskArgs a;
+    o.submit(77, CoreType::AIV, a);
+    throw std::runtime_error("gave up after the failed submit");
+  });
+  EXPECT_EQ(e.code(), StatusCode::UnknownFuncId);
+  EXPECT_THAT(e.message(), HasSubstr("func_id 77 is not provided"));
 }
 
 TEST_F(Builder, OutputAllocationAlignmentAndTensorFields) {
@@ -752,6 +771,298 @@ TEST_F(Builder, BuildTwiceAndNullEntryAreRejected) {
 TEST_F(Builder, ReportsClusterCount) {
   limits.clusters = 3;
   build([](Orchestration& o) { EXPECT_EQ(o.cluster_count(), 3u); });
+}
+
+// --- The full task model -------------------------------------------------------------------
+
+TEST_F(Builder, MixTaskRecordsEveryPartAndSpmdItsBlockCount) {
+  const auto bytes = build([](Orchestration& o) {
+    TaskArgs a;
+    a.out({16}, DataType::F32);
+    EXPECT_EQ(o.submit(TaskSpec::mixed({1, 0, -1}, 3), a), 0);
+    TaskArgs b;
+    b.in(a.output(0));
+    EXPECT_EQ(o.submit(TaskSpec::mixed({5, 5, 0}), b), 1);  // MIX-registered kernels fit any part
+    TaskArgs c;
+    c.in(a.output(0));
+    EXPECT_EQ(o.submit(TaskSpec::kernel(0, CoreType::AIV, 40), c), 2);
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 3u);
+  EXPECT_EQ(img.tasks[0].core_type, static_cast<uint8_t>(CoreType::MIX));
+  EXPECT_EQ(img.tasks[0].func_id, 1);
+  EXPECT_EQ(img.tasks[0].mix_aiv[0], 0);
+  EXPECT_EQ(img.tasks[0].mix_aiv[1], -1);
+  EXPECT_EQ(img.tasks[0].block_num, 3u);
+  EXPECT_EQ(img.tasks[1].func_id, 5);
+  EXPECT_EQ(img.tasks[1].mix_aiv[1], 0);
+  EXPECT_EQ(img.tasks[1].block_num, 1u);
+  EXPECT_EQ(img.tasks[2].core_type, static_cast<uint8_t>(CoreType::AIV));
+  EXPECT_EQ(img.tasks[2].mix_aiv[0], -1);
+  EXPECT_EQ(img.tasks[2].block_num, 40u);
+  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+  EXPECT_THAT(img.producers(2), ElementsAre(0u));
+}
+
+TEST_F(Builder, MixPartOnTheWrongCoreNamesThePart) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(TaskSpec::mixed({1, 1, -1}), a);  // func 1 is an AIC kernel, part aiv0
+  });
+  EXPECT_EQ(e.code(), StatusCode::CoreTypeMismatch);
+  EXPECT_THAT(e.message(), HasSubstr("task 0 (mix 1/1/-1) part aiv0"));
+  const Error unknown = build_error([](Orchestration& o) {
+    TaskArgs a;
+    o.submit(TaskSpec::mixed({-1, -1, 9}), a);
+  });
+  EXPECT_EQ(unknown.code(), StatusCode::UnknownFuncId);
+  EXPECT_THAT(unknown.message(), HasSubstr("func_id 9 is not provided"));
+  EXPECT_THAT(unknown.message(), HasSubstr("part aiv1"));
+}
+
+TEST_F(Builder, BlockNumOutsideItsRangeIsRejected) {
+  for (uint32_t blocks : {0u, kMaxBlockNum + 1}) {
+    const Error e = build_error([&](Orchestration& o) {
+      TaskArgs a;
+      o.submit(TaskSpec::kernel(0, CoreType::AIV, blocks), a);
+    });
+    EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
+    EXPECT_THAT(e.message(),
+                HasSubstr("block_num " + std::to_string(blocks) + " is outside [1, 65535]"));
+  }
+}
+
+TEST_F(Builder, PredicateIsADependencyOnTheFlagsWriterAndNotAKernelArgument) {
+  Tensor flag;
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs w;
+    w.out({4}, DataType::I32);
+    o.submit(0, CoreType::AIV, w);  // 0: writes the flag
+    flag = w.output(0);
+    TaskArgs other;
+    other.inout(user_tensor());
+    o.submit(1, CoreType::AIC, other);  // 1: unrelated
+    TaskArgs p;
+    p.in(user_tensor()).scalar(int64_t{5}).when(flag.view({1}, {2}));
+    o.submit(0, CoreType::AIV, p);  // 2: predicated on flag[2]
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 3u);
+  const TaskRecord& r = img.tasks[2];
+  EXPECT_EQ(r.flags, common::kTaskFlagPredicated);
+  EXPECT_EQ(r.predicate_addr, flag.buffer.addr + 2 * 4);
+  EXPECT_EQ(r.predicate_bytes, 4u);
+  EXPECT_EQ(r.arg_count, 2u);  // the tensor and the scalar; the flag is not passed
+  EXPECT_THAT(img.producers(2), UnorderedElementsAre(0u, 1u));
+  EXPECT_EQ(img.tasks[0].flags, common::kTaskFlagNone);
+}
+
+TEST_F(Builder, PredicateOutsideItsBufferIsRejected) {
+  const Error e = build_error([](Orchestration& o) {
+    Tensor flag = Tensor::make(kUserBuf, {4}, DataType::I32);
+    flag.start_offset = kUserBuf.size;  // past the end
+    TaskArgs p;
+    p.when(flag);
+    o.submit(0, CoreType::AIV, p);
+  });
+  EXPECT_EQ(e.code(), StatusCode::ViewOutOfBounds);
+  EXPECT_THAT(e.message(), HasSubstr("task 0 (func_id 0) predicate"));
+}
+
+TEST_F(Builder, AllocationOnlyTaskCompletesAtOnceAndOrdersLaterWriters) {
+  Tensor acc;
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs alloc;
+    alloc.out({64}, DataType::F32);
+    EXPECT_EQ(o.allocate(alloc), 0);
+    acc = alloc.output(0);
+    TaskArgs fill;
+    fill.inout(acc);
+    EXPECT_EQ(o.submit(0, CoreType::AIV, fill), 1);
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 2u);
+  EXPECT_EQ(img.tasks[0].flags, common::kTaskFlagDummy);
+  EXPECT_EQ(img.tasks[0].func_id, -1);
+  EXPECT_EQ(img.tasks[0].fanin_count, 0u);
+  EXPECT_THAT(img.ready, ElementsAre(0u));
+  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+  EXPECT_EQ(acc.owner_task, 0);
+  EXPECT_EQ(acc.buffer.addr, kHeap.addr);
+}
+
+TEST_F(Builder, AllocationOnlyTaskTakesOnlyOutputs) {
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    a.out({4}, DataType::F32).in(user_tensor());
+    o.allocate(a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(e.message(), HasSubstr("allocate (task 0) arg 1: tag in"));
+  const Error scalars = build_error([](Orchestration& o) {
+    TaskArgs a;
+    a.out({4}, DataType::F32).scalar(int64_t{1});
+    o.allocate(a);
+  });
+  EXPECT_EQ(scalars.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(scalars.message(), HasSubstr("1 scalars"));
+}
+
+TEST_F(Builder, ManualScopeUsesOnlyExplicitDependencies) {
+  const Tensor t = user_tensor();
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs w;
+    w.output_existing(t);
+    o.submit(0, CoreType::AIV, w);  // 0: auto writer
+    {
+      Scope manual(o, ScopeMode::Manual);
+      TaskArgs r;
+      r.in(t);
+      o.submit(0, CoreType::AIV, r);  // 1: no tensor-map lookup
+      TaskArgs w2;
+      w2.inout(t).after(1);
+      o.submit(0, CoreType::AIV, w2);  // 2: only the explicit edge; not recorded
+      {
+        Scope nested(o, ScopeMode::Manual);  // manual inside manual is fine
+        TaskArgs r2;
+        r2.in(t).after(2);
+        o.submit(1, CoreType::AIC, r2);  // 3
+      }
+    }
+    TaskArgs r3;
+    r3.in(t);
+    o.submit(0, CoreType::AIV, r3);  // 4: sees task 0 only (manual writes are invisible)
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 5u);
+  EXPECT_THAT(img.producers(1), IsEmpty());
+  EXPECT_THAT(img.producers(2), ElementsAre(1u));
+  EXPECT_THAT(img.producers(3), ElementsAre(2u));
+  EXPECT_THAT(img.producers(4), ElementsAre(0u));
+}
+
+TEST_F(Builder, ManualScopeStillFencesItsOutputs) {
+  const auto bytes = build([](Orchestration& o) {
+    {
+      Scope manual(o, ScopeMode::Manual);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);  // 0
+    }                                 // fence 1
+    TaskArgs b;
+    b.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, b);  // 2 reuses the memory: after the fence
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 3u);
+  EXPECT_EQ(img.tasks[1].flags, common::kTaskFlagDummy);
+  EXPECT_THAT(img.producers(1), ElementsAre(0u));
+  EXPECT_THAT(img.producers(2), ElementsAre(1u));
+}
+
+TEST_F(Builder, AutomaticScopeInsideAManualScopeIsInvalidScope) {
+  const Error e = build_error([](Orchestration& o) {
+    Scope outer(o);                      // auto
+    Scope manual(o, ScopeMode::Manual);  // manual inside auto: fine
+    EXPECT_FALSE(o.failed());
+    o.scope_begin(ScopeMode::Auto);  // auto inside manual: latches
+    EXPECT_TRUE(o.failed());
+    EXPECT_EQ(o.error().code(), StatusCode::InvalidScope);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidScope);
+  EXPECT_THAT(e.message(), HasSubstr("scope_begin(Auto) at depth 3 inside 1 open manual scope"));
+  EXPECT_THAT(e.message(), HasSubstr("nest automatic scopes only outside manual ones"));
+}
+
+// get/set_tensor_data on host_build_graph: direct access through the device address (host
+// memory on the simulated chip) while no task of the run uses the tensor.
+TEST_F(Builder, TensorDataIsReadAndWrittenWhileNoTaskUsesIt) {
+  std::vector<float> memory(32);
+  for (std::size_t i = 0; i < memory.size(); ++i) memory[i] = static_cast<float>(i);
+  const DeviceBuffer buf{reinterpret_cast<uintptr_t>(memory.data()), memory.size() * 4};
+  const Tensor m = Tensor::make(buf, {4, 8}, DataType::F32);
+  float column[4] = {};
+  float block[6] = {};
+  float row[8] = {};
+  HostGraphBuilder untouched(kernels, heap, limits);
+  std::function<void(Orchestration&)> empty = [](Orchestration&) {};
+  g_body = &empty;
+  untouched.build(&run_body, TaskArgs{});
+  EXPECT_FALSE(untouched.accessed_tensor_data());
+  HostGraphBuilder b(kernels, heap, limits);
+  std::function<void(Orchestration&)> body = [&](Orchestration& o) {
+    o.get_tensor_data(m.slice(1, 3, 4), column, sizeof(column));  // a strided column
+    const float values[6] = {-1, -2, -3, -4, -5, -6};
+    o.set_tensor_data(m.view({2, 3}, {2, 4}), values, sizeof(values));
+    o.get_tensor_data(m.view({2, 3}, {2, 4}), block, sizeof(block));
+    TaskArgs r;
+    r.in(m.view({1, 8}, {0, 0}));
+    o.submit(0, CoreType::AIV, r);  // only reads row 0: it may still be read
+    o.get_tensor_data(m.view({1, 8}, {0, 0}), row, sizeof(row));
+    EXPECT_FALSE(o.failed()) << o.error().to_string();
+  };
+  g_body = &body;
+  b.build(&run_body, TaskArgs{});
+  EXPECT_TRUE(b.accessed_tensor_data());
+  EXPECT_EQ(column[0], 3.0f);
+  EXPECT_EQ(column[3], 27.0f);
+  EXPECT_EQ(memory[2 * 8 + 4], -1.0f);
+  EXPECT_EQ(memory[3 * 8 + 6], -6.0f);
+  EXPECT_EQ(memory[2 * 8 + 3], 19.0f);  // outside the view: untouched
+  EXPECT_EQ(block[0], -1.0f);
+  EXPECT_EQ(block[5], -6.0f);
+  EXPECT_EQ(row[7], 7.0f);
+}
+
+TEST_F(Builder, TensorDataOfATensorATaskWritesIsUnsupported) {
+  std::vector<int32_t> memory(16, 3);
+  const DeviceBuffer buf{reinterpret_cast<uintptr_t>(memory.data()), memory.size() * 4};
+  const Tensor v = Tensor::make(buf, {16}, DataType::I32);
+  int32_t out[4] = {};
+  const Error e = build_error([&](Orchestration& o) {
+    TaskArgs w;
+    w.inout(v.view({4}, {8}));
+    o.submit(0, CoreType::AIV, w);                          // 0 writes [8, 12)
+    o.get_tensor_data(v.view({4}, {0}), out, sizeof(out));  // disjoint: fine
+    EXPECT_FALSE(o.failed());
+    o.get_tensor_data(v.view({4}, {10}), out, sizeof(out));  // overlaps the write
+  });
+  EXPECT_EQ(e.code(), StatusCode::UnsupportedFeature);
+  EXPECT_THAT(e.message(), HasSubstr("get_tensor_data"));
+  EXPECT_THAT(e.message(), HasSubstr("task 0 writes it"));
+  EXPECT_THAT(e.message(), HasSubstr("tensormap_ringbuffer"));
+  EXPECT_EQ(out[0], 3);
+}
+
+TEST_F(Builder, SetTensorDataOfATensorATaskReadsIsUnsupported) {
+  std::vector<int32_t> memory(16, 3);
+  const DeviceBuffer buf{reinterpret_cast<uintptr_t>(memory.data()), memory.size() * 4};
+  const Tensor v = Tensor::make(buf, {16}, DataType::I32);
+  const int32_t in[16] = {};
+  const Error e = build_error([&](Orchestration& o) {
+    TaskArgs r;
+    r.in(v.view({2}, {4}));
+    o.submit(0, CoreType::AIV, r);
+    int32_t read[16] = {};
+    o.get_tensor_data(v, read, sizeof(read));  // reading what a task only reads: fine
+    EXPECT_FALSE(o.failed());
+    o.set_tensor_data(v, in, sizeof(in));
+  });
+  EXPECT_EQ(e.code(), StatusCode::UnsupportedFeature);
+  EXPECT_THAT(e.message(), HasSubstr("set_tensor_data"));
+  EXPECT_THAT(e.message(), HasSubstr("task 0 reads it"));
+  EXPECT_EQ(memory[0], 3);  // nothing written
+}
+
+TEST_F(Builder, TensorDataSizeMustMatchTheTensor) {
+  std::vector<int32_t> memory(16, 3);
+  const DeviceBuffer buf{reinterpret_cast<uintptr_t>(memory.data()), memory.size() * 4};
+  int32_t out[16] = {};
+  const Error e = build_error([&](Orchestration& o) {
+    o.get_tensor_data(Tensor::make(buf, {16}, DataType::I32), out, 60);
+  });
+  EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(e.message(), HasSubstr("60 bytes given, the tensor has 64"));
 }
 
 }  // namespace

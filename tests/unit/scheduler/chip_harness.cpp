@@ -76,6 +76,11 @@ uint32_t ImageWriter::add(int32_t func_id, CoreType core, std::vector<uint32_t> 
   return static_cast<uint32_t>(tasks_.size() - 1);
 }
 
+uint32_t ImageWriter::add_task(TestTask task) {
+  tasks_.push_back(std::move(task));
+  return static_cast<uint32_t>(tasks_.size() - 1);
+}
+
 uint32_t ImageWriter::add_dummy(std::vector<uint32_t> deps) {
   tasks_.push_back({-1, CoreType::AIC, true, std::move(deps)});
   return static_cast<uint32_t>(tasks_.size() - 1);
@@ -98,6 +103,14 @@ std::vector<uint64_t> ImageWriter::build(uint64_t recorder) const {
     r.func_id = task.func_id;
     r.core_type = static_cast<uint8_t>(task.core);
     r.flags = task.dummy ? common::kTaskFlagDummy : common::kTaskFlagNone;
+    r.block_num = task.block_num;
+    r.mix_aiv[0] = task.dummy ? -1 : task.mix_aiv[0];
+    r.mix_aiv[1] = task.dummy ? -1 : task.mix_aiv[1];
+    if (task.predicate_bytes != 0) {
+      r.flags |= common::kTaskFlagPredicated;
+      r.predicate_addr = task.predicate_addr;
+      r.predicate_bytes = task.predicate_bytes;
+    }
     r.fanin_count = static_cast<uint32_t>(task.deps.size());
     r.fanout_begin = static_cast<uint32_t>(fanout.size());
     r.fanout_count = static_cast<uint32_t>(consumers[t].size());

@@ -33,6 +33,11 @@ struct TestTask {
   CoreType core = CoreType::AIC;
   bool dummy = false;
   std::vector<uint32_t> deps;  // producer task ids (may name later tasks, for cycle tests)
+  // Full task model (kernels other than the harness's read the block context at args[2..3]).
+  uint32_t block_num = 1;
+  int32_t mix_aiv[2] = {-1, -1};  // MIX: the AIV parts (func_id is the AIC part)
+  uint64_t predicate_addr = 0;    // predicated when predicate_bytes != 0
+  uint32_t predicate_bytes = 0;
 };
 
 // Builds a graph image. Non-dummy tasks get two arguments: the Recorder address and the task id.
@@ -40,6 +45,7 @@ class ImageWriter {
  public:
   uint32_t add(int32_t func_id, CoreType core, std::vector<uint32_t> deps = {});
   uint32_t add_dummy(std::vector<uint32_t> deps = {});
+  uint32_t add_task(TestTask task);
   const std::vector<TestTask>& tasks() const { return tasks_; }
   // The image (8-byte aligned words); `recorder` is stored as every task's first argument.
   std::vector<uint64_t> build(uint64_t recorder) const;

@@ -333,16 +333,31 @@ TEST(SchedulerRun, ConcurrentInvalidLaunchesLatchAnErrorAndReturn) {
        StatusCode::InternalError, "task 0: fanout"},
       {"func id", [](ChipRun& r) { records_of(r)[2].func_id = 4096; }, StatusCode::InternalError,
        "task 2: func_id 4096"},
-      {"core type", [](ChipRun& r) { records_of(r)[2].core_type = 2; },
-       StatusCode::UnsupportedFeature, "MIX"},
+      {"core type", [](ChipRun& r) { records_of(r)[2].core_type = 7; }, StatusCode::InternalError,
+       "task 2: core_type 7 is not AIC (0), AIV (1) or MIX (2)"},
+      {"block num", [](ChipRun& r) { records_of(r)[1].block_num = 0; }, StatusCode::InternalError,
+       "task 1: block_num 0 is outside [1, 65535]"},
+      {"mix parts",
+       [](ChipRun& r) {
+         records_of(r)[2].core_type = static_cast<uint8_t>(CoreType::MIX);
+         records_of(r)[2].func_id = -1;
+       },
+       StatusCode::InternalError, "task 2: MIX task with every part -1"},
+      {"predicate",
+       [](ChipRun& r) {
+         records_of(r)[3].flags |= common::kTaskFlagPredicated;
+         records_of(r)[3].predicate_addr = 64;
+         records_of(r)[3].predicate_bytes = 3;
+       },
+       StatusCode::InternalError, "task 3: predicate at 0x40 with 3 bytes"},
       {"arg range", [](ChipRun& r) { records_of(r)[1].args_begin = 1ull << 50; },
        StatusCode::InternalError, "task 1: args"},
       {"shared size", [](ChipRun& r) { r.args().shared_size = r.shared_bytes() - 64; },
        StatusCode::InternalError, "shared-state region has"},
       {"clusters", [](ChipRun& r) { r.args().clusters = 9; }, StatusCode::InternalError,
        "clusters 9"},
-      {"variant", [](ChipRun& r) { r.args().variant = RuntimeVariant::TensormapRingbuffer; },
-       StatusCode::UnsupportedFeature, "runtime variant 2"},
+      {"variant", [](ChipRun& r) { r.args().variant = static_cast<RuntimeVariant>(7); },
+       StatusCode::UnsupportedFeature, "runtime variant 7"},
       {"serial threads", [](ChipRun& r) { r.args().serial = true; }, StatusCode::InternalError,
        "serial launch with 3 AICPU threads"},
   };

@@ -1,0 +1,974 @@
+#include "orchestrator/ring_orchestrator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "orchestrator/ring_allocators.h"
+#include "orchestrator/tensor_map.h"
+
+namespace chiprt::orchestrator {
+namespace {
+
+// scheduler::TaskState values (scheduler/shared_state.h; the orchestrator room does not include
+// scheduler headers).
+constexpr uint8_t kStatePending = 0;
+constexpr uint8_t kStateCompleted = 3;
+constexpr const char* kStateNames[] = {"pending", "ready", "running", "completed"};
+
+constexpr uint64_t kOutputAlign = 64;
+constexpr uint64_t kDefaultWaitTimeoutMs = 10000;  // when RingMemory::timeout_ms is 0
+// Tensor-map writers are encoded handles: set << kSetShift | per-set sequence.
+constexpr uint32_t kSetShift = 48;
+
+uint64_t align_output(uint64_t bytes) {
+  return (bytes + kOutputAlign - 1) & ~(kOutputAlign - 1);
+}
+
+TaskId encode_handle(uint32_t set, uint64_t seq) {
+  return static_cast<TaskId>((uint64_t{set} << kSetShift) | seq);
+}
+uint32_t handle_set(TaskId handle) {
+  return static_cast<uint32_t>(static_cast<uint64_t>(handle) >> kSetShift);
+}
+uint64_t handle_seq(TaskId handle) {
+  return static_cast<uint64_t>(handle) & ((uint64_t{1} << kSetShift) - 1);
+}
+
+enum class RingKind { Window, Heap, Deps, Spill };
+
+const char* ring_name(RingKind kind) {
+  switch (kind) {
+    case RingKind::Window:
+      return "task window";
+    case RingKind::Heap:
+      return "output heap";
+    case RingKind::Deps:
+      return "dependency pool";
+    case RingKind::Spill:
+      return "spill storage";
+  }
+  return "ring";
+}
+const char* ring_unit(RingKind kind) {
+  switch (kind) {
+    case RingKind::Window:
+      return "slots";
+    case RingKind::Heap:
+      return "bytes";
+    case RingKind::Deps:
+      return "entries";
+    case RingKind::Spill:
+      return "words";
+  }
+  return "units";
+}
+// The sizing knob of each ring (the spill storage is sized by the dependency pool).
+std::string ring_knob(RingKind kind, uint32_t set) {
+  const char* field = kind == RingKind::Window ? "task_window"
+                      : kind == RingKind::Heap ? "heap_bytes"
+                                               : "dep_pool";
+  const char* env = kind == RingKind::Window ? "CHIPRT_RING_TASK_WINDOW"
+                    : kind == RingKind::Heap ? "CHIPRT_RING_HEAP_BYTES"
+                                             : "CHIPRT_RING_DEP_POOL";
+  return "CallConfig::rings." + std::string(field) + "[" + std::to_string(set) + "] or " + env;
+}
+
+template <class F>
+bool call_recheck(void* ctx) {
+  return (*static_cast<F*>(ctx))();
+}
+
+}  // namespace
+
+// Orchestrator-private state. Per set: the sequence counters, one FifoRing per shared ring, and
+// the stack of slots holding a scope reference (only tasks of open scopes hold one, newest last).
+// Per slot: what retiring it must release. Everything is sized at construction; per-submit work
+// only touches these arrays and the tensor map's pools.
+struct RingOrchestrator::State {
+  struct SetState {
+    common::RingSetGeometry geo{};
+    uint64_t next_seq = 0;     // sequence of the next task of this set
+    uint64_t retired_seq = 0;  // every task below is retired
+    FifoRing heap;
+    FifoRing deps;
+    FifoRing spill;
+    std::vector<uint64_t> holders;  // sequences of scope-reference holders, ascending
+    std::size_t holder_count = 0;
+
+    bool window_full() const { return next_seq - retired_seq >= geo.window; }
+    uint32_t slot_of(uint64_t seq) const {
+      return geo.slot_base + static_cast<uint32_t>(seq & (geo.window - 1));
+    }
+  };
+  struct SlotInfo {
+    uint64_t heap_mark = 0;
+    uint64_t dep_mark = 0;
+    uint64_t spill_mark = 0;
+    uint64_t stamp = 0;  // collection that last listed this slot as a producer (dedupe)
+    uint32_t entries[kMaxTaskTensors] = {};
+    uint32_t entry_count = 0;
+    uint32_t depth = 0;
+    bool holds_scope_ref = false;
+  };
+  struct ScopeFrame {
+    ScopeMode mode = ScopeMode::Auto;
+    uint64_t first_seq = 0;  // next_seq of the scope's set when it began
+  };
+  // What a wait loop watches: progress resets the no-progress clock.
+  struct Progress {
+    uint64_t completed = 0;
+    uint64_t since = 0;  // cycles
+  };
+
+  State(const RingMemory& memory, RingDriver& driver) : mem(memory), driver(driver) {}
+
+  RingMemory mem;
+  RingDriver& driver;
+  Status status;
+  bool failed = false;
+  uint64_t submitted = 0;
+  uint64_t manual_tasks = 0;
+  uint64_t timeout_cycles = 0;
+  TensorMap map;
+  SetState sets[common::kRingDepths];
+  std::vector<SlotInfo> info;
+  std::vector<ScopeFrame> scopes;  // [0] is the implicit root scope
+  std::size_t depth = 0;           // open user scopes
+  std::size_t manual_open = 0;
+  std::vector<TaskId> producers;  // scratch: producer handles of the task being submitted
+  uint64_t collection = 0;        // stamp of the current producer collection
+
+  // ---- errors -------------------------------------------------------------------------------
+  void fail(Status s) {
+    if (failed) return;
+    status = std::move(s);
+    failed = true;
+  }
+  void fail(StatusCode code, std::string message) { fail(Status(code, std::move(message))); }
+
+  // False once an error latched here or on the chip (which then latches here too).
+  bool usable() {
+    if (failed) return false;
+    if (driver.chip_failed()) {
+      fail_from_chip();
+      return false;
+    }
+    return true;
+  }
+  void fail_from_chip() {
+    StatusCode code = StatusCode::InternalError;
+    std::string detail = "an error latched on the chip";
+    if (mem.args != nullptr) {
+      code = static_cast<StatusCode>(mem.args->result.code.load(std::memory_order_acquire));
+      detail = std::string(mem.args->result.detail,
+                           strnlen(mem.args->result.detail, common::kResultDetailBytes));
+    }
+    if (code == StatusCode::Ok) code = StatusCode::InternalError;
+    fail(code, "orchestration stopped: " + detail);
+  }
+
+  // ---- geometry -----------------------------------------------------------------------------
+  bool init() {
+    const common::RingControl& control = *mem.control;
+    const uint64_t ms = mem.timeout_ms == 0 ? kDefaultWaitTimeoutMs : mem.timeout_ms;
+    timeout_cycles = ms * (driver.clock_hz() / 1000 == 0 ? 1 : driver.clock_hz() / 1000);
+    for (uint32_t d = 0; d < common::kRingDepths; ++d) {
+      const common::RingSetGeometry& g = control.sets[d];
+      auto bad = [&](const char* what) {
+        fail(StatusCode::InternalError, "ring set of depth " + std::to_string(d) + ": " + what +
+                                            " (ring geometry written by ring init is invalid)");
+        return false;
+      };
+      if (g.window == 0 || (g.window & (g.window - 1)) != 0)
+        return bad("window not a power of two");
+      if (uint64_t{g.slot_base} + g.window > control.total_slots) return bad("slots out of range");
+      if (g.heap_size % kOutputAlign != 0 || g.heap_base % kOutputAlign != 0 ||
+          g.heap_base + g.heap_size > mem.heap_size) {
+        return bad("heap range not 64-byte aligned or outside the run's heap");
+      }
+      SetState& set = sets[d];
+      set.geo = g;
+      set.heap = FifoRing(g.heap_size);
+      set.deps = FifoRing(g.dep_size);
+      set.spill = FifoRing(g.spill_size);
+      set.holders.assign(g.window, 0);
+    }
+    info.assign(control.total_slots, SlotInfo{});
+    for (uint32_t s = 0; s < control.total_slots; ++s) {
+      mem.slots[s].fanout_head.store(common::kFanoutSealed, std::memory_order_relaxed);
+      mem.slots[s].refs.store(0, std::memory_order_relaxed);
+      mem.task_state[s].store(kStateCompleted, std::memory_order_relaxed);
+      mem.public_ids[s] = -1;
+    }
+    producers.reserve(256);
+    scopes.resize(8);
+    return true;
+  }
+
+  uint32_t set_of_depth(std::size_t d) const {
+    return static_cast<uint32_t>(std::min<std::size_t>(d, common::kRingDepths - 1));
+  }
+  bool in_manual() const { return manual_open > 0; }
+
+  bool handle_live(TaskId handle) const {
+    const SetState& set = sets[handle_set(handle)];
+    const uint64_t seq = handle_seq(handle);
+    return seq >= set.retired_seq && seq < set.next_seq;
+  }
+  uint32_t handle_slot(TaskId handle) const {
+    return sets[handle_set(handle)].slot_of(handle_seq(handle));
+  }
+  bool slot_completed(uint32_t slot) const {
+    return mem.slots[slot].fanout_head.load(std::memory_order_acquire) == common::kFanoutSealed;
+  }
+
+  // The live task of set d with public id `id`, as a handle, or kNoTask.
+  TaskId resolve_in_set(uint32_t d, TaskId id) const {
+    const SetState& set = sets[d];
+    uint64_t lo = set.retired_seq;
+    uint64_t hi = set.next_seq;
+    while (lo < hi) {  // public ids grow with the sequence inside a set
+      const uint64_t mid = lo + (hi - lo) / 2;
+      const int64_t pid = mem.public_ids[set.slot_of(mid)];
+      if (pid == id) return encode_handle(d, mid);
+      if (pid < id) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return kNoTask;
+  }
+  // The live task with public id `id`, as a handle, or kNoTask when it retired already.
+  TaskId resolve_public(TaskId id) const {
+    for (uint32_t d = 0; d < common::kRingDepths; ++d) {
+      const TaskId handle = resolve_in_set(d, id);
+      if (handle != kNoTask) return handle;
+    }
+    return kNoTask;
+  }
+
+  // A runtime output whose scope ended (its memory may already belong to a later output) must
+  // not reach a later task. Outputs are recognised by their heap range and owner.
+  // Whether `t` is a runtime output whose scope ended (recognised by its heap range and owner).
+  bool released_output(const Tensor& t) const {
+    if (t.buffer.size == 0 || t.owner_task < 0 ||
+        static_cast<uint64_t>(t.owner_task) >= submitted) {
+      return false;
+    }
+    for (uint32_t d = 0; d < common::kRingDepths; ++d) {
+      const uint64_t begin = mem.heap_addr + sets[d].geo.heap_base;
+      if (t.buffer.addr < begin || t.buffer.addr - begin >= sets[d].geo.heap_size) continue;
+      const TaskId owner = resolve_in_set(d, t.owner_task);
+      return owner == kNoTask || !info[handle_slot(owner)].holds_scope_ref;
+    }
+    return false;
+  }
+  static Status released_error(const std::string& where, const Tensor& t) {
+    char addr[24];
+    std::snprintf(addr, sizeof(addr), "0x%llx", static_cast<unsigned long long>(t.buffer.addr));
+    return Status(StatusCode::InvalidTask,
+                  where + ": tensor at " + addr + " (output of task " +
+                      std::to_string(t.owner_task) +
+                      ") was released when its scope ended; create it in an enclosing scope to "
+                      "use it after that scope");
+  }
+  // A released output's memory may already belong to a later output: it must not reach a task.
+  Status check_released_outputs(uint64_t id, const TaskSpec* spec, const TaskArgs& args) const {
+    for (int i = 0; i < args.tensor_count(); ++i) {
+      if (args.tag(i) != ArgTag::Out && released_output(args.tensor(i))) {
+        return released_error(task_label(id, spec) + " arg " + std::to_string(i), args.tensor(i));
+      }
+    }
+    if (args.has_predicate() && released_output(args.predicate())) {
+      return released_error(task_label(id, spec) + " predicate", args.predicate());
+    }
+    return Status::ok();
+  }
+
+  // ---- messages -----------------------------------------------------------------------------
+  std::string slot_label(uint32_t slot) const {
+    const common::TaskRecord& r = mem.records[slot];
+    std::string label = "task " + std::to_string(mem.public_ids[slot]);
+    if (r.flags & common::kTaskFlagDummy) return label + " (dummy)";
+    if (r.core_type == static_cast<uint8_t>(CoreType::MIX)) {
+      return label + " (mix " + std::to_string(r.func_id) + "/" + std::to_string(r.mix_aiv[0]) +
+             "/" + std::to_string(r.mix_aiv[1]) + ")";
+    }
+    return label + " (func_id " + std::to_string(r.func_id) + ")";
+  }
+  std::string slot_description(uint32_t slot) const {
+    const uint8_t state = mem.task_state[slot].load(std::memory_order_acquire);
+    std::string text = slot_label(slot) + ", state " +
+                       (state < 4 ? std::string(kStateNames[state]) : std::to_string(state));
+    if (slot_completed(slot)) {
+      const uint32_t refs = mem.slots[slot].refs.load(std::memory_order_acquire);
+      text += ", still retained by " + std::to_string(refs) + " reference(s)";
+      if (info[slot].holds_scope_ref) text += " including its open scope's";
+    }
+    return text;
+  }
+  uint64_t cycles_to_ms(uint64_t cycles) const {
+    const uint64_t per_ms = driver.clock_hz() / 1000;
+    return per_ms == 0 ? cycles : cycles / per_ms;
+  }
+
+  // ---- waiting ------------------------------------------------------------------------------
+  Progress start_progress() const { return Progress{driver.completed(), driver.now()}; }
+  // Notes completions since the last call; true when the no-progress bound passed.
+  bool timed_out(Progress* p) const {
+    const uint64_t done = driver.completed();
+    const uint64_t now = driver.now();
+    if (done != p->completed) {
+      p->completed = done;
+      p->since = now;
+      return false;
+    }
+    return now - p->since >= timeout_cycles;
+  }
+
+  // ---- retirement ---------------------------------------------------------------------------
+  // Retires the oldest slots of set d whose references all dropped; returns how many.
+  uint64_t retire_set(uint32_t d) {
+    SetState& set = sets[d];
+    uint64_t retired = 0;
+    while (set.retired_seq < set.next_seq) {
+      const uint64_t seq = set.retired_seq;
+      const uint32_t slot = set.slot_of(seq);
+      if (mem.slots[slot].refs.load(std::memory_order_acquire) != 0) break;
+      SlotInfo& si = info[slot];
+      const TaskId handle = encode_handle(d, seq);
+      for (uint32_t k = 0; k < si.entry_count; ++k) map.erase_entry(si.entries[k], handle);
+      si.entry_count = 0;
+      set.heap.release_to(si.heap_mark);
+      set.deps.release_to(si.dep_mark);
+      set.spill.release_to(si.spill_mark);
+      ++set.retired_seq;
+      ++retired;
+    }
+    return retired;
+  }
+  uint64_t retire_all() {
+    uint64_t retired = 0;
+    for (uint32_t d = 0; d < common::kRingDepths; ++d) retired += retire_set(d);
+    return retired;
+  }
+
+  // Waits until `try_take` succeeds on ring `kind` of set d (back-pressure). Fails with
+  // RingDeadlock when the set's oldest task holds the reference of an open scope (nothing can
+  // free it before this allocation returns), WaitTimeout when nothing completes or retires for
+  // the timeout.
+  template <class TryTake>
+  bool acquire(uint32_t d, RingKind kind, uint64_t ring_size, uint64_t task_id,
+               TryTake&& try_take) {
+    if (try_take()) return true;
+    SetState& set = sets[d];
+    Progress progress = start_progress();
+    for (;;) {
+      if (retire_all() > 0) {
+        progress = start_progress();
+        if (try_take()) return true;
+        continue;
+      }
+      if (set.retired_seq == set.next_seq) {
+        fail(StatusCode::InternalError, std::string(ring_name(kind)) + " of depth " +
+                                            std::to_string(d) + " cannot place a request of task " +
+                                            std::to_string(task_id) +
+                                            " although every task of the set retired");
+        return false;
+      }
+      const uint32_t head = set.slot_of(set.retired_seq);
+      if (info[head].holds_scope_ref) {
+        fail(StatusCode::RingDeadlock,
+             "task " + std::to_string(task_id) + " needs room in the " + ring_name(kind) +
+                 " of depth " + std::to_string(d) + " (" + std::to_string(ring_size) + " " +
+                 ring_unit(kind) + "), which is full; its oldest task, " + slot_description(head) +
+                 ", holds outputs of the scope at depth " + std::to_string(info[head].depth) +
+                 " that is still open, so nothing can be freed before that scope ends; raise " +
+                 ring_knob(kind, d) + ", or end the scope sooner");
+        return false;
+      }
+      if (driver.chip_failed()) {
+        fail_from_chip();
+        return false;
+      }
+      if (timed_out(&progress)) {
+        fail(StatusCode::WaitTimeout, "task " + std::to_string(task_id) + " waited " +
+                                          std::to_string(cycles_to_ms(timeout_cycles)) +
+                                          " ms without progress for room in the " +
+                                          ring_name(kind) + " of depth " + std::to_string(d) +
+                                          " (" + std::to_string(ring_size) + " " + ring_unit(kind) +
+                                          "); its oldest task is " + slot_description(head));
+        return false;
+      }
+      const uint64_t seen = progress.completed;
+      auto recheck = [&] {
+        return mem.slots[head].refs.load(std::memory_order_seq_cst) == 0 ||
+               driver.completed() != seen || driver.chip_failed();
+      };
+      driver.wait(progress.since + timeout_cycles, &call_recheck<decltype(recheck)>, &recheck);
+    }
+  }
+
+  // Waits until `done()` holds. `waited_on()` returns the slot named on timeout.
+  template <class Done, class WaitedOn>
+  bool wait_until(const char* what, Done&& done, WaitedOn&& waited_on) {
+    Progress progress = start_progress();
+    for (;;) {
+      if (done()) return true;
+      retire_all();
+      if (driver.chip_failed()) {
+        fail_from_chip();
+        return false;
+      }
+      if (timed_out(&progress)) {
+        fail(StatusCode::WaitTimeout,
+             std::string(what) + " waited " + std::to_string(cycles_to_ms(timeout_cycles)) +
+                 " ms without progress for " + slot_description(waited_on()) + " to complete");
+        return false;
+      }
+      const uint64_t seen = progress.completed;
+      auto recheck = [&] { return driver.completed() != seen || driver.chip_failed(); };
+      driver.wait(progress.since + timeout_cycles, &call_recheck<decltype(recheck)>, &recheck);
+    }
+  }
+
+  // ---- submission ---------------------------------------------------------------------------
+  // Starts collecting producers into `producers` (each live task at most once).
+  void begin_collection() {
+    producers.clear();
+    ++collection;
+  }
+  void add_producer(TaskId handle) {
+    if (!handle_live(handle)) return;
+    SlotInfo& si = info[handle_slot(handle)];
+    if (si.stamp == collection) return;
+    si.stamp = collection;
+    producers.push_back(handle);
+  }
+  void lookup_writers(const Tensor& tensor) {
+    map.lookup(tensor, [&](TaskId writer) { add_producer(writer); });
+  }
+  // A runtime output's memory belongs to the task that allocated it and is reused once that task
+  // retires. A task reading the output may depend only on a later writer (InOut chains), so it
+  // also retains the owner, without an edge, until it completes.
+  void retain_owner(const Tensor& t) {
+    if (t.buffer.size == 0 || t.owner_task < 0) return;
+    for (uint32_t d = 0; d < common::kRingDepths; ++d) {
+      const uint64_t begin = mem.heap_addr + sets[d].geo.heap_base;
+      if (t.buffer.addr < begin || t.buffer.addr - begin >= sets[d].geo.heap_size) continue;
+      const TaskId owner = resolve_in_set(d, t.owner_task);
+      if (owner != kNoTask) add_producer(owner);
+      return;
+    }
+  }
+
+  // The common path of submit / submit_dummy / allocate. `spec` is null for dummy and
+  // allocation-only tasks.
+  TaskId add_task(const TaskSpec* spec, TaskArgs& args) {
+    const uint64_t id = submitted;
+    const uint32_t d = set_of_depth(depth);
+    SetState& set = sets[d];
+    const bool manual = in_manual();
+
+    // Outputs are packed into one heap range per task.
+    uint64_t heap_bytes = 0;  // saturates: any sum above the heap is rejected the same way
+    for (int i = 0; i < args.tensor_count(); ++i) {
+      if (args.tag(i) != ArgTag::Out) continue;
+      const uint64_t bytes = output_bytes(args.tensor(i));
+      const uint64_t aligned = bytes > UINT64_MAX - kOutputAlign ? UINT64_MAX : align_output(bytes);
+      heap_bytes = aligned > UINT64_MAX - heap_bytes ? UINT64_MAX : heap_bytes + aligned;
+    }
+    if (heap_bytes > set.heap.capacity()) {
+      fail(StatusCode::HeapExhausted,
+           task_label(id, spec) + ": its outputs need " + std::to_string(heap_bytes) +
+               " bytes (each 64-byte aligned, packed per task) but the output heap of depth " +
+               std::to_string(d) + " holds " + std::to_string(set.heap.capacity()) +
+               " bytes; raise " + ring_knob(RingKind::Heap, d) +
+               " (or CallConfig::output_heap_bytes)");
+      return kNoTask;
+    }
+
+    begin_collection();
+    for (int k = 0; k < args.dep_count(); ++k) {
+      const TaskId handle = resolve_public(args.dep(k));
+      if (handle != kNoTask) add_producer(handle);
+    }
+    if (!manual) {
+      if (args.has_predicate()) lookup_writers(args.predicate());
+      for (int i = 0; i < args.tensor_count(); ++i) {
+        const ArgTag tag = args.tag(i);
+        if (tag == ArgTag::In || tag == ArgTag::InOut || tag == ArgTag::OutputExisting) {
+          lookup_writers(args.tensor(i));
+        }
+      }
+    }
+    // Producers [0, dependencies) are dependencies; the rest are only retained (output owners).
+    std::size_t dependencies = producers.size();
+    for (int i = 0; i < args.tensor_count(); ++i) {
+      if (args.tag(i) != ArgTag::Out) retain_owner(args.tensor(i));
+    }
+    if (args.has_predicate()) retain_owner(args.predicate());
+    const uint64_t wanted = dependencies;
+    const uint64_t spill_wanted = producers.size() > common::kInlineProducers
+                                      ? producers.size() - common::kInlineProducers
+                                      : 0;
+    if (wanted > set.deps.capacity() || spill_wanted > set.spill.capacity()) {
+      const bool deps = wanted > set.deps.capacity();
+      fail(StatusCode::CapacityExceeded,
+           task_label(id, spec) + " has " + std::to_string(wanted) + " producers but the " +
+               ring_name(deps ? RingKind::Deps : RingKind::Spill) + " of depth " +
+               std::to_string(d) + " holds " +
+               std::to_string(deps ? set.deps.capacity() : set.spill.capacity()) + " " +
+               ring_unit(deps ? RingKind::Deps : RingKind::Spill) + "; raise " +
+               ring_knob(RingKind::Deps, d));
+      return kNoTask;
+    }
+
+    // Back-pressure: each ring in turn (holding earlier grants never blocks retirement).
+    if (!acquire(d, RingKind::Window, set.geo.window, id, [&] { return !set.window_full(); })) {
+      return kNoTask;
+    }
+    uint64_t heap_offset = 0;
+    if (heap_bytes > 0 && !acquire(d, RingKind::Heap, set.heap.capacity(), id,
+                                   [&] { return set.heap.allocate(heap_bytes, &heap_offset); })) {
+      return kNoTask;
+    }
+    uint64_t dep_offset = 0;
+    if (wanted > 0 && !acquire(d, RingKind::Deps, set.deps.capacity(), id,
+                               [&] { return set.deps.allocate(wanted, &dep_offset); })) {
+      return kNoTask;
+    }
+    uint64_t spill_offset = 0;
+    if (spill_wanted > 0 && !acquire(d, RingKind::Spill, set.spill.capacity(), id, [&] {
+          return set.spill.allocate(spill_wanted, &spill_offset);
+        })) {
+      return kNoTask;
+    }
+    // Producers may have retired while this task waited: they completed, so they are no
+    // dependency (and retired producers' outputs are no longer readable anyway).
+    std::size_t kept = 0;
+    std::size_t kept_dependencies = 0;
+    for (std::size_t k = 0; k < producers.size(); ++k) {
+      if (!handle_live(producers[k])) continue;
+      producers[kept++] = producers[k];
+      if (k < dependencies) kept_dependencies = kept;
+    }
+    producers.resize(kept);
+    dependencies = kept_dependencies;
+
+    const uint64_t seq = set.next_seq;
+    const uint32_t slot = set.slot_of(seq);
+    common::RingSlot& rs = mem.slots[slot];
+    SlotInfo& si = info[slot];
+    const bool holds_scope_ref = heap_bytes > 0;
+    const TaskId handle = encode_handle(d, seq);
+
+    // Outputs: placed in the packed range, written back into the caller's args.
+    const uint64_t heap_base = mem.heap_addr + set.geo.heap_base;
+    uint64_t cursor = heap_offset;
+    for (int i = 0; i < args.tensor_count(); ++i) {
+      if (args.tag(i) != ArgTag::Out) continue;
+      Tensor& t = args.tensor(i);
+      const uint64_t bytes = output_bytes(t);
+      t = make_output(t, heap_base + cursor, bytes, static_cast<TaskId>(id));
+      cursor += align_output(bytes);
+    }
+
+    // The record the dispatch code reads.
+    common::TaskRecord& r = mem.records[slot];
+    r = common::TaskRecord{};
+    r.mix_aiv[0] = -1;
+    r.mix_aiv[1] = -1;
+    if (spec == nullptr) {
+      r.func_id = -1;
+      r.core_type = static_cast<uint8_t>(CoreType::AIV);
+      r.flags = common::kTaskFlagDummy;
+      r.block_num = 1;
+    } else {
+      r.core_type = static_cast<uint8_t>(spec->core);
+      r.block_num = spec->block_num;
+      if (spec->core == CoreType::MIX) {
+        r.func_id = spec->mix.aic;
+        r.mix_aiv[0] = spec->mix.aiv0;
+        r.mix_aiv[1] = spec->mix.aiv1;
+      } else {
+        r.func_id = spec->func_id;
+      }
+    }
+    if (args.has_predicate()) {
+      const Tensor& flag = args.predicate();
+      r.flags |= common::kTaskFlagPredicated;
+      r.predicate_addr = flag.data_addr();
+      r.predicate_bytes = static_cast<uint32_t>(flag.element_bytes());
+    }
+    r.arg_count = static_cast<uint16_t>(args.tensor_count() + args.scalar_count());
+    r.args_begin = uint64_t{slot} * kSlotArgs;
+    int64_t* slot_args = mem.slot_args + r.args_begin;
+    for (int i = 0; i < args.tensor_count(); ++i) {
+      *slot_args++ = static_cast<int64_t>(args.tensor(i).data_addr());
+    }
+    for (int i = 0; i < args.scalar_count(); ++i) {
+      *slot_args++ = static_cast<int64_t>(args.scalar_bits(i));
+    }
+    mem.public_ids[slot] = static_cast<int64_t>(id);
+
+    // The slot: references, retained producers, and the fan-in guard that keeps it unpublished
+    // while producers are wired.
+    const auto producer_count = static_cast<uint32_t>(producers.size());
+    rs.fanout_head.store(common::kFanoutEmpty, std::memory_order_relaxed);
+    rs.refs.store(1u + (holds_scope_ref ? 1u : 0u), std::memory_order_relaxed);
+    rs.sequence = seq;
+    rs.producer_count = producer_count;
+    rs.spill_begin = set.geo.spill_base + static_cast<uint32_t>(spill_offset);
+    for (uint32_t k = 0; k < producer_count; ++k) {
+      const uint32_t p = handle_slot(producers[k]);
+      mem.slots[p].refs.fetch_add(1, std::memory_order_relaxed);
+      if (k < common::kInlineProducers) {
+        rs.producers[k] = p;
+      } else {
+        mem.spill[rs.spill_begin + (k - common::kInlineProducers)] = p;
+      }
+    }
+    std::atomic<uint32_t>& fanin = mem.fanin_remaining[slot];
+    fanin.store(1, std::memory_order_relaxed);
+    // Release: a watchdog that sees Pending (acquire) also sees the public id written above.
+    mem.task_state[slot].store(kStatePending, std::memory_order_release);
+
+    uint32_t used_entries = 0;
+    for (uint32_t k = 0; k < dependencies; ++k) {
+      common::RingSlot& producer = mem.slots[handle_slot(producers[k])];
+      if (producer.fanout_head.load(std::memory_order_acquire) == common::kFanoutSealed) continue;
+      const uint32_t entry = set.geo.dep_base + static_cast<uint32_t>(dep_offset) + used_entries;
+      mem.dep_pool[entry].consumer = slot;
+      fanin.fetch_add(1, std::memory_order_relaxed);
+      if (common::fanout_push(producer, mem.dep_pool, entry)) {
+        ++used_entries;
+      } else {
+        fanin.fetch_sub(1, std::memory_order_relaxed);  // sealed meanwhile: the entry is reused
+      }
+    }
+    if (wanted > 0) set.deps.shrink_last(wanted - used_entries);
+    if (spill_wanted > 0) {
+      const uint64_t spill_used =
+          producer_count > common::kInlineProducers ? producer_count - common::kInlineProducers : 0;
+      set.spill.shrink_last(spill_wanted - spill_used);
+    }
+
+    // Orchestrator bookkeeping: what retirement releases.
+    si.heap_mark = set.heap.release_mark();
+    si.dep_mark = set.deps.release_mark();
+    si.spill_mark = set.spill.release_mark();
+    si.entry_count = 0;
+    si.depth = static_cast<uint32_t>(depth);
+    si.holds_scope_ref = holds_scope_ref;
+    if (!manual) {
+      for (int i = 0; i < args.tensor_count(); ++i) {
+        if (!arg_tag_writes(args.tag(i))) continue;
+        const uint32_t entry = map.record_write(args.tensor(i), handle);
+        if (entry != TensorMap::kNoEntry) si.entries[si.entry_count++] = entry;
+      }
+    } else {
+      ++manual_tasks;
+    }
+    if (holds_scope_ref) set.holders[set.holder_count++] = seq;
+    set.next_seq = seq + 1;
+    submitted = id + 1;
+
+    // Drop the guard: the task is ready now unless a producer is still running.
+    if (fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) driver.publish_ready(slot);
+    driver.note_submitted(submitted);
+    retire_all();
+    return static_cast<TaskId>(id);
+  }
+
+  // Drops the scope references of the tasks the scope at `scope_depth` allocated outputs for.
+  void end_scope_refs(std::size_t scope_depth) {
+    const uint32_t d = set_of_depth(scope_depth);
+    SetState& set = sets[d];
+    const uint64_t first = scopes[scope_depth].first_seq;
+    while (set.holder_count > 0 && set.holders[set.holder_count - 1] >= first) {
+      const uint32_t slot = set.slot_of(set.holders[--set.holder_count]);
+      info[slot].holds_scope_ref = false;
+      common::release_slot_ref(mem.slots[slot]);
+    }
+  }
+
+  // ---- tensor data --------------------------------------------------------------------------
+  bool check_data_call(const char* call, const Tensor& tensor, const void* data, uint64_t bytes) {
+    auto where = [&] { return std::string(call) + ": tensor " + tensor.to_string(); };
+    if (tensor.ndim < 1 || tensor.ndim > static_cast<uint32_t>(kMaxTensorDims) ||
+        element_size(tensor.dtype) == 0) {
+      fail(StatusCode::InvalidArgument, where() + " has an invalid rank or dtype");
+      return false;
+    }
+    const TensorRegion region = TensorRegion::of(tensor);
+    if (!region.bounded || region.hi > tensor.buffer.size) {
+      fail(StatusCode::ViewOutOfBounds, where() + " does not lie inside its " +
+                                            std::to_string(tensor.buffer.size) + "-byte buffer");
+      return false;
+    }
+    const uint64_t expected = tensor.numel() * tensor.element_bytes();
+    if (bytes != expected) {
+      fail(StatusCode::InvalidArgument, where() + ": bytes is " + std::to_string(bytes) +
+                                            " but the tensor holds " + std::to_string(expected) +
+                                            " bytes (numel x element size)");
+      return false;
+    }
+    if (bytes > 0 && data == nullptr) {
+      fail(StatusCode::InvalidArgument, where() + ": the host pointer is null");
+      return false;
+    }
+    if (released_output(tensor)) {
+      fail(released_error(call, tensor));
+      return false;
+    }
+    return true;
+  }
+
+  // Waits for every submitted task to complete (set_tensor_data; get after manual tasks).
+  bool wait_all(const char* what) {
+    const uint64_t target = submitted;
+    return wait_until(
+        what, [&] { return driver.completed() >= target; },
+        [&] {
+          // The oldest unfinished task is the most useful name.
+          uint32_t best = 0;
+          int64_t best_id = INT64_MAX;
+          for (const SetState& set : sets) {
+            for (uint64_t seq = set.retired_seq; seq < set.next_seq; ++seq) {
+              const uint32_t slot = set.slot_of(seq);
+              if (!slot_completed(slot) && mem.public_ids[slot] < best_id) {
+                best_id = mem.public_ids[slot];
+                best = slot;
+                break;
+              }
+            }
+          }
+          return best;
+        });
+  }
+
+  // Calls fn(element byte offset from the buffer start) in row-major order of the view.
+  template <class Fn>
+  static void for_each_row(const Tensor& t, Fn&& fn) {
+    const uint32_t n = t.ndim;
+    const uint64_t eb = t.element_bytes();
+    const bool inner_contiguous = t.strides[n - 1] == 1;
+    const uint64_t row_elems = inner_contiguous ? t.shape[n - 1] : 1;
+    const uint32_t outer = inner_contiguous ? n - 1 : n;
+    uint64_t index[kMaxTensorDims] = {};
+    for (;;) {
+      uint64_t offset = t.start_offset;
+      for (uint32_t k = 0; k < outer; ++k) offset += index[k] * t.strides[k];
+      fn(offset * eb, row_elems * eb);
+      uint32_t k = outer;
+      while (k > 0) {
+        --k;
+        if (++index[k] < t.shape[k]) break;
+        index[k] = 0;
+        if (k == 0) return;
+      }
+      if (outer == 0) return;
+    }
+  }
+};
+
+RingOrchestrator::RingOrchestrator(const RingMemory& memory, RingDriver& driver)
+    : state_(std::make_unique<State>(memory, driver)) {
+  state_->init();
+}
+
+RingOrchestrator::~RingOrchestrator() = default;
+
+Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
+  State& s = *state_;
+  if (entry == nullptr) {
+    s.fail(StatusCode::InvalidArgument, "run: the orchestration entry is null");
+  }
+  if (!s.failed) {
+    try {
+      entry(*this, args);
+    } catch (const Error& e) {
+      s.fail(e.code(), e.what());
+    } catch (const std::exception& e) {
+      s.fail(StatusCode::OrchestrationFailed,
+             std::string("orchestration function threw: ") + e.what());
+    } catch (...) {
+      s.fail(StatusCode::OrchestrationFailed,
+             "orchestration function threw: an exception not derived from std::exception");
+    }
+  }
+  if (!s.failed && s.depth > 0) {
+    s.fail(
+        StatusCode::ScopeMismatch,
+        std::to_string(s.depth) + " scope(s) still open when the orchestration function returned");
+  }
+  if (!s.failed) {
+    s.end_scope_refs(0);  // the implicit root scope ends with the function
+    s.retire_all();
+  }
+  return s.status;
+}
+
+uint64_t RingOrchestrator::submitted() const noexcept {
+  return state_->submitted;
+}
+
+std::size_t RingOrchestrator::tensor_map_entries() const noexcept {
+  return state_->map.entry_count();
+}
+
+std::size_t RingOrchestrator::tensor_map_buffers() const noexcept {
+  return state_->map.buffer_count();
+}
+
+TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
+  State& s = *state_;
+  if (!s.usable()) return kNoTask;
+  Status status = check_task_spec(*s.mem.kernels, s.submitted, spec, args);
+  if (status.is_ok()) status = check_task_args(s.submitted, &spec, args);
+  if (status.is_ok()) status = s.check_released_outputs(s.submitted, &spec, args);
+  if (!status.is_ok()) {
+    s.fail(std::move(status));
+    return kNoTask;
+  }
+  return s.add_task(&spec, args);
+}
+
+TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
+  State& s = *state_;
+  if (!s.usable()) return kNoTask;
+  Status status = check_task_args(s.submitted, nullptr, args);
+  if (status.is_ok()) status = s.check_released_outputs(s.submitted, nullptr, args);
+  if (!status.is_ok()) {
+    s.fail(std::move(status));
+    return kNoTask;
+  }
+  return s.add_task(nullptr, args);
+}
+
+TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
+  State& s = *state_;
+  if (!s.usable()) return kNoTask;
+  Status status = check_task_args(s.submitted, nullptr, outputs);
+  if (!status.is_ok()) {
+    s.fail(std::move(status));
+    return kNoTask;
+  }
+  for (int i = 0; i < outputs.tensor_count(); ++i) {
+    if (outputs.tag(i) != ArgTag::Out) {
+      s.fail(StatusCode::InvalidArgument,
+             "allocate: task " + std::to_string(s.submitted) + " arg " + std::to_string(i) +
+                 " is " + std::string(arg_tag_name(outputs.tag(i))) +
+                 "; an allocation-only task takes Out arguments only (use submit_dummy to "
+                 "order on other tensors)");
+      return kNoTask;
+    }
+  }
+  return s.add_task(nullptr, outputs);
+}
+
+void RingOrchestrator::scope_begin(ScopeMode mode) {
+  State& s = *state_;
+  if (!s.usable()) return;
+  if (mode != ScopeMode::Auto && mode != ScopeMode::Manual) {
+    s.fail(StatusCode::InvalidArgument, "scope_begin: mode value " +
+                                            std::to_string(static_cast<int>(mode)) +
+                                            " is not a ScopeMode");
+    return;
+  }
+  if (mode == ScopeMode::Auto && s.manual_open > 0) {
+    s.fail(StatusCode::InvalidScope,
+           "scope_begin(Auto) at depth " + std::to_string(s.depth + 1) +
+               " inside a manual scope: the tensor map knows nothing of the manual tasks' "
+               "writes; open a manual scope here or end the manual scope first");
+    return;
+  }
+  const std::size_t depth = s.depth + 1;
+  if (depth >= s.scopes.size()) s.scopes.resize(depth * 2);
+  State::ScopeFrame& frame = s.scopes[depth];
+  frame.mode = mode;
+  frame.first_seq = s.sets[s.set_of_depth(depth)].next_seq;
+  s.depth = depth;
+  if (mode == ScopeMode::Manual) ++s.manual_open;
+}
+
+void RingOrchestrator::scope_end() {
+  State& s = *state_;
+  if (!s.usable()) return;
+  if (s.depth == 0) {
+    s.fail(StatusCode::ScopeMismatch, "scope_end without a matching scope_begin (" +
+                                          std::to_string(s.submitted) +
+                                          " tasks submitted, no scope is open)");
+    return;
+  }
+  s.end_scope_refs(s.depth);
+  if (s.scopes[s.depth].mode == ScopeMode::Manual) --s.manual_open;
+  --s.depth;
+  s.retire_all();
+}
+
+void RingOrchestrator::get_tensor_data(const Tensor& tensor, void* dst, uint64_t bytes) {
+  State& s = *state_;
+  if (!s.usable() || !s.check_data_call("get_tensor_data", tensor, dst, bytes)) return;
+  if (s.manual_tasks > 0) {
+    // Writes of manual-scope tasks are not in the tensor map: wait for everything.
+    if (!s.wait_all("get_tensor_data")) return;
+  } else {
+    s.begin_collection();
+    s.lookup_writers(tensor);
+    for (const TaskId writer : s.producers) {
+      const uint32_t slot = s.handle_slot(writer);
+      const uint64_t seq = handle_seq(writer);
+      const uint32_t set = handle_set(writer);
+      const bool ok = s.wait_until(
+          "get_tensor_data",
+          [&] { return s.sets[set].retired_seq > seq || s.slot_completed(slot); },
+          [&] { return slot; });
+      if (!ok) return;
+    }
+  }
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto* base = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(tensor.buffer.addr));
+  if (bytes == 0) return;
+  State::for_each_row(tensor, [&](uint64_t offset, uint64_t row_bytes) {
+    std::memcpy(out, base + offset, row_bytes);
+    out += row_bytes;
+  });
+}
+
+void RingOrchestrator::set_tensor_data(const Tensor& tensor, const void* src, uint64_t bytes) {
+  State& s = *state_;
+  if (!s.usable() || !s.check_data_call("set_tensor_data", tensor, src, bytes)) return;
+  if (!s.wait_all("set_tensor_data")) return;
+  auto* base = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(tensor.buffer.addr));
+  const auto* in = static_cast<const uint8_t*>(src);
+  if (bytes == 0) return;
+  State::for_each_row(tensor, [&](uint64_t offset, uint64_t row_bytes) {
+    std::memcpy(base + offset, in, row_bytes);
+    in += row_bytes;
+  });
+}
+
+bool RingOrchestrator::failed() const {
+  return state_->failed;
+}
+
+Status RingOrchestrator::error() const {
+  return state_->status;
+}
+
+uint64_t RingOrchestrator::task_count() const {
+  return state_->submitted;
+}
+
+uint32_t RingOrchestrator::cluster_count() const {
+  return state_->mem.clusters;
+}
+
+}  // namespace chiprt::orchestrator

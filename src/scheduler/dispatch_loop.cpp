@@ -1,0 +1,454 @@
+#include "scheduler/dispatch_loop.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "scheduler/task_engine.h"
+
+namespace chiprt::scheduler {
+namespace {
+
+using common::ChipLaunchArgs;
+using common::latch_chip_error;
+
+// Bounded wait for exit acknowledgements after an error: a core stuck in a kernel never answers.
+constexpr uint64_t kErrorExitWaitMs = 1000;
+// Loop iterations without progress before parking (each re-checks every source of work).
+constexpr int kSpinBeforePark = 256;
+constexpr uint32_t kWorkQueueBits =
+    queue_bit(kQueueAic) | queue_bit(kQueueAiv) | queue_bit(kQueueMix);
+
+}  // namespace
+
+uint64_t scheduler_timeout_ms(const ChipLaunchArgs& args) {
+  return args.scheduler_timeout_ms == 0 ? kDefaultSchedulerTimeoutMs : args.scheduler_timeout_ms;
+}
+uint64_t ms_to_cycles(uint64_t ms, uint64_t hz) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(ms) * hz / 1000);
+}
+uint64_t cycles_to_ns(uint64_t cycles, uint64_t hz) {
+  const unsigned __int128 ns = static_cast<unsigned __int128>(cycles) * 1000000000ull / hz;
+  return ns > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(ns);
+}
+
+PhaseStamps::PhaseStamps(const ChipLaunchArgs& args, uint32_t thread) {
+  if (args.phase_buffer_addr != 0) {
+    auto* buffer =
+        reinterpret_cast<common::PhaseBuffer*>(static_cast<uintptr_t>(args.phase_buffer_addr));
+    row_ = buffer->stamps[thread];
+  }
+}
+
+SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
+    : view_(view), args_(*view.args), self_(self), bell_(view.prefix->doorbells[self]) {
+  uint32_t link_of_core[common::kMaxCores];
+  std::fill(std::begin(link_of_core), std::end(link_of_core), UINT32_MAX);
+  for (uint32_t i = 0; i < run_core_count(args_); ++i) {
+    const uint32_t core = run_core(args_, i);
+    if (owner_of(args_, core, view.thread_count, view.first_scheduler) != self) continue;
+    link_of_core[core] = link_count_;
+    links_[link_count_++].attach(&view.prefix->cells[core], core,
+                                 is_aic_core(args_, core) ? kQueueAic : kQueueAiv);
+  }
+  for (uint32_t c = 0; c < args_.clusters; ++c) {
+    const uint32_t aic = link_of_core[c];
+    if (aic == UINT32_MAX) continue;
+    const uint32_t aiv = args_.device_clusters + 2 * c;
+    clusters_[cluster_count_++] = Cluster{{aic, link_of_core[aiv], link_of_core[aiv + 1]}};
+  }
+  std::fill(std::begin(held_), std::end(held_), common::kTaskIdle);
+  timeout_cycles_ = ms_to_cycles(scheduler_timeout_ms(args_), args_.clock_hz);
+  last_completed_ = view_.globals->completed.load(std::memory_order_acquire);
+  last_progress_ = view_.now();
+}
+
+void SchedulerThread::kick(const CoreLink& link) {
+  view_.services->kick_core(view_.services->ctx, link.core());
+}
+
+bool SchedulerThread::step() {
+  bool progress = open_ready_cores();
+  uint32_t pushed = 0;
+  progress |= collect_finishes(&pushed);
+  if (!view_.all_completed() && !view_.failed()) progress |= dispatch(&pushed);
+  if ((pushed & kWorkQueueBits) != 0) wake_for_work(view_, self_, pushed & kWorkQueueBits);
+  return progress;
+}
+
+void SchedulerThread::run(PhaseStamps* stamps) {
+  for (uint32_t i = 0; i < link_count_; ++i) kick(links_[i]);  // solicit ready reports
+  last_completed_ = view_.globals->completed.load(std::memory_order_acquire);
+  last_progress_ = view_.now();
+  int idle_spins = 0;
+  while (!view_.failed()) {
+    const bool progress = step();
+    if (view_.all_completed()) break;
+    if (progress) {
+      idle_spins = 0;
+      continue;
+    }
+    if (watchdog_expired()) break;
+    if (++idle_spins < kSpinBeforePark) {
+      cpu_relax();
+      continue;
+    }
+    idle_spins = 0;
+    park();
+  }
+  if (first_dispatch_ != 0) {
+    stamps->stamp(Phase::Scheduling, first_dispatch_, std::max(first_dispatch_, last_completion_));
+  }
+  shut_down();
+}
+
+bool SchedulerThread::open_ready_cores() {
+  bool opened = false;
+  for (uint32_t i = 0; i < link_count_; ++i) {
+    CoreLink& link = links_[i];
+    if (!link.opened() && link.reported_ready()) {
+      link.open();
+      kick(link);
+      opened = true;
+    }
+  }
+  return opened;
+}
+
+bool SchedulerThread::collect_finishes(uint32_t* pushed) {
+  bool any = false;
+  uint32_t task = 0;
+  for (uint32_t i = 0; i < link_count_; ++i) {
+    while (links_[i].take_finished(&task)) {
+      finish_dispatch(view_, task, pushed);
+      any = true;
+    }
+  }
+  if (any) last_completion_ = view_.now();
+  return any;
+}
+
+common::DispatchPayload SchedulerThread::payload_of(uint32_t task, int32_t func_id,
+                                                    uint32_t block) const {
+  const common::TaskRecord& record = view_.tasks[task];
+  common::DispatchPayload payload{};
+  payload.kernel_addr = view_.kernel_table[func_id];
+  payload.args_addr = reinterpret_cast<uintptr_t>(view_.task_args + record.args_begin);
+  payload.func_id = func_id;
+  payload.arg_count = record.arg_count;
+  payload.block_idx = block;
+  payload.block_num = record.block_num;
+  return payload;
+}
+
+bool SchedulerThread::take_task(int queue, uint32_t* task, uint32_t* pushed) {
+  if (held_[queue] != common::kTaskIdle) {
+    *task = held_[queue];
+    return true;
+  }
+  while (view_.queues[queue]->pop(task)) {
+    const common::TaskRecord& record = view_.tasks[*task];
+    // A SPMD task is popped once per batch of blocks; only the first pop starts it.
+    if (!single_dispatch(record) && view_.next_block[*task].load(std::memory_order_relaxed) != 0) {
+      return true;
+    }
+    if ((record.flags & common::kTaskFlagPredicated) != 0 && !predicate_true(record)) {
+      complete_task(view_, *task, pushed, TaskState::Ready);  // skipped: releases its consumers
+      ++skipped_;
+      continue;
+    }
+    transition(view_, *task, TaskState::Ready, TaskState::Running);
+    if (first_dispatch_ == 0) first_dispatch_ = view_.now();
+    return true;
+  }
+  return false;
+}
+
+uint32_t SchedulerThread::claim_block(int queue, uint32_t task) {
+  const common::TaskRecord& record = view_.tasks[task];
+  if (single_dispatch(record)) return 0;
+  // Only the thread holding the task (popped, not yet pushed back) claims its blocks; the queue
+  // hand-off orders the claims of successive holders.
+  const uint32_t block = view_.next_block[task].load(std::memory_order_relaxed);
+  view_.next_block[task].store(block + 1, std::memory_order_relaxed);
+  held_[queue] = block + 1 < record.block_num ? task : common::kTaskIdle;
+  return block;
+}
+
+void SchedulerThread::return_held(uint32_t* pushed) {
+  for (int q = 0; q < kQueueCount; ++q) {
+    if (held_[q] == common::kTaskIdle) continue;
+    if (!view_.queues[q]->push(held_[q])) {
+      latch_chip_error(&view_.args->result, StatusCode::InternalError,
+                       "ready queue %d full while returning SPMD task %lld (capacity %llu)", q,
+                       static_cast<long long>(view_.public_id(held_[q])),
+                       static_cast<unsigned long long>(view_.queues[q]->capacity()));
+      common::ring_all_doorbells(view_.prefix);
+    }
+    *pushed |= queue_bit(q);
+    held_[q] = common::kTaskIdle;
+  }
+}
+
+// One block of a MIX task goes to a cluster only when each of its three cores has a free slot,
+// so the parts start together (never a partial cluster). Parts without a kernel get no dispatch.
+bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
+  bool any = false;
+  for (uint32_t c = 0; c < cluster_count_; ++c) {
+    const Cluster& cluster = clusters_[c];
+    if (!links_[cluster.links[0]].has_free_slot() || !links_[cluster.links[1]].has_free_slot() ||
+        !links_[cluster.links[2]].has_free_slot()) {
+      continue;
+    }
+    uint32_t task = 0;
+    if (!take_task(kQueueMix, &task, pushed)) break;
+    const common::TaskRecord& record = view_.tasks[task];
+    const int32_t funcs[3] = {record.func_id, record.mix_aiv[0], record.mix_aiv[1]};
+    const uint32_t block = claim_block(kQueueMix, task);
+    common::DispatchPayload payloads[3];
+    for (int k = 0; k < 3; ++k) {
+      if (funcs[k] != -1) payloads[k] = payload_of(task, funcs[k], block);
+    }
+    // The record is not read past this point: the last part may finish (and the task complete)
+    // as soon as it is handed out.
+    for (int k = 0; k < 3; ++k) {
+      if (funcs[k] == -1) continue;
+      CoreLink& link = links_[cluster.links[k]];
+      if (link.running_free()) {
+        link.dispatch_running(task, payloads[k]);
+      } else {
+        link.dispatch_pending(task, payloads[k]);
+      }
+      kick(link);
+    }
+    any = true;
+  }
+  return any;
+}
+
+// MIX first (it needs whole clusters), then idle cores (running slots, cores in index order),
+// then busy cores' pending slots. Work this thread cannot take stays queued; the caller wakes
+// parked schedulers that can (a scheduler never defers its own free slots to others: on an
+// oversubscribed host the wake-up hand-off costs far more than running the task on a core that
+// is about to be free).
+bool SchedulerThread::dispatch(uint32_t* pushed) {
+  const uint64_t skipped_before = skipped_;
+  bool any = dispatch_mix(pushed);
+  uint32_t task = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t i = 0; i < link_count_; ++i) {
+      CoreLink& link = links_[i];
+      const bool free_slot = pass == 0 ? link.running_free() : link.pending_free();
+      if (!free_slot) continue;
+      const int queue = link.queue();
+      if (!take_task(queue, &task, pushed)) continue;
+      const common::DispatchPayload payload =
+          payload_of(task, view_.tasks[task].func_id, claim_block(queue, task));
+      if (pass == 0) {
+        link.dispatch_running(task, payload);
+      } else {
+        link.dispatch_pending(task, payload);
+      }
+      kick(link);
+      any = true;
+    }
+  }
+  return_held(pushed);
+  // Skipped (predicate false) tasks completed: that is progress too.
+  return any || skipped_ != skipped_before;
+}
+
+uint32_t SchedulerThread::wanted_queues() const {
+  uint32_t wants = 0;
+  for (uint32_t i = 0; i < link_count_; ++i) {
+    if (links_[i].running_free()) wants |= idle_core_bit(links_[i].queue());
+    if (links_[i].pending_free()) wants |= pending_slot_bit(links_[i].queue());
+  }
+  for (uint32_t c = 0; c < cluster_count_; ++c) {
+    const Cluster& cluster = clusters_[c];
+    if (links_[cluster.links[0]].has_free_slot() && links_[cluster.links[1]].has_free_slot() &&
+        links_[cluster.links[2]].has_free_slot()) {
+      wants |= idle_core_bit(kQueueMix) | pending_slot_bit(kQueueMix);
+      break;
+    }
+  }
+  return wants;
+}
+
+bool SchedulerThread::has_work(uint32_t wants) const {
+  if (view_.failed() || view_.all_completed()) return true;
+  for (uint32_t i = 0; i < link_count_; ++i) {
+    const CoreLink& link = links_[i];
+    if (link.has_new_finish() || (!link.opened() && link.reported_ready())) return true;
+  }
+  for (int q : {kQueueAic, kQueueAiv, kQueueMix}) {
+    if ((wants & (idle_core_bit(q) | pending_slot_bit(q))) != 0 &&
+        view_.queues[q]->maybe_nonempty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void SchedulerThread::park() {
+  const uint32_t wants = wanted_queues();
+  const uint32_t seen = bell_.prepare_park(wants);
+  if (has_work(wants)) {
+    bell_.unpark();
+    return;
+  }
+  const uint64_t now = view_.now();
+  const uint64_t deadline = last_progress_ + timeout_cycles_;
+  const uint64_t wait_cycles = deadline > now ? deadline - now : 0;
+  bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(wait_cycles, args_.clock_hz), 1000000));
+}
+
+// True (after latching SchedulerTimeout) when tasks were published but none completed anywhere
+// for the timeout. With nothing outstanding (the ring orchestrator is still submitting) the
+// clock restarts instead.
+bool SchedulerThread::watchdog_expired() {
+  const uint64_t completed = view_.globals->completed.load(std::memory_order_acquire);
+  const uint64_t now = view_.now();
+  if (completed != last_completed_ ||
+      view_.globals->published.load(std::memory_order_acquire) <= completed) {
+    last_completed_ = completed;
+    last_progress_ = now;
+    return false;
+  }
+  if (now - last_progress_ < timeout_cycles_) return false;
+  report_stuck(now, completed);
+  common::ring_all_doorbells(view_.prefix);
+  return true;
+}
+
+void SchedulerThread::report_stuck(uint64_t now, uint64_t completed) {
+  ChipLaunchArgs& args = *view_.args;
+  const unsigned long long timeout_ms = scheduler_timeout_ms(args);
+  const unsigned long long published = view_.globals->published.load(std::memory_order_acquire);
+  // The task running longest on any core of the run.
+  uint32_t stuck_core = UINT32_MAX;
+  uint32_t stuck_task = common::kTaskIdle;
+  uint64_t since = 0;
+  for (uint32_t i = 0; i < run_core_count(args); ++i) {
+    const uint32_t core = run_core(args, i);
+    const common::HandshakeCell& cell = view_.prefix->cells[core];
+    const uint32_t task = cell.executing.load(std::memory_order_acquire);
+    if (task >= view_.task_count) continue;
+    const uint64_t started = cell.started_cycles.load(std::memory_order_relaxed);
+    if (stuck_core == UINT32_MAX || started < since) {
+      stuck_core = core;
+      stuck_task = task;
+      since = started;
+    }
+  }
+  if (stuck_core != UINT32_MAX) {
+    const int32_t func_id = view_.tasks[stuck_task].func_id;
+    const long long id = view_.public_id(stuck_task);
+    const unsigned long long ago_ms =
+        cycles_to_ns(now > since ? now - since : 0, args.clock_hz) / 1000000;
+    if (latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
+                         "no progress for %llu ms: task %lld (func_id %d) running on core %u (%s) "
+                         "since %llu ms ago; %llu of %llu tasks completed",
+                         timeout_ms, id, func_id, stuck_core,
+                         is_aic_core(args, stuck_core) ? "aic" : "aiv", ago_ms,
+                         static_cast<unsigned long long>(completed), published)) {
+      args.result.stuck_task = id;
+      args.result.stuck_func_id = func_id;
+      args.result.stuck_core = static_cast<int32_t>(stuck_core);
+    }
+    return;
+  }
+  // Nothing runs: name the first task that has not completed and why it waits.
+  for (uint32_t t = 0; t < view_.task_count; ++t) {
+    const auto state = static_cast<TaskState>(view_.task_state[t].load(std::memory_order_relaxed));
+    if (state == TaskState::Completed) continue;
+    const char* why = state == TaskState::Pending ? "is not ready"
+                      : state == TaskState::Ready ? "is ready but was never dispatched"
+                                                  : "was dispatched but never started";
+    const int32_t func_id = view_.tasks[t].func_id;
+    const long long id = view_.public_id(t);
+    if (latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
+                         "no progress for %llu ms: task %lld (func_id %d) %s (%u producers "
+                         "outstanding) and no core is running a task; %llu of %llu tasks "
+                         "completed",
+                         timeout_ms, id, func_id, why,
+                         view_.fanin_remaining[t].load(std::memory_order_relaxed),
+                         static_cast<unsigned long long>(completed), published)) {
+      args.result.stuck_task = id;
+      args.result.stuck_func_id = func_id;
+      args.result.stuck_core = -1;
+    }
+    return;
+  }
+  latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
+                   "no progress for %llu ms with %llu of %llu tasks completed", timeout_ms,
+                   static_cast<unsigned long long>(completed), published);
+}
+
+void SchedulerThread::shut_down() {
+  const bool failed = view_.failed();
+  for (uint32_t i = 0; i < link_count_; ++i) {
+    links_[i].order_exit();
+    kick(links_[i]);
+  }
+  const uint64_t timeout_ms = scheduler_timeout_ms(args_);
+  const uint64_t wait_ms = failed ? std::min(timeout_ms, kErrorExitWaitMs) : timeout_ms;
+  const uint64_t deadline = view_.now() + ms_to_cycles(wait_ms, args_.clock_hz);
+  int idle_spins = 0;
+  for (;;) {
+    uint32_t waiting = UINT32_MAX;
+    for (uint32_t i = 0; i < link_count_ && waiting == UINT32_MAX; ++i) {
+      if (!links_[i].exit_acked()) waiting = i;
+    }
+    if (waiting == UINT32_MAX) return;
+    const uint64_t now = view_.now();
+    if (now >= deadline) {
+      if (!failed) {
+        latch_chip_error(&view_.args->result, StatusCode::SchedulerTimeout,
+                         "core %u did not acknowledge the exit order within %llu ms",
+                         links_[waiting].core(), static_cast<unsigned long long>(wait_ms));
+        common::ring_all_doorbells(view_.prefix);
+      }
+      return;
+    }
+    if (++idle_spins < kSpinBeforePark) {
+      cpu_relax();
+      continue;
+    }
+    idle_spins = 0;
+    const uint32_t seen = bell_.prepare_park(0);
+    if (links_[waiting].exit_acked()) {
+      bell_.unpark();
+      continue;
+    }
+    bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(deadline - now, args_.clock_hz), 1000000));
+  }
+}
+
+bool wait_for_start(ChipLaunchArgs* args, uint32_t thread_index) {
+  common::SharedPrefix* prefix = common::shared_prefix(*args);
+  const uint64_t timeout_ms = scheduler_timeout_ms(*args);
+  constexpr uint64_t kSliceMs = 50;
+  for (uint64_t waited_ms = 0;; waited_ms += kSliceMs) {
+    const uint32_t state = prefix->init_state.load(std::memory_order_acquire);
+    if (state == common::kInitDone) return true;
+    if (state == common::kInitFailed || common::chip_error_latched(args->result)) return false;
+    if (waited_ms >= timeout_ms) {
+      latch_chip_error(&args->result, StatusCode::InternalError,
+                       "AICPU thread %u: thread 0 did not initialise the shared state within %llu "
+                       "ms",
+                       thread_index, static_cast<unsigned long long>(timeout_ms));
+      return false;
+    }
+    common::futex_wait(&prefix->init_state, common::kInitPending, kSliceMs * 1000000ull);
+  }
+}
+
+void publish_tasks_completed(ChipLaunchArgs* args, uint64_t completed) {
+  std::atomic_ref<uint64_t> slot(args->result.tasks_completed);
+  uint64_t current = slot.load(std::memory_order_relaxed);
+  while (current < completed &&
+         !slot.compare_exchange_weak(current, completed, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace chiprt::scheduler

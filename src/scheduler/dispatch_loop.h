@@ -1,0 +1,114 @@
+// The dispatch loop of one scheduler thread over the cores it owns (both runtime variants), and
+// the per-thread phase stamps it records.
+//
+// A SchedulerThread owns the clusters c with owner_of(...) == self (whole clusters, so MIX tasks
+// can take all three cores of one). step() is one pass: open cores that reported ready, collect
+// finishes (completing tasks and releasing consumers), dispatch ready work to free slots (MIX
+// first, all three cores of a cluster at once; then AIC/AIV; SPMD tasks block by block, pushed
+// back to their queue while blocks remain) and wake parked schedulers for work this thread
+// cannot take. run() loops step() with a bounded spin, parks on the thread's doorbell, runs the
+// watchdog and finally shuts the cores down.
+//
+// Lifetime and threading: constructed on its AICPU thread after the start barrier, used only by
+// that thread; `view` must outlive it. No allocation after construction.
+#pragma once
+
+#include <cstdint>
+
+#include "common/chip_launch.h"
+#include "common/handshake.h"
+#include "scheduler/core_link.h"
+#include "scheduler/shared_state.h"
+
+namespace chiprt::scheduler {
+
+// Default no-progress bound when ChipLaunchArgs::scheduler_timeout_ms is 0.
+inline constexpr uint64_t kDefaultSchedulerTimeoutMs = 10000;
+
+// A spin-wait hint to the CPU (bounded spins before parking).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+// AICPU threads other than 0: wait for thread 0 to open the start barrier (futex, bounded by the
+// scheduler timeout). Returns true when the shared state is ready.
+bool wait_for_start(common::ChipLaunchArgs* args, uint32_t thread_index);
+// ChipResult::tasks_completed is plain data the host reads after the launch; every thread
+// publishes the count it saw last, keeping the largest.
+void publish_tasks_completed(common::ChipLaunchArgs* args, uint64_t completed);
+uint64_t scheduler_timeout_ms(const common::ChipLaunchArgs& args);
+uint64_t ms_to_cycles(uint64_t ms, uint64_t hz);
+uint64_t cycles_to_ns(uint64_t cycles, uint64_t hz);
+
+// This thread's row of the launch's phase buffer (none when the launch has no buffer).
+class PhaseStamps {
+ public:
+  PhaseStamps(const common::ChipLaunchArgs& args, uint32_t thread);
+  void stamp(Phase phase, uint64_t start, uint64_t end) {
+    if (row_ == nullptr) return;
+    row_[static_cast<int>(phase)].start = start;
+    row_[static_cast<int>(phase)].end = end;
+  }
+
+ private:
+  common::PhaseStamp* row_ = nullptr;
+};
+
+class SchedulerThread {
+ public:
+  SchedulerThread(const RunView& view, uint32_t self);
+
+  // One pass (see above). Returns whether anything progressed (a core opened, a finish was
+  // collected, a task was dispatched or skipped).
+  bool step();
+  // Runs until every task completed (RunView::all_completed) or an error latched, then
+  // shut_down(). Stamps the Scheduling phase.
+  void run(PhaseStamps* stamps);
+  // Orders every owned core to exit and waits (bounded) for the acknowledgements.
+  void shut_down();
+
+ private:
+  struct Cluster {
+    uint32_t links[3];  // AIC, AIV0, AIV1 link indices
+  };
+
+  void kick(const CoreLink& link);
+  bool open_ready_cores();
+  bool collect_finishes(uint32_t* pushed);
+  bool dispatch(uint32_t* pushed);
+  bool dispatch_mix(uint32_t* pushed);
+  // Takes the next task of `queue` (the one this pass holds first). Predicated tasks whose
+  // predicate is false are completed here and skipped. Returns false when none is left.
+  bool take_task(int queue, uint32_t* task, uint32_t* pushed);
+  // Claims the next block of `task` (held by this thread); keeps holding it while blocks remain.
+  uint32_t claim_block(int queue, uint32_t task);
+  void return_held(uint32_t* pushed);
+  common::DispatchPayload payload_of(uint32_t task, int32_t func_id, uint32_t block) const;
+  uint32_t wanted_queues() const;
+  bool has_work(uint32_t wants) const;
+  void park();
+  bool watchdog_expired();
+  void report_stuck(uint64_t now, uint64_t completed);
+
+  const RunView& view_;
+  const common::ChipLaunchArgs& args_;
+  uint32_t self_;
+  common::Doorbell& bell_;
+  CoreLink links_[common::kMaxCores];
+  uint32_t link_count_ = 0;
+  Cluster clusters_[common::kMaxCores / 3];
+  uint32_t cluster_count_ = 0;
+  // A SPMD task popped by this pass with blocks left (kTaskIdle when none), per queue.
+  uint32_t held_[kQueueCount];
+  uint64_t timeout_cycles_ = 0;
+  uint64_t last_completed_ = 0;
+  uint64_t last_progress_ = 0;
+  uint64_t first_dispatch_ = 0;
+  uint64_t last_completion_ = 0;
+  uint64_t skipped_ = 0;  // predicated tasks skipped (completed at pop)
+};
+
+}  // namespace chiprt::scheduler

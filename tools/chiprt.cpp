@@ -4,6 +4,11 @@
 //   chiprt list
 //   chiprt run <example> [--case NAME] [--runtime host_build_graph|tensormap_ringbuffer]
 //              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
+//              [--ring-window N[,N...]] [--ring-heap N[,N...]] [--ring-dep-pool N[,N...]]
+//
+// The ring options size the tensormap_ringbuffer rings per scope depth 0..3 (CallConfig::rings:
+// one value for every depth, or a list whose last value repeats); unset, the CHIPRT_RING_*
+// variables and then the defaults apply.
 //
 // Exit codes: 0 every round passed, 1 a round failed or the runtime reported an error,
 // 2 usage error (bad option, unknown example or case).
@@ -20,6 +25,7 @@
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
 #include "example.h"
+#include "host/ring_sizing.h"
 
 namespace {
 
@@ -38,6 +44,10 @@ struct RunOptions {
   int aicpu_threads = 0;  // 0 = auto
   int rounds = 1;
   bool serial = false;
+  // tensormap_ringbuffer ring sizes as given ("" = not given).
+  std::string ring_window;
+  std::string ring_heap;
+  std::string ring_dep_pool;
 };
 
 void print_list() {
@@ -164,6 +174,35 @@ int run_example(const RunOptions& options) {
   }
   config.aicpu_thread_num = options.aicpu_threads;
   config.serial = options.serial;
+  const struct {
+    const std::string& text;
+    const char* option;
+    chiprt::host::RingField field;
+    std::vector<uint64_t>* values;
+  } ring_options[] = {
+      {options.ring_window, "--ring-window", chiprt::host::RingField::TaskWindow,
+       &config.rings.task_window},
+      {options.ring_heap, "--ring-heap", chiprt::host::RingField::HeapBytes,
+       &config.rings.heap_bytes},
+      {options.ring_dep_pool, "--ring-dep-pool", chiprt::host::RingField::DepPool,
+       &config.rings.dep_pool},
+  };
+  for (const auto& ring : ring_options) {
+    if (ring.text.empty()) continue;
+    if (worker_options.runtime != chiprt::RuntimeVariant::TensormapRingbuffer) {
+      std::fprintf(stderr,
+                   "error: %s sizes the rings of the tensormap_ringbuffer runtime; add "
+                   "--runtime tensormap_ringbuffer\n",
+                   ring.option);
+      return kExitUsage;
+    }
+    const chiprt::Status parsed =
+        chiprt::host::parse_ring_size_list(ring.field, ring.option, ring.text, ring.values);
+    if (!parsed.is_ok()) {
+      std::fprintf(stderr, "error: %s\n", parsed.message().c_str());
+      return kExitUsage;
+    }
+  }
 
   chiprt::Worker worker;
   worker.init(worker_options);
@@ -218,6 +257,15 @@ int main(int argc, char** argv) {
       ->check(at_least(1));
   run->add_flag("--serial", options.serial,
                 "run the chip side on one host thread in a deterministic order");
+  run->add_option("--ring-window", options.ring_window,
+                  "tensormap_ringbuffer task slots per scope depth: N or N,N,... (power of two "
+                  "in [16, 1048576]; default 1024 or CHIPRT_RING_TASK_WINDOW)");
+  run->add_option("--ring-heap", options.ring_heap,
+                  "tensormap_ringbuffer output heap bytes per scope depth: N or N,N,... "
+                  "(multiple of 64, >= 4096; default output heap / 4 or CHIPRT_RING_HEAP_BYTES)");
+  run->add_option("--ring-dep-pool", options.ring_dep_pool,
+                  "tensormap_ringbuffer dependency entries per scope depth: N or N,N,... "
+                  "(>= 64; default 4 x window or CHIPRT_RING_DEP_POOL)");
 
   try {
     app.parse(argc, argv);

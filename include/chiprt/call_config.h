@@ -41,8 +41,11 @@ struct DiagnosticsConfig {
   }
 };
 
-// Ring sizing for tensormap_ringbuffer, one value per scope depth (a single value applies to all
-// depths); empty = default. Reserved for the ringbuffer issue: validated, not yet used.
+// Ring sizing for tensormap_ringbuffer: one set of rings per scope depth 0..3 (deeper scopes share
+// the depth-3 set). Each list holds one value per depth; a shorter list repeats its last value
+// (one value = every depth); empty = the CHIPRT_RING_TASK_WINDOW / CHIPRT_RING_HEAP_BYTES /
+// CHIPRT_RING_DEP_POOL environment variables (same syntax, comma separated), else the defaults
+// (window 1024 slots, heap = output_heap_bytes / 4, dependency pool 4 x window).
 struct RingSizing {
   std::vector<uint64_t> task_window;  // power of two, >= 16
   std::vector<uint64_t> heap_bytes;   // multiple of 64, >= 4096
@@ -63,7 +66,8 @@ struct CallConfig {
   // host_build_graph graph capacity in tasks; 0 = default (kDefaultMaxTasks).
   uint64_t max_tasks = 0;
   // host_build_graph: replay the graph image of the previous run when the callable, the
-  // arguments and the sizing are identical, skipping orchestration (for recorded graphs).
+  // arguments and the sizing are identical, skipping orchestration (for recorded graphs). A graph
+  // whose orchestration called get/set_tensor_data is never cached (a replay would skip them).
   bool replay_graph = false;
   // Pipelining (single run at a time for now): which prepare slot and arena bank to use.
   uint32_t pipeline_slot = 0;

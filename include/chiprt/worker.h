@@ -39,6 +39,7 @@ struct SimOptions {
 struct WorkerOptions {
   std::string platform = "sim";
   int device_id = 0;
+  // The variant of runs whose CallConfig::runtime is Default.
   RuntimeVariant runtime = RuntimeVariant::HostBuildGraph;
   SimOptions sim;
 };
@@ -54,13 +55,17 @@ class Worker {
   bool initialized() const noexcept;
 
   // Registers a chip callable container (see callable.h) under `callable_id`. Identical
-  // containers are uploaded once (content-hash deduplication with reference counts).
+  // containers are uploaded once (content-hash deduplication with reference counts). A callable
+  // runs on either runtime variant: the orchestration entry of WorkerOptions::runtime is loaded
+  // now, the other variant's (host entry or chip-side entry) on its first run.
   void register_callable(int32_t callable_id, std::span<const uint8_t> container);
   void unregister_callable(int32_t callable_id);
   bool has_callable(int32_t callable_id) const;
 
   // Runs the callable's orchestration with `args` (checked against its signature) and waits for
-  // the chip to finish. Throws Error on any failure, with the chip's status when it failed there.
+  // the chip to finish, on CallConfig::runtime (Default: WorkerOptions::runtime). Throws Error on
+  // any failure, with the chip's status when it failed there; a tensormap_ringbuffer run reports
+  // the first error its orchestrator or schedulers latched (RingDeadlock, WaitTimeout, ...).
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
 
   DeviceBuffer malloc(uint64_t bytes);

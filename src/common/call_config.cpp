@@ -11,9 +11,14 @@ namespace {
 constexpr std::size_t kMaxRingSizingEntries = 4;
 constexpr uint64_t kMinOutputHeapBytes = 4096;
 constexpr uint64_t kHeapGranule = 64;
+// The same rules as the host's ring sizing (src/host/ring_sizing.h), which also checks the
+// CHIPRT_RING_* variables; the upper bounds keep slot and dependency indices in 32 bits.
 constexpr uint64_t kMinTaskWindow = 16;
+constexpr uint64_t kMaxTaskWindow = 1ull << 20;
 constexpr uint64_t kMinRingHeapBytes = 4096;
+constexpr uint64_t kMaxRingHeapBytes = 1ull << 40;
 constexpr uint64_t kMinDepPool = 64;
+constexpr uint64_t kMaxDepPool = 1ull << 26;
 
 std::string range(uint64_t lo, uint64_t hi) {
   return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
@@ -105,21 +110,24 @@ std::vector<std::string> CallConfig::validate(const PlatformLimits& limits) cons
   check_ring_list(
       rings.task_window, "rings.task_window",
       [](uint64_t v) -> const char* {
-        return v >= kMinTaskWindow && std::has_single_bit(v) ? nullptr
-                                                             : "must be a power of two >= 16";
+        return v >= kMinTaskWindow && v <= kMaxTaskWindow && std::has_single_bit(v)
+                   ? nullptr
+                   : "must be a power of two in [16, 1048576]";
       },
       &errors);
   check_ring_list(
       rings.heap_bytes, "rings.heap_bytes",
       [](uint64_t v) -> const char* {
-        return v >= kMinRingHeapBytes && v % kHeapGranule == 0
+        return v >= kMinRingHeapBytes && v <= kMaxRingHeapBytes && v % kHeapGranule == 0
                    ? nullptr
-                   : "must be a multiple of 64 and >= 4096";
+                   : "must be a multiple of 64 in [4096, 1099511627776]";
       },
       &errors);
   check_ring_list(
       rings.dep_pool, "rings.dep_pool",
-      [](uint64_t v) -> const char* { return v >= kMinDepPool ? nullptr : "must be >= 64"; },
+      [](uint64_t v) -> const char* {
+        return v >= kMinDepPool && v <= kMaxDepPool ? nullptr : "must be in [64, 67108864]";
+      },
       &errors);
   return errors;
 }

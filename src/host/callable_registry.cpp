@@ -168,23 +168,8 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
   reg.device_copy = DeviceBuffer{device_addr, container.size()};
 
   // Objects are loaded from the retained host copy so their images outlive the caller's span.
-  std::span<const uint8_t> retained;
-  {
-    auto [first, last] = uploads_.equal_range(parsed.content_hash);
-    for (auto it = first; it != last; ++it) {
-      if (it->second.device.addr == device_addr) retained = it->second.bytes;
-    }
-  }
-  status = parse_callable(retained, &parsed);
-  // Device orchestration runs on the chip from the uploaded container; only host orchestration
-  // is loaded here.
-  if (status.is_ok() && variant == RuntimeVariant::HostBuildGraph) {
-    uint64_t orchestration = 0;
-    status =
-        load_entry(parsed.orchestration, kOrchestrationSymbol,
-                   "callable id " + std::to_string(id) + " orchestration", &reg, &orchestration);
-    reg.orchestration = reinterpret_cast<OrchestrationEntry>(orchestration);
-  }
+  status = parse_callable(retained_bytes(parsed.content_hash, device_addr), &parsed);
+  if (status.is_ok()) status = load_orchestration(parsed, variant, &reg);
   for (std::size_t k = 0; k < parsed.kernels.size() && status.is_ok(); ++k) {
     const ParsedKernel& kernel = parsed.kernels[k];
     if (kernel.func_id < 0 || kernel.func_id >= kMaxFuncId) {
@@ -213,6 +198,56 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
                   reg.kernel_count, static_cast<unsigned long long>(reg.content_hash));
   callables_.emplace(id, std::move(reg));
   return Status::ok();
+}
+
+std::span<const uint8_t> CallableRegistry::retained_bytes(uint64_t hash,
+                                                          uint64_t device_addr) const noexcept {
+  auto [first, last] = uploads_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    if (it->second.device.addr == device_addr) return it->second.bytes;
+  }
+  return {};
+}
+
+Status CallableRegistry::load_orchestration(const ParsedCallable& parsed, RuntimeVariant variant,
+                                            RegisteredCallable* reg) {
+  const std::string what = "callable id " + std::to_string(reg->id) + " orchestration";
+  uint64_t entry = 0;
+  if (variant == RuntimeVariant::HostBuildGraph) {
+    if (reg->orchestration != nullptr) return Status::ok();
+    Status status = load_entry(parsed.orchestration, kOrchestrationSymbol, what, reg, &entry);
+    if (status.is_ok()) reg->orchestration = reinterpret_cast<OrchestrationEntry>(entry);
+    return status;
+  }
+  if (variant == RuntimeVariant::TensormapRingbuffer) {
+    if (reg->device_orchestration != 0) return Status::ok();
+    // The platform's object loader is the chip's loader (kernels come through it too), so the
+    // entry it resolves is callable by an AICPU thread.
+    Status status = load_entry(parsed.orchestration, kOrchestrationSymbol,
+                               what + " (chip side, tensormap_ringbuffer)", reg, &entry);
+    if (status.is_ok()) reg->device_orchestration = entry;
+    return status;
+  }
+  return Status(StatusCode::InvalidConfig, what + ": runtime variant " +
+                                               std::to_string(static_cast<int>(variant)) +
+                                               " is not a concrete variant");
+}
+
+Status CallableRegistry::prepare_orchestration(int32_t id, RuntimeVariant variant) {
+  auto it = callables_.find(id);
+  if (it == callables_.end()) {
+    return Status(StatusCode::UnknownCallable,
+                  "callable id " + std::to_string(id) + " is not registered");
+  }
+  RegisteredCallable& reg = it->second;
+  if ((variant == RuntimeVariant::HostBuildGraph && reg.orchestration != nullptr) ||
+      (variant == RuntimeVariant::TensormapRingbuffer && reg.device_orchestration != 0)) {
+    return Status::ok();
+  }
+  ParsedCallable parsed;
+  Status status = parse_callable(retained_bytes(reg.content_hash, reg.device_copy.addr), &parsed);
+  if (!status.is_ok()) return status;
+  return load_orchestration(parsed, variant, &reg);
 }
 
 Status CallableRegistry::unregister_callable(int32_t id) {

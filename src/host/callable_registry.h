@@ -2,11 +2,13 @@
 //
 // A container is uploaded to device memory once per distinct content (content-hash deduplication
 // confirmed byte for byte, with a reference count per registration). Each registration loads its
-// orchestration (host orchestration: a host-callable entry; device orchestration: only uploaded
-// with the container, never loaded on the host) and its kernels (one entry address per
-// func_id); kernel and orchestration shared objects are loaded once per distinct image and
-// reference counted too. bind() rewrites the device kernel address table with exactly one
-// callable's kernels. Owned by a DeviceRunner; one thread at a time.
+// kernels (one entry address per func_id) and the orchestration entry its variant needs: a
+// host-callable entry for host_build_graph, a chip-side entry (loaded through the platform's
+// object loader, like kernels) for tensormap_ringbuffer. A run of the other variant loads the
+// missing entry on first use (prepare_orchestration), so one registration serves both variants.
+// Kernel and orchestration shared objects are loaded once per distinct image and reference
+// counted too. bind() rewrites the device kernel address table with exactly one callable's
+// kernels. Owned by a DeviceRunner; one thread at a time.
 #pragma once
 
 #include <array>
@@ -40,7 +42,10 @@ struct RegisteredCallable {
   uint64_t content_hash = 0;
   uint64_t kernel_image_hash = 0;
   DeviceBuffer device_copy;  // the uploaded container (shared between identical registrations)
-  OrchestrationEntry orchestration = nullptr;  // host orchestration only
+  OrchestrationEntry orchestration = nullptr;  // host orchestration (host_build_graph runs)
+  // Chip-side address of the orchestration entry (tensormap_ringbuffer runs: an AICPU thread calls
+  // it); 0 until loaded. On sim the chip shares the process, so it is a function address.
+  uint64_t device_orchestration = 0;
   ArgSignature orchestration_signature;
   std::array<RegisteredKernel, kMaxFuncId> kernels{};
   int kernel_count = 0;
@@ -57,10 +62,13 @@ class CallableRegistry {
 
   // Errors: CallableIdOutOfRange, DuplicateCallable, MalformedCallable / EmptyCallable (from the
   // parser), InvalidConfig for a variant that is not concrete, LoadFailed, and allocation
-  // failures. tensormap_ringbuffer registers as device orchestration (kernels loaded, container
-  // uploaded; `orchestration` stays null) and is refused at run time until it is available. On
-  // error nothing stays registered or uploaded.
+  // failures. `variant` chooses which orchestration entry is loaded now (tensormap_ringbuffer:
+  // device_orchestration, `orchestration` stays null). On error nothing stays registered or
+  // uploaded.
   Status register_callable(int32_t id, std::span<const uint8_t> container, RuntimeVariant variant);
+  // Loads the orchestration entry a run of `variant` needs when the registration has not loaded it
+  // yet (UnknownCallable, LoadFailed; InvalidConfig for a variant that is not concrete).
+  Status prepare_orchestration(int32_t id, RuntimeVariant variant);
   // UnknownCallable when nothing is registered under `id`.
   Status unregister_callable(int32_t id);
   bool has(int32_t id) const noexcept { return callables_.count(id) != 0; }
@@ -105,6 +113,11 @@ class CallableRegistry {
                     RegisteredCallable* reg, uint64_t* entry);
   void release_object(uint64_t handle);
   void release_registration(const RegisteredCallable& reg);
+  // Loads reg's orchestration entry for `variant` from `parsed` (the retained container).
+  Status load_orchestration(const ParsedCallable& parsed, RuntimeVariant variant,
+                            RegisteredCallable* reg);
+  // The retained host copy of the container uploaded at `device_addr`.
+  std::span<const uint8_t> retained_bytes(uint64_t hash, uint64_t device_addr) const noexcept;
 
   platform::Platform* platform_;
   DeviceMemory* memory_;

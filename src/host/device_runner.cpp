@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "aicore/core_executor.h"
@@ -13,6 +14,7 @@
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
 #include "scheduler/chip_entry.h"
+#include "scheduler/ring_hooks.h"
 
 namespace chiprt::host {
 namespace {
@@ -30,7 +32,13 @@ constexpr uint64_t round_up(uint64_t value, uint64_t align) {
 constexpr uint64_t kServicesBytes = round_up(sizeof(platform::ChipServices), kDeviceAlign);
 constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
 constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
-constexpr uint64_t kPhaseBufferBytes = sizeof(common::PhaseBuffer);
+constexpr uint64_t kPhaseBufferBytes = round_up(sizeof(common::PhaseBuffer), kDeviceAlign);
+// tensormap_ringbuffer: the orchestrator on the chip validates submissions against a copy of the
+// kernel table and calls the orchestration function with a copy of the run's arguments.
+static_assert(std::is_trivially_copyable_v<orchestrator::KernelTable>);
+static_assert(std::is_trivially_copyable_v<TaskArgs>);
+constexpr uint64_t kKernelInfoBytes = round_up(sizeof(orchestrator::KernelTable), kDeviceAlign);
+constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceAlign);
 // Once the AICPU threads returned with an error latched, the cores get this long (at most the
 // stream-sync timeout) to drain before the launch is abandoned: a stuck kernel will not return.
 constexpr uint64_t kFaultDrainGraceMs = 1000;
@@ -377,27 +385,28 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
 
   const RuntimeVariant variant =
       config.runtime == RuntimeVariant::Default ? options_.default_runtime : config.runtime;
-  if (variant == RuntimeVariant::TensormapRingbuffer) {
-    throw Error(StatusCode::UnsupportedFeature,
-                "runtime tensormap_ringbuffer is not available yet (it arrives with its own "
-                "issue); use host_build_graph");
+  if (variant == RuntimeVariant::TensormapRingbuffer && config.replay_graph) {
+    throw Error(StatusCode::InvalidConfig,
+                "replay_graph=true: graph replay is a host_build_graph feature; a "
+                "tensormap_ringbuffer run orchestrates on the chip every time and has no graph "
+                "image to replay (set replay_graph=false or run host_build_graph)");
   }
-  const RegisteredCallable* callable = callables_.find(callable_id);
-  if (callable == nullptr) {
+  if (!callables_.has(callable_id)) {
     throw Error(StatusCode::UnknownCallable,
                 "run: callable id " + std::to_string(callable_id) + " is not registered");
   }
-  if (callable->variant != variant) {
-    throw Error(StatusCode::InvalidConfig,
-                "run: callable id " + std::to_string(callable_id) + " is registered for " +
-                    std::string(runtime_variant_name(callable->variant)) +
-                    " but the run asks for " + std::string(runtime_variant_name(variant)));
-  }
+  // A registration serves both variants: the orchestration entry this variant needs is loaded on
+  // its first run.
+  throw_if(callables_.prepare_orchestration(callable_id, variant));
+  const RegisteredCallable* callable = callables_.find(callable_id);
   check_signature(*callable, args);
   check_argument_buffers(args);
 
   orchestrator::KernelTable kernel_table{};
   throw_if(callables_.bind(callable_id, kernel_table_addr_, &kernel_table));
+  if (variant == RuntimeVariant::TensormapRingbuffer) {
+    return run_ring(*callable, args, config, shape, kernel_table, t_entry);
+  }
 
   const uint32_t bank = config.arena_bank;
   const uint32_t slot = config.pipeline_slot;
@@ -424,6 +433,9 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
       replayed = true;
     }
   }
+  // A graph whose orchestration read or wrote tensor data is not cached: a replay skips the
+  // orchestration function, so those accesses would silently not happen.
+  bool cacheable = config.replay_graph;
   if (!replayed) {
     const ArenaSizes committed = arenas_.committed_sizes(bank);
     throw_if(arenas_.setup(bank, {heap_bytes, committed.shared_state, committed.runtime_image}));
@@ -436,13 +448,14 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     build_ns = ns_between(t_build, Clock::now());
     image = builder.image();
     throw_if(check_image(image, &task_count));
+    if (builder.accessed_tensor_data()) cacheable = false;
   }
 
   const uint64_t shared_bytes =
       task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
   // A replayed image keeps the layout it was cached with, so this commits nothing new then.
   throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image.size()}));
-  const bool stored_prebuilt = config.replay_graph && !replayed && bank == 0;
+  const bool stored_prebuilt = cacheable && !replayed && bank == 0;
   if (stored_prebuilt) {
     PrebuiltImage entry;
     entry.key = std::move(key);
@@ -506,6 +519,93 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     throw_if(memory_.memset(phase_buffer_addr, 0, kPhaseBufferBytes));
   }
 
+  launch_and_collect(callable_id, shape, launch_args_addr, phase_buffer_addr, t_entry, &report);
+  report.host_total_ns = ns_between(t_entry, Clock::now());
+  return report;
+}
+
+RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskArgs& args,
+                                 const CallConfig& config, const LaunchShape& shape,
+                                 const orchestrator::KernelTable& kernel_table,
+                                 Clock::time_point t_entry) {
+  const uint64_t output_heap_bytes = config.output_heap_bytes != 0
+                                         ? config.output_heap_bytes
+                                         : CallConfig::kDefaultOutputHeapBytes;
+  RingSizeResolution rings;
+  throw_if(resolve_ring_sizes(config.rings, output_heap_bytes, options_.env, &rings));
+  last_ring_sizes_ = rings;
+  const uint64_t heap_bytes = rings.total_heap_bytes();
+  const uint64_t shared_bytes = scheduler::ring_shared_state_bytes(rings.sizes);
+  if (shared_bytes == UINT64_MAX) {
+    // resolve_ring_sizes applies the same rules as the layout, so this is a broken invariant.
+    throw Error(StatusCode::InternalError,
+                "the scheduler's ring layout rejects ring sizes the host resolved (" +
+                    std::to_string(rings.total_slots()) + " slots in all)");
+  }
+
+  const uint32_t bank = config.arena_bank;
+  const uint32_t slot = config.pipeline_slot;
+  // The runtime-image region is left as committed (a later host_build_graph run reuses it).
+  const ArenaSizes committed = arenas_.committed_sizes(bank);
+  throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, committed.runtime_image}));
+  const DeviceBuffer heap_region = arenas_.region(bank, ArenaRegion::OutputHeap);
+  const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
+  throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
+
+  // Staging of one slot: launch args | phase buffer | kernel table | orchestration arguments.
+  DeviceBuffer staging;
+  throw_if(staging_.acquire(
+      slot, kLaunchArgsBytes + kPhaseBufferBytes + kKernelInfoBytes + kOrchestrationArgsBytes,
+      &staging));
+  const uint64_t launch_args_addr = staging.addr;
+  const uint64_t phase_buffer_addr = launch_args_addr + kLaunchArgsBytes;
+  const uint64_t kernel_info_addr = phase_buffer_addr + kPhaseBufferBytes;
+  const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
+  throw_if(memory_.copy_to_device(kernel_info_addr, kernel_table.data(),
+                                  sizeof(orchestrator::KernelTable)));
+  throw_if(memory_.copy_to_device(orchestration_args_addr, &args, sizeof(TaskArgs)));
+  {
+    auto launch_args = std::make_unique<common::ChipLaunchArgs>();
+    launch_args->variant = RuntimeVariant::TensormapRingbuffer;
+    launch_args->serial = shape.serial;
+    launch_args->aicpu_threads = shape.aicpu_threads;
+    launch_args->clusters = shape.clusters;
+    launch_args->device_clusters = geometry_.clusters;
+    launch_args->orchestration_entry = callable.device_orchestration;
+    launch_args->orchestration_args_addr = orchestration_args_addr;
+    launch_args->kernel_info_addr = kernel_info_addr;
+    // Exactly the resolved heap, even when the committed region is larger (reused while big
+    // enough): the per-depth heaps are carved from it as sized.
+    launch_args->heap_addr = heap_region.addr;
+    launch_args->heap_size = heap_bytes;
+    launch_args->rings = rings.sizes;
+    launch_args->shared_addr = shared_region.addr;
+    launch_args->shared_size = shared_bytes;
+    launch_args->kernel_table_addr = kernel_table_addr_;
+    launch_args->phase_buffer_addr = phase_buffer_addr;
+    launch_args->services_addr = services_addr_;
+    launch_args->scheduler_timeout_ms = timeouts_.scheduler_ms;
+    launch_args->clock_hz = geometry_.clock_hz;
+    throw_if(memory_.copy_to_device(launch_args_addr, launch_args.get(),
+                                    sizeof(common::ChipLaunchArgs)));
+    throw_if(memory_.memset(phase_buffer_addr, 0, kPhaseBufferBytes));
+  }
+
+  RunReport report;
+  report.aicpu_threads = shape.aicpu_threads;
+  report.cores = shape.cores;
+  report.serial = shape.serial;
+  // Every submitted task completes in a successful run, so the chip's completion count is the
+  // number of tasks the orchestration submitted.
+  report.task_count =
+      launch_and_collect(callable.id, shape, launch_args_addr, phase_buffer_addr, t_entry, &report);
+  report.host_total_ns = ns_between(t_entry, Clock::now());
+  return report;
+}
+
+uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape& shape,
+                                          uint64_t launch_args_addr, uint64_t phase_buffer_addr,
+                                          Clock::time_point t_entry, RunReport* report) {
   platform::LaunchPrograms programs;
   programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(launch_args_addr));
   programs.aicpu_entry = aicpu_entry_;
@@ -517,7 +617,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   programs.serial = shape.serial;
 
   const Clock::time_point t_launch = Clock::now();
-  report.host_prepare_ns = ns_between(t_entry, t_launch);
+  report->host_prepare_ns = ns_between(t_entry, t_launch);
   throw_if(platform_->launch(programs));
   ++launches_;
   // AICPU threads first: when they return with an error latched (a scheduler gave up on a stuck
@@ -541,7 +641,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     waited = platform_->wait(drain_budget_ms);
   }
   const Clock::time_point t_done = Clock::now();
-  report.device_wall_ns = ns_between(t_launch, t_done);
+  report->device_wall_ns = ns_between(t_launch, t_done);
   if (!waited.is_ok() && waited.code() != StatusCode::StreamSyncTimeout) throw Error(waited);
 
   // Read the chip's verdict even when the stream did not drain: a scheduler that gave up on a
@@ -577,12 +677,11 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   std::array<PhaseSpan, kPhaseCount> device_phases{};
   common::reduce_phase_buffer(phases, shape.aicpu_threads, geometry_.clock_hz, &device_phases);
   for (int p = 0; p < kPhaseCount; ++p) {
-    // GraphBuild of host_build_graph is the host's orchestration time, measured above.
+    // GraphBuild of host_build_graph is the host's orchestration time, measured before.
     if (p == static_cast<int>(Phase::GraphBuild) && !device_phases[p].present) continue;
-    report.phases[p] = device_phases[p];
+    report->phases[p] = device_phases[p];
   }
-  report.host_total_ns = ns_between(t_entry, Clock::now());
-  return report;
+  return result->result.tasks_completed;
 }
 
 void DeviceRunner::release_device_resources() {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,6 +28,7 @@
 #include "host/arena.h"
 #include "host/callable_registry.h"
 #include "host/device_memory.h"
+#include "host/ring_sizing.h"
 #include "host/timeouts.h"
 #include "platform/platform.h"
 
@@ -111,6 +113,8 @@ class DeviceRunner {
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
   uint64_t launches() const noexcept { return launches_; }
+  // The ring sizes the last tensormap_ringbuffer run resolved (and where each field came from).
+  const RingSizeResolution& last_ring_sizes() const noexcept { return last_ring_sizes_; }
 
   // --- teardown ------------------------------------------------------------------------------
   // Releases everything in dependency order; idempotent. After a fault it only forgets.
@@ -133,6 +137,18 @@ class DeviceRunner {
   // Every tensor argument the caller provides (all but Out) must lie in a live allocation.
   void check_argument_buffers(const TaskArgs& args) const;
   RunReport run_locked(int32_t callable_id, const TaskArgs& args, const CallConfig& config);
+  // The tensormap_ringbuffer part of a run (after the checks and bind shared with
+  // host_build_graph): ring sizing, arenas, staging, launch arguments, launch.
+  RunReport run_ring(const RegisteredCallable& callable, const TaskArgs& args,
+                     const CallConfig& config, const LaunchShape& shape,
+                     const orchestrator::KernelTable& kernel_table,
+                     std::chrono::steady_clock::time_point t_entry);
+  // Launches on the prepared launch arguments, waits, turns a chip error into Error (abandoning
+  // the device after a watchdog or stream timeout) and fills the report's device timings and
+  // phases. Returns the tasks the chip completed.
+  uint64_t launch_and_collect(int32_t callable_id, const LaunchShape& shape,
+                              uint64_t launch_args_addr, uint64_t phase_buffer_addr,
+                              std::chrono::steady_clock::time_point t_entry, RunReport* report);
   void release_device_resources();
 
   std::unique_ptr<platform::Platform> platform_;
@@ -168,6 +184,7 @@ class DeviceRunner {
   // the copy); cleared when another image is written there.
   bool prebuilt_image_resident_ = false;
   uint64_t launches_ = 0;
+  RingSizeResolution last_ring_sizes_;
 };
 
 }  // namespace chiprt::host

@@ -85,12 +85,7 @@ void Worker::init(const WorkerOptions& options) {
   }
   RuntimeVariant runtime = options.runtime;
   if (runtime == RuntimeVariant::Default) runtime = RuntimeVariant::HostBuildGraph;
-  if (runtime == RuntimeVariant::TensormapRingbuffer) {
-    throw Error(StatusCode::UnsupportedFeature,
-                "runtime tensormap_ringbuffer is not available yet (it arrives with its own "
-                "issue); use host_build_graph");
-  }
-  if (runtime != RuntimeVariant::HostBuildGraph) {
+  if (runtime != RuntimeVariant::HostBuildGraph && runtime != RuntimeVariant::TensormapRingbuffer) {
     throw Error(StatusCode::InvalidConfig,
                 "runtime variant " + std::to_string(static_cast<int>(runtime)) + " is unknown");
   }

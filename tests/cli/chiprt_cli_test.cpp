@@ -136,17 +136,66 @@ TEST_F(ChiprtCli, HelpExitsZero) {
   EXPECT_TRUE(contains(r.output, "--aicpu-threads")) << r.output;
 }
 
-// tensormap_ringbuffer is a separate issue: until it lands the runtime refuses it by name.
-TEST_F(ChiprtCli, RingbufferRuntimeEitherPassesOrIsRefusedClearly) {
-  const CommandResult r =
-      run_chiprt("run vector_example --case small --runtime tensormap_ringbuffer");
-  if (r.exit_code == 0) {
+TEST_F(ChiprtCli, RingbufferRuntimeRunsTheExamples) {
+  for (const char* example : {"vector_example --case small", "bgemm --case small"}) {
+    const CommandResult r =
+        run_chiprt(std::string("run ") + example + " --runtime tensormap_ringbuffer --clusters 2");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_TRUE(contains(r.output, "PASS")) << r.output;
-  } else {
-    EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_TRUE(contains(r.output, "[UnsupportedFeature]")) << r.output;
-    EXPECT_TRUE(contains(r.output, "tensormap_ringbuffer")) << r.output;
+    EXPECT_TRUE(contains(r.output, "runtime tensormap_ringbuffer")) << r.output;
+    EXPECT_TRUE(contains(r.output, "orchestration")) << r.output;
   }
+  const CommandResult serial = run_chiprt(
+      "run vector_example --case small --runtime tensormap_ringbuffer --clusters 2 --serial");
+  EXPECT_EQ(serial.exit_code, 0) << serial.output;
+  EXPECT_TRUE(contains(serial.output, "1 AICPU threads, serial")) << serial.output;
+}
+
+TEST_F(ChiprtCli, RingSizeOptionsApplyToTheRun) {
+  const CommandResult r = run_chiprt(
+      "run vector_example --case small --runtime tensormap_ringbuffer --clusters 2 "
+      "--ring-window 64,32 --ring-heap 1048576 --ring-dep-pool 256");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "PASS vector_example/small")) << r.output;
+  // The options override the environment (an invalid variable would fail the run otherwise).
+  const CommandResult over_env = run_chiprt(
+      "run vector_example --case small --runtime tensormap_ringbuffer --clusters 2 "
+      "--ring-window 128",
+      "CHIPRT_RING_TASK_WINDOW=7");
+  EXPECT_EQ(over_env.exit_code, 0) << over_env.output;
+}
+
+TEST_F(ChiprtCli, InvalidRingSizesAreUsageErrorsNamingTheRule) {
+  CommandResult r = run_chiprt(
+      "run vector_example --case small --runtime tensormap_ringbuffer --ring-window 100");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--ring-window=\"100\"")) << r.output;
+  EXPECT_TRUE(contains(r.output, "power of two in [16, 1048576]")) << r.output;
+
+  r = run_chiprt(
+      "run vector_example --case small --runtime tensormap_ringbuffer --ring-heap 4096,abc");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"abc\" is not a positive decimal")) << r.output;
+
+  r = run_chiprt(
+      "run vector_example --case small --runtime tensormap_ringbuffer --ring-dep-pool "
+      "64,64,64,64,64");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "more than 4 values")) << r.output;
+
+  r = run_chiprt("run vector_example --case small --ring-window 64");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--runtime tensormap_ringbuffer")) << r.output;
+}
+
+TEST_F(ChiprtCli, InvalidRingEnvironmentFailsTheRunNamingTheVariable) {
+  const CommandResult r =
+      run_chiprt("run vector_example --case small --runtime tensormap_ringbuffer --clusters 2",
+                 "CHIPRT_RING_DEP_POOL=10");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "[InvalidConfig]")) << r.output;
+  EXPECT_TRUE(contains(r.output, "CHIPRT_RING_DEP_POOL=\"10\"")) << r.output;
+  EXPECT_TRUE(contains(r.output, "must be in [64, 67108864]")) << r.output;
 }
 
 TEST_F(ChiprtCli, MissingChipObjectNamesPathAndEnvironmentVariable) {

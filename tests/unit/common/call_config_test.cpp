@@ -128,21 +128,30 @@ TEST(CallConfigTest, RingSizing) {
   EXPECT_TRUE(c.validate(kLimits).empty());
 
   c.rings.task_window = {16, 24};
-  expect_one_error(c, "rings.task_window[1]=24: must be a power of two >= 16");
+  expect_one_error(c, "rings.task_window[1]=24: must be a power of two in [16, 1048576]");
   c.rings.task_window = {8};
   expect_one_error(c, "rings.task_window[0]=8");
   c.rings.task_window = {16, 16, 16, 16, 16};
   expect_one_error(c, "rings.task_window has 5 entries: at most 4");
+  c.rings.task_window = {1u << 21};
+  expect_one_error(c, "rings.task_window[0]=2097152: must be a power of two in [16, 1048576]");
+  c.rings.task_window = {1u << 20};
+  EXPECT_TRUE(c.validate(kLimits).empty());
   c.rings.task_window.clear();
 
   c.rings.heap_bytes = {4100};
-  expect_one_error(c, "rings.heap_bytes[0]=4100: must be a multiple of 64 and >= 4096");
+  expect_one_error(c,
+                   "rings.heap_bytes[0]=4100: must be a multiple of 64 in [4096, 1099511627776]");
   c.rings.heap_bytes = {2048};
   expect_one_error(c, "rings.heap_bytes[0]=2048");
+  c.rings.heap_bytes = {(1ull << 40) + 64};
+  expect_one_error(c, "rings.heap_bytes[0]=1099511627840");
   c.rings.heap_bytes.clear();
 
   c.rings.dep_pool = {64, 63};
-  expect_one_error(c, "rings.dep_pool[1]=63: must be >= 64");
+  expect_one_error(c, "rings.dep_pool[1]=63: must be in [64, 67108864]");
+  c.rings.dep_pool = {(1u << 26) + 1};
+  expect_one_error(c, "rings.dep_pool[0]=67108865");
 }
 
 TEST(CallConfigTest, ReportsEveryBadFieldAndThrowsThemJoined) {

@@ -250,7 +250,7 @@ TEST_F(DeviceRunnerTest, CallableIdRangeDuplicateEmptyAndMalformed) {
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 1u);
 }
 
-TEST_F(DeviceRunnerTest, DeviceOrchestrationRegistersButIsRefusedAtRunTime) {
+TEST_F(DeviceRunnerTest, DeviceOrchestrationLoadsTheChipSideEntryAndRuns) {
   runner_->register_callable(0, container_with({{0, &kernel_a}}),
                              RuntimeVariant::TensormapRingbuffer);
   ASSERT_TRUE(runner_->has_callable(0));
@@ -258,23 +258,33 @@ TEST_F(DeviceRunnerTest, DeviceOrchestrationRegistersButIsRefusedAtRunTime) {
   ASSERT_NE(reg, nullptr);
   EXPECT_EQ(reg->variant, RuntimeVariant::TensormapRingbuffer);
   EXPECT_EQ(reg->orchestration, nullptr) << "device orchestration is not loaded on the host";
+  // In-process objects: the chip shares the process, so the entry is the function itself.
+  EXPECT_EQ(reg->device_orchestration, reinterpret_cast<uint64_t>(&noop_orchestration));
   EXPECT_FALSE(reg->device_copy.empty());
   EXPECT_EQ(reg->kernel_count, 1);
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 1u);
   // The same container as host orchestration shares the upload.
   runner_->register_callable(1, container_with({{0, &kernel_a}}), RuntimeVariant::HostBuildGraph);
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 1u);
+  EXPECT_EQ(runner_->callables().find(1)->device_orchestration, 0u);
   runner_->bind(0);
   EXPECT_EQ(read_kernel_table()[0], reinterpret_cast<uint64_t>(&kernel_a));
 
   CallConfig config;
   config.runtime = RuntimeVariant::TensormapRingbuffer;
-  Error e =
-      expect_error([&] { runner_->run(0, TaskArgs{}, config); }, StatusCode::UnsupportedFeature);
-  EXPECT_THAT(e.message(), HasSubstr("tensormap_ringbuffer"));
+  EXPECT_EQ(runner_->run(0, TaskArgs{}, config).task_count, 0u);
+  // A host_build_graph registration runs on the ring too: its chip-side entry loads on first use.
+  EXPECT_EQ(runner_->run(1, TaskArgs{}, config).task_count, 0u);
+  EXPECT_EQ(runner_->callables().find(1)->device_orchestration,
+            reinterpret_cast<uint64_t>(&noop_orchestration));
+  // And the other way round.
+  config.runtime = RuntimeVariant::HostBuildGraph;
+  EXPECT_EQ(runner_->run(0, TaskArgs{}, config).task_count, 0u);
+  EXPECT_NE(runner_->callables().find(0)->orchestration, nullptr);
   runner_->unregister_callable(0);
   runner_->unregister_callable(1);
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 0u);
+  expect_error([&] { runner_->run(0, TaskArgs{}, config); }, StatusCode::UnknownCallable);
 }
 
 TEST_F(DeviceRunnerTest, UnloadableSharedObjectFailsCleanly) {

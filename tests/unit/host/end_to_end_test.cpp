@@ -233,6 +233,35 @@ TEST(EndToEnd, ReplayReusesThePrebuiltImage) {
   EXPECT_EQ(worker.runner().replayed_runs(), 1u);
 }
 
+// Reads a[0] from orchestration code before submitting the vector add.
+float g_peeked = 0.0f;
+void peeking_vadd_orchestration(Orchestration& orch, const TaskArgs& args) {
+  orch.get_tensor_data(args.tensor(0).view({1}, {0}), &g_peeked, sizeof(float));
+  vadd_orchestration(orch, args);
+}
+
+TEST(EndToEnd, ReplayNeverCachesAGraphWhoseOrchestrationTouchedTensorData) {
+  Worker worker;
+  worker.init(small_options());
+  worker.register_callable(0, CallableBuilder()
+                                  .orchestration_function(&peeking_vadd_orchestration, kVaddOrchSig)
+                                  .kernel_function(0, CoreType::AIV, &vadd_kernel, kVaddKernelSig)
+                                  .build());
+  VaddBuffers v = make_vadd(worker, 3.0f);
+  CallConfig config = small_config();
+  config.replay_graph = true;
+  worker.run(0, v.args, config);
+  EXPECT_EQ(g_peeked, 3.0f);
+  // The orchestration must run again to read the new a[0].
+  v.a[0] = 11.0f;
+  worker.copy_to(v.da, v.a.data(), kElements * sizeof(float));
+  RunReport second = worker.run(0, v.args, config);
+  EXPECT_EQ(worker.runner().replayed_runs(), 0u);
+  EXPECT_TRUE(second.phase(Phase::GraphBuild).present);
+  EXPECT_EQ(g_peeked, 11.0f);
+  expect_vadd_result(worker, v);
+}
+
 TEST(EndToEnd, CloseFreesEveryDeviceResource) {
   Worker worker;
   worker.init(small_options());

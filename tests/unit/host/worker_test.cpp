@@ -81,7 +81,7 @@ TEST(WorkerMisuse, EveryCallAfterCloseIsAlreadyClosed) {
   expect_error([&] { worker.runner(); }, StatusCode::AlreadyClosed);
 }
 
-TEST(WorkerMisuse, InitTwiceUnknownPlatformAndUnsupportedRuntime) {
+TEST(WorkerMisuse, InitTwiceUnknownPlatformAndUnknownRuntime) {
   Worker worker;
   worker.init(small_options());
   Error e = expect_error([&] { worker.init(small_options()); }, StatusCode::InvalidArgument);
@@ -97,8 +97,15 @@ TEST(WorkerMisuse, InitTwiceUnknownPlatformAndUnsupportedRuntime) {
   Worker ring;
   options = small_options();
   options.runtime = RuntimeVariant::TensormapRingbuffer;
-  e = expect_error([&] { ring.init(options); }, StatusCode::UnsupportedFeature);
-  EXPECT_THAT(e.message(), HasSubstr("tensormap_ringbuffer"));
+  ring.init(options);
+  EXPECT_TRUE(ring.initialized());
+  EXPECT_EQ(ring.runner().default_runtime(), RuntimeVariant::TensormapRingbuffer);
+
+  Worker unknown_runtime;
+  options = small_options();
+  options.runtime = static_cast<RuntimeVariant>(7);
+  e = expect_error([&] { unknown_runtime.init(options); }, StatusCode::InvalidConfig);
+  EXPECT_THAT(e.message(), HasSubstr("runtime variant 7 is unknown"));
 
   Worker bad_sim;
   options = small_options();
@@ -239,7 +246,13 @@ TEST_F(WorkerSignature, InvalidConfigNamesTheField) {
   EXPECT_THAT(e.message(), HasSubstr("cluster_count"));
   config = {};
   config.runtime = RuntimeVariant::TensormapRingbuffer;
-  expect_error([&] { worker_.run(1, args, config); }, StatusCode::UnsupportedFeature);
+  config.rings.dep_pool = {63};
+  e = expect_error([&] { worker_.run(1, args, config); }, StatusCode::InvalidConfig);
+  EXPECT_THAT(e.message(), HasSubstr("rings.dep_pool[0]=63"));
+  config.rings.dep_pool.clear();
+  config.replay_graph = true;
+  e = expect_error([&] { worker_.run(1, args, config); }, StatusCode::InvalidConfig);
+  EXPECT_THAT(e.message(), HasSubstr("replay_graph"));
 }
 
 TEST(WorkerLifecycle, DestructorClosesAndFreesEverything) {

@@ -1,16 +1,26 @@
 // Task-engine benchmarks on the simulated chip: graphs of empty in-process kernels, so the figures
-// are the runtime's own cost per task.
+// are the runtime's own cost per task. Every graph runs on both runtime variants (ring=0:
+// host_build_graph, ring=1: tensormap_ringbuffer), threaded and serial.
 //
 //   independent  N tasks reading one shared tensor (no dependencies)
 //   chain        N tasks each INOUT on one tensor (a single dependency chain)
 //   fan          1 -> 16 -> 1 repeated: a source writes X, 16 tasks read X[i] and write Y[i], a
-//   sink
-//                reads Y and writes X
+//                sink reads Y and writes X
 //   wavefront    R x C tiles of one buffer, each tile INOUT, reading its left and upper neighbour
 //                tiles as IN views (dependencies only from overlapping views)
+//   scoped       N/2 scopes, each a producer with a runtime output and a consumer reading it (the
+//                output heap and scope retirement of the ring variant; scope fences of the other)
+// None of the first four allocates runtime outputs, so their tasks hold no scope reference and the
+// ring variant streams them through its default window without scopes.
 //
-// Counters: build_ns_per_task (RunReport GraphBuild phase / tasks), exec_ns_per_task (device wall /
-// tasks). The reported time is the manual time Worker::run took (RunReport.host_total_ns).
+// BM_RingWindow sweeps the task window of tensormap_ringbuffer (16 .. 4096 slots per depth, the
+// dependency pool 4 x window by default) on a 10k-task chain and wavefront: small windows make the
+// orchestrator wait for retirement (back-pressure), which shows as ns per task.
+//
+// Counters: build_ns_per_task (host_build_graph: the GraphBuild phase; tensormap_ringbuffer: the
+// on-chip Orchestration phase, which overlaps execution), exec_ns_per_task (device wall / tasks),
+// total_ns_per_task (Worker::run entry to return / tasks, comparable across variants). The
+// reported time is the manual time Worker::run took (RunReport.host_total_ns).
 // Quick run: chiprt_bench --benchmark_min_time=0.05
 #include <benchmark/benchmark.h>
 
@@ -32,13 +42,15 @@ namespace {
 
 using namespace chiprt;
 
-constexpr int32_t kCallableId = 1;
+// The bench callable; one registration serves both runtime variants.
+constexpr int32_t kBenchCallable = 1;
 constexpr int32_t kEmptyFunc = 1;
 constexpr uint64_t kFanWidth = 16;
 constexpr uint64_t kTile = 4;                     // wavefront tile edge, elements
 constexpr uint64_t kBufferElements = 2ull << 20;  // 8 MiB of f32: a 100k-tile wavefront fits
+constexpr uint64_t kScopedOutputElements = 16;
 
-enum class GraphShape : uint64_t { Independent = 0, Chain, Fan, Wavefront };
+enum class GraphShape : uint64_t { Independent = 0, Chain, Fan, Wavefront, Scoped };
 
 void empty_kernel(int64_t*) {}
 
@@ -104,6 +116,20 @@ void bench_orchestration(Orchestration& orch, const TaskArgs& args) {
       }
       break;
     }
+    case GraphShape::Scoped: {
+      TaskArgs consumer;
+      for (uint64_t i = 0; i < tasks / 2; ++i) {
+        Scope scope(orch);
+        task.clear();
+        task.out({kScopedOutputElements}, DataType::F32);
+        orch.submit(kEmptyFunc, CoreType::AIV, task);
+        if (orch.failed()) return;
+        consumer.clear();
+        consumer.in(task.output(0));
+        orch.submit(kEmptyFunc, CoreType::AIV, consumer);
+      }
+      break;
+    }
   }
 }
 
@@ -113,11 +139,12 @@ struct BenchDevice {
   DeviceBuffer buffer;
   BenchDevice() {
     worker.init();
-    worker.register_callable(
-        kCallableId, CallableBuilder()
-                         .orchestration_function(bench_orchestration, ArgSignature{})
-                         .kernel_function(kEmptyFunc, CoreType::AIV, empty_kernel, ArgSignature{})
-                         .build());
+    const std::vector<uint8_t> container =
+        CallableBuilder()
+            .orchestration_function(bench_orchestration, ArgSignature{})
+            .kernel_function(kEmptyFunc, CoreType::AIV, empty_kernel, ArgSignature{})
+            .build();
+    worker.register_callable(kBenchCallable, container);
     buffer = worker.malloc(kBufferElements * sizeof(float));
     worker.memset(buffer, 0, kBufferElements * sizeof(float));
   }
@@ -128,12 +155,13 @@ BenchDevice& bench_device() {
   return device;
 }
 
-void BM_Graph(benchmark::State& state, GraphShape shape) {
-  const auto tasks = static_cast<uint64_t>(state.range(0));
-  CallConfig config;
-  config.serial = state.range(1) != 0;
+// Runs `shape` of `tasks` tasks under `config` for every iteration and sets the counters.
+void run_graph(benchmark::State& state, GraphShape shape, uint64_t tasks,
+               const CallConfig& config) {
+  const bool ring = config.runtime == RuntimeVariant::TensormapRingbuffer;
   double build_ns_per_task = 0;
   double exec_ns_per_task = 0;
+  double total_ns_per_task = 0;
   uint64_t task_count = 0;
   try {
     BenchDevice& device = bench_device();
@@ -141,12 +169,14 @@ void BM_Graph(benchmark::State& state, GraphShape shape) {
     args.in(Tensor::make(device.buffer, {kBufferElements}, DataType::F32));
     args.scalar(static_cast<uint64_t>(shape)).scalar(tasks);
     for (auto _ : state) {
-      const RunReport report = device.worker.run(kCallableId, args, config);
+      const RunReport report = device.worker.run(kBenchCallable, args, config);
       state.SetIterationTime(static_cast<double>(report.host_total_ns) * 1e-9);
       task_count = report.task_count;
       const double n = static_cast<double>(report.task_count == 0 ? 1 : report.task_count);
-      build_ns_per_task += static_cast<double>(report.phase(Phase::GraphBuild).span_ns) / n;
+      const Phase build = ring ? Phase::Orchestration : Phase::GraphBuild;
+      build_ns_per_task += static_cast<double>(report.phase(build).span_ns) / n;
       exec_ns_per_task += static_cast<double>(report.device_wall_ns) / n;
+      total_ns_per_task += static_cast<double>(report.host_total_ns) / n;
     }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -156,12 +186,33 @@ void BM_Graph(benchmark::State& state, GraphShape shape) {
       benchmark::Counter(build_ns_per_task, benchmark::Counter::kAvgIterations);
   state.counters["exec_ns_per_task"] =
       benchmark::Counter(exec_ns_per_task, benchmark::Counter::kAvgIterations);
+  state.counters["total_ns_per_task"] =
+      benchmark::Counter(total_ns_per_task, benchmark::Counter::kAvgIterations);
   state.counters["tasks"] = static_cast<double>(task_count);
 }
 
+// Args: tasks, serial (0/1), ring (0: host_build_graph, 1: tensormap_ringbuffer).
+void BM_Graph(benchmark::State& state, GraphShape shape) {
+  CallConfig config;
+  config.serial = state.range(1) != 0;
+  config.runtime =
+      state.range(2) != 0 ? RuntimeVariant::TensormapRingbuffer : RuntimeVariant::HostBuildGraph;
+  run_graph(state, shape, static_cast<uint64_t>(state.range(0)), config);
+}
+
+// Args: task window (slots per depth), serial (0/1); tensormap_ringbuffer, 10k tasks.
+constexpr uint64_t kSweepTasks = 10000;
+void BM_RingWindow(benchmark::State& state, GraphShape shape) {
+  CallConfig config;
+  config.runtime = RuntimeVariant::TensormapRingbuffer;
+  config.rings.task_window = {static_cast<uint64_t>(state.range(0))};
+  config.serial = state.range(1) != 0;
+  run_graph(state, shape, kSweepTasks, config);
+}
+
 void configure(benchmark::internal::Benchmark* b, std::vector<int64_t> task_counts) {
-  b->ArgsProduct({std::move(task_counts), {0, 1}})
-      ->ArgNames({"tasks", "serial"})
+  b->ArgsProduct({std::move(task_counts), {0, 1}, {0, 1}})
+      ->ArgNames({"tasks", "serial", "ring"})
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
 }
@@ -174,10 +225,19 @@ void up_to_100k(benchmark::internal::Benchmark* b) {
 void up_to_10k(benchmark::internal::Benchmark* b) {
   configure(b, {1000, 10000});
 }
+void window_sweep(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({benchmark::CreateRange(16, 4096, 4), {0, 1}})
+      ->ArgNames({"window", "serial"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
 
 BENCHMARK_CAPTURE(BM_Graph, independent, GraphShape::Independent)->Apply(up_to_100k);
 BENCHMARK_CAPTURE(BM_Graph, chain, GraphShape::Chain)->Apply(up_to_100k);
 BENCHMARK_CAPTURE(BM_Graph, fan, GraphShape::Fan)->Apply(up_to_100k);
 BENCHMARK_CAPTURE(BM_Graph, wavefront, GraphShape::Wavefront)->Apply(up_to_10k);
+BENCHMARK_CAPTURE(BM_Graph, scoped, GraphShape::Scoped)->Apply(up_to_100k);
+BENCHMARK_CAPTURE(BM_RingWindow, chain, GraphShape::Chain)->Apply(window_sweep);
+BENCHMARK_CAPTURE(BM_RingWindow, wavefront, GraphShape::Wavefront)->Apply(window_sweep);
 
 }  // namespace

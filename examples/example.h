@@ -71,7 +71,7 @@ struct Example {
 std::span<const Example> all_examples();
 // nullptr when no example has that name.
 const Example* find_example(std::string_view name);
-// "vector_example, bgemm, wavefront" for error messages.
+// "vector_example, bgemm, wavefront, paged_attention" for error messages.
 std::string example_names();
 
 }  // namespace chiprt::examples

@@ -3,6 +3,7 @@
 #include "bgemm/host/bgemm.h"
 #include "chiprt/status.h"
 #include "example.h"
+#include "paged_attention/host/paged_attention.h"
 #include "vector_example/host/vector_example.h"
 #include "wavefront/host/wavefront.h"
 
@@ -43,7 +44,8 @@ std::string Example::case_names() const {
 
 std::span<const Example> all_examples() {
   static const std::vector<Example> examples = {make_vector_example(), make_bgemm_example(),
-                                                make_wavefront_example()};
+                                                make_wavefront_example(),
+                                                make_paged_attention_example()};
   return examples;
 }
 

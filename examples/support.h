@@ -44,7 +44,8 @@ class DeviceAllocation {
   DeviceBuffer buffer_;
 };
 
-// Registers a container under the lowest callable id the Worker has free.
+// Registers a container under the lowest callable id the Worker has free. One registration runs on
+// either runtime variant (CallConfig::runtime picks it per run).
 class RegisteredCallable {
  public:
   RegisteredCallable(Worker& worker, std::span<const uint8_t> container);

@@ -1,6 +1,8 @@
 // Scene tests: every example and every case runs on the simulated chip and matches its
-// reference, in normal and serial mode, on chips of 1, 2 and 8 clusters. Large cases run in one
-// configuration only to keep the suite quick.
+// reference, on both runtime variants (host_build_graph and tensormap_ringbuffer), in normal and
+// serial mode, on chips of 1, 2 and 8 clusters. Large cases run in one configuration per variant
+// only to keep the suite quick. The examples register their callable for CallConfig::runtime, so
+// one Worker (initialised with the default variant) runs either.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -12,43 +14,56 @@
 
 namespace {
 
+using chiprt::RuntimeVariant;
 using chiprt::examples::Example;
 using chiprt::examples::ExampleCase;
 using chiprt::examples::Outcome;
+
+constexpr RuntimeVariant kVariants[] = {RuntimeVariant::HostBuildGraph,
+                                        RuntimeVariant::TensormapRingbuffer};
 
 struct SceneParam {
   const Example* example;
   const ExampleCase* example_case;
   uint32_t clusters;
   bool serial;
+  RuntimeVariant runtime;
 };
 
 std::vector<SceneParam> scene_params() {
   std::vector<SceneParam> params;
-  for (const Example& example : chiprt::examples::all_examples()) {
-    for (const ExampleCase& c : example.cases) {
-      if (c.large) {
-        params.push_back({&example, &c, 8, false});
-        continue;
-      }
-      for (uint32_t clusters : {1u, 2u, 8u}) {
-        for (bool serial : {false, true}) params.push_back({&example, &c, clusters, serial});
+  for (RuntimeVariant runtime : kVariants) {
+    for (const Example& example : chiprt::examples::all_examples()) {
+      for (const ExampleCase& c : example.cases) {
+        if (c.large) {
+          params.push_back({&example, &c, 8, false, runtime});
+          continue;
+        }
+        for (uint32_t clusters : {1u, 2u, 8u}) {
+          for (bool serial : {false, true}) {
+            params.push_back({&example, &c, clusters, serial, runtime});
+          }
+        }
       }
     }
   }
   return params;
 }
 
+std::string variant_name(RuntimeVariant runtime) {
+  return std::string(chiprt::runtime_variant_name(runtime));
+}
+
 // Readable parameters in failure messages.
 void PrintTo(const SceneParam& p, std::ostream* os) {
-  *os << p.example->name << "/" << p.example_case->name << " on " << p.clusters << " clusters, "
-      << (p.serial ? "serial" : "parallel");
+  *os << p.example->name << "/" << p.example_case->name << " on " << variant_name(p.runtime) << ", "
+      << p.clusters << " clusters, " << (p.serial ? "serial" : "parallel");
 }
 
 std::string param_name(const testing::TestParamInfo<SceneParam>& info) {
   const SceneParam& p = info.param;
-  return p.example->name + "_" + p.example_case->name + "_" + std::to_string(p.clusters) +
-         "clusters_" + (p.serial ? "serial" : "parallel");
+  return variant_name(p.runtime) + "_" + p.example->name + "_" + p.example_case->name + "_" +
+         std::to_string(p.clusters) + "clusters_" + (p.serial ? "serial" : "parallel");
 }
 
 chiprt::WorkerOptions sim_options(uint32_t clusters) {
@@ -65,6 +80,7 @@ TEST_P(ExampleScene, MatchesReference) {
   worker.init(sim_options(p.clusters));
   chiprt::CallConfig config;
   config.serial = p.serial;
+  config.runtime = p.runtime;
 
   const Outcome outcome = p.example->run(worker, *p.example_case, config);
 
@@ -82,19 +98,25 @@ TEST_P(ExampleScene, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllExamples, ExampleScene, testing::ValuesIn(scene_params()), param_name);
 
-// One Worker runs the small case of every example back to back, twice: callable ids are reused
-// and every example frees its buffers, so the second pass ends with the device memory where the
-// first left it (the runtime's own arenas are allocated on the first run and retained).
-TEST(ExampleSceneSequence, SmallCasesTwiceOnOneWorker) {
+// One Worker runs the small case of every example back to back on both variants, twice: callable
+// ids are reused and every example frees its buffers, so the second pass ends with the device
+// memory where the first left it (the runtime's own arenas are allocated on the first run of each
+// variant and retained).
+TEST(ExampleSceneSequence, SmallCasesTwiceOnOneWorkerOnBothVariants) {
   chiprt::Worker worker;
   worker.init(sim_options(2));
   uint64_t bytes_after_first_pass = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    for (const Example& example : chiprt::examples::all_examples()) {
-      const ExampleCase* small = example.find_case("small");
-      ASSERT_NE(small, nullptr) << example.name << " has no 'small' case";
-      const Outcome outcome = example.run(worker, *small, {});
-      EXPECT_TRUE(outcome.passed) << example.name << "/small: " << outcome.message;
+    for (RuntimeVariant runtime : kVariants) {
+      chiprt::CallConfig config;
+      config.runtime = runtime;
+      for (const Example& example : chiprt::examples::all_examples()) {
+        const ExampleCase* small = example.find_case("small");
+        ASSERT_NE(small, nullptr) << example.name << " has no 'small' case";
+        const Outcome outcome = example.run(worker, *small, config);
+        EXPECT_TRUE(outcome.passed)
+            << example.name << "/small on " << variant_name(runtime) << ": " << outcome.message;
+      }
     }
     if (pass == 0) bytes_after_first_pass = worker.device_bytes_in_use();
   }
@@ -104,7 +126,7 @@ TEST(ExampleSceneSequence, SmallCasesTwiceOnOneWorker) {
 
 TEST(ExampleRegistry, NamesAndCasesAreUniqueAndFindable) {
   const auto examples = chiprt::examples::all_examples();
-  ASSERT_EQ(examples.size(), 3u);
+  ASSERT_EQ(examples.size(), 4u);
   for (const Example& example : examples) {
     EXPECT_EQ(chiprt::examples::find_example(example.name), &example);
     EXPECT_FALSE(example.description.empty()) << example.name;
@@ -116,7 +138,7 @@ TEST(ExampleRegistry, NamesAndCasesAreUniqueAndFindable) {
     EXPECT_EQ(example.find_case("no_such_case"), nullptr);
   }
   EXPECT_EQ(chiprt::examples::find_example("no_such_example"), nullptr);
-  EXPECT_EQ(chiprt::examples::example_names(), "vector_example, bgemm, wavefront");
+  EXPECT_EQ(chiprt::examples::example_names(), "vector_example, bgemm, wavefront, paged_attention");
 }
 
 TEST(ExampleRegistry, MissingParameterNamesCaseAndKey) {

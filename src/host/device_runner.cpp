@@ -498,25 +498,11 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   const uint64_t launch_args_addr = staging.addr;
   const uint64_t phase_buffer_addr = staging.addr + kLaunchArgsBytes;
   {
-    auto launch_args = std::make_unique<common::ChipLaunchArgs>();
-    launch_args->variant = RuntimeVariant::HostBuildGraph;
-    launch_args->serial = shape.serial;
-    launch_args->aicpu_threads = shape.aicpu_threads;
-    launch_args->clusters = shape.clusters;
-    launch_args->device_clusters = geometry_.clusters;
+    auto launch_args = base_launch_args(RuntimeVariant::HostBuildGraph, shape, shared_region,
+                                        shared_bytes, phase_buffer_addr);
     launch_args->image_addr = image_region.addr;
     launch_args->image_size = image.size();
-    launch_args->shared_addr = shared_region.addr;
-    launch_args->shared_size = shared_bytes;
-    launch_args->kernel_table_addr = kernel_table_addr_;
-    launch_args->phase_buffer_addr = phase_buffer_addr;
-    launch_args->services_addr = services_addr_;
-    launch_args->scheduler_timeout_ms = timeouts_.scheduler_ms;
-    launch_args->clock_hz = geometry_.clock_hz;
-    throw_if(memory_.copy_to_device(launch_args_addr, launch_args.get(),
-                                    sizeof(common::ChipLaunchArgs)));
-    // Reset every run so stamps of an earlier run never leak into this one's reduction.
-    throw_if(memory_.memset(phase_buffer_addr, 0, kPhaseBufferBytes));
+    write_launch_args(*launch_args, launch_args_addr, phase_buffer_addr);
   }
 
   launch_and_collect(callable_id, shape, launch_args_addr, phase_buffer_addr, t_entry, &report);
@@ -565,12 +551,8 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
                                   sizeof(orchestrator::KernelTable)));
   throw_if(memory_.copy_to_device(orchestration_args_addr, &args, sizeof(TaskArgs)));
   {
-    auto launch_args = std::make_unique<common::ChipLaunchArgs>();
-    launch_args->variant = RuntimeVariant::TensormapRingbuffer;
-    launch_args->serial = shape.serial;
-    launch_args->aicpu_threads = shape.aicpu_threads;
-    launch_args->clusters = shape.clusters;
-    launch_args->device_clusters = geometry_.clusters;
+    auto launch_args = base_launch_args(RuntimeVariant::TensormapRingbuffer, shape, shared_region,
+                                        shared_bytes, phase_buffer_addr);
     launch_args->orchestration_entry = callable.device_orchestration;
     launch_args->orchestration_args_addr = orchestration_args_addr;
     launch_args->kernel_info_addr = kernel_info_addr;
@@ -579,16 +561,7 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
     launch_args->heap_addr = heap_region.addr;
     launch_args->heap_size = heap_bytes;
     launch_args->rings = rings.sizes;
-    launch_args->shared_addr = shared_region.addr;
-    launch_args->shared_size = shared_bytes;
-    launch_args->kernel_table_addr = kernel_table_addr_;
-    launch_args->phase_buffer_addr = phase_buffer_addr;
-    launch_args->services_addr = services_addr_;
-    launch_args->scheduler_timeout_ms = timeouts_.scheduler_ms;
-    launch_args->clock_hz = geometry_.clock_hz;
-    throw_if(memory_.copy_to_device(launch_args_addr, launch_args.get(),
-                                    sizeof(common::ChipLaunchArgs)));
-    throw_if(memory_.memset(phase_buffer_addr, 0, kPhaseBufferBytes));
+    write_launch_args(*launch_args, launch_args_addr, phase_buffer_addr);
   }
 
   RunReport report;
@@ -601,6 +574,32 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
       launch_and_collect(callable.id, shape, launch_args_addr, phase_buffer_addr, t_entry, &report);
   report.host_total_ns = ns_between(t_entry, Clock::now());
   return report;
+}
+
+std::unique_ptr<common::ChipLaunchArgs> DeviceRunner::base_launch_args(
+    RuntimeVariant variant, const LaunchShape& shape, const DeviceBuffer& shared_region,
+    uint64_t shared_bytes, uint64_t phase_buffer_addr) const {
+  auto launch_args = std::make_unique<common::ChipLaunchArgs>();
+  launch_args->variant = variant;
+  launch_args->serial = shape.serial;
+  launch_args->aicpu_threads = shape.aicpu_threads;
+  launch_args->clusters = shape.clusters;
+  launch_args->device_clusters = geometry_.clusters;
+  launch_args->shared_addr = shared_region.addr;
+  launch_args->shared_size = shared_bytes;
+  launch_args->kernel_table_addr = kernel_table_addr_;
+  launch_args->phase_buffer_addr = phase_buffer_addr;
+  launch_args->services_addr = services_addr_;
+  launch_args->scheduler_timeout_ms = timeouts_.scheduler_ms;
+  launch_args->clock_hz = geometry_.clock_hz;
+  return launch_args;
+}
+
+void DeviceRunner::write_launch_args(const common::ChipLaunchArgs& launch_args,
+                                     uint64_t launch_args_addr, uint64_t phase_buffer_addr) {
+  throw_if(memory_.copy_to_device(launch_args_addr, &launch_args, sizeof(common::ChipLaunchArgs)));
+  // Reset every run so stamps of an earlier run never leak into this one's reduction.
+  throw_if(memory_.memset(phase_buffer_addr, 0, kPhaseBufferBytes));
 }
 
 uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape& shape,

@@ -143,6 +143,16 @@ class DeviceRunner {
                      const CallConfig& config, const LaunchShape& shape,
                      const orchestrator::KernelTable& kernel_table,
                      std::chrono::steady_clock::time_point t_entry);
+  // Launch arguments with the fields both variants fill the same way (shape, shared state, kernel
+  // table, phase buffer, services, scheduler timeout, clock).
+  std::unique_ptr<common::ChipLaunchArgs> base_launch_args(RuntimeVariant variant,
+                                                           const LaunchShape& shape,
+                                                           const DeviceBuffer& shared_region,
+                                                           uint64_t shared_bytes,
+                                                           uint64_t phase_buffer_addr) const;
+  // Writes `launch_args` to device memory at `launch_args_addr` and resets the phase buffer.
+  void write_launch_args(const common::ChipLaunchArgs& launch_args, uint64_t launch_args_addr,
+                         uint64_t phase_buffer_addr);
   // Launches on the prepared launch arguments, waits, turns a chip error into Error (abandoning
   // the device after a watchdog or stream timeout) and fills the report's device timings and
   // phases. Returns the tasks the chip completed.

@@ -17,6 +17,14 @@
 // dependency pool 4 x window by default) on a 10k-task chain and wavefront: small windows make the
 // orchestrator wait for retirement (back-pressure), which shows as ns per task.
 //
+// BM_Replay runs host_build_graph with CallConfig::replay_graph: one untimed run builds and caches
+// the image, every timed run replays it (no orchestration on the host, the image stays resident).
+//
+// BM_Scaling (independent, chain: 10k, 100k, 1M tasks; wavefront: 10k, 100k tiles) checks that ns
+// per task stays flat with the graph size. The 1M points take minutes on a small machine, so the
+// family is registered only when --benchmark_filter names it:
+//   chiprt_bench --benchmark_filter='BM_Scaling' --benchmark_min_time=0.05
+//
 // Counters: build_ns_per_task (host_build_graph: the GraphBuild phase; tensormap_ringbuffer: the
 // on-chip Orchestration phase, which overlaps execution), exec_ns_per_task (device wall / tasks),
 // total_ns_per_task (Worker::run entry to return / tasks, comparable across variants). The
@@ -28,6 +36,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -200,6 +209,25 @@ void BM_Graph(benchmark::State& state, GraphShape shape) {
   run_graph(state, shape, static_cast<uint64_t>(state.range(0)), config);
 }
 
+// Args: tasks, serial (0/1); host_build_graph replaying the image cached by an untimed first run.
+void BM_Replay(benchmark::State& state, GraphShape shape) {
+  CallConfig config;
+  config.serial = state.range(1) != 0;
+  config.runtime = RuntimeVariant::HostBuildGraph;
+  config.replay_graph = true;
+  const uint64_t tasks = static_cast<uint64_t>(state.range(0));
+  try {
+    TaskArgs args;
+    args.in(Tensor::make(bench_device().buffer, {kBufferElements}, DataType::F32));
+    args.scalar(static_cast<uint64_t>(shape)).scalar(tasks);
+    bench_device().worker.run(kBenchCallable, args, config);  // builds and caches the image
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  run_graph(state, shape, tasks, config);
+}
+
 // Args: task window (slots per depth), serial (0/1); tensormap_ringbuffer, 10k tasks.
 constexpr uint64_t kSweepTasks = 10000;
 void BM_RingWindow(benchmark::State& state, GraphShape shape) {
@@ -225,6 +253,12 @@ void up_to_100k(benchmark::internal::Benchmark* b) {
 void up_to_10k(benchmark::internal::Benchmark* b) {
   configure(b, {1000, 10000});
 }
+void replay_sizes(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{10000, 100000}, {0, 1}})
+      ->ArgNames({"tasks", "serial"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
 void window_sweep(benchmark::internal::Benchmark* b) {
   b->ArgsProduct({benchmark::CreateRange(16, 4096, 4), {0, 1}})
       ->ArgNames({"window", "serial"})
@@ -237,7 +271,38 @@ BENCHMARK_CAPTURE(BM_Graph, chain, GraphShape::Chain)->Apply(up_to_100k);
 BENCHMARK_CAPTURE(BM_Graph, fan, GraphShape::Fan)->Apply(up_to_100k);
 BENCHMARK_CAPTURE(BM_Graph, wavefront, GraphShape::Wavefront)->Apply(up_to_10k);
 BENCHMARK_CAPTURE(BM_Graph, scoped, GraphShape::Scoped)->Apply(up_to_100k);
+BENCHMARK_CAPTURE(BM_Replay, independent, GraphShape::Independent)->Apply(replay_sizes);
+BENCHMARK_CAPTURE(BM_Replay, wavefront, GraphShape::Wavefront)->Apply(replay_sizes);
 BENCHMARK_CAPTURE(BM_RingWindow, chain, GraphShape::Chain)->Apply(window_sweep);
 BENCHMARK_CAPTURE(BM_RingWindow, wavefront, GraphShape::Wavefront)->Apply(window_sweep);
 
+void register_scaling() {
+  const std::pair<const char*, GraphShape> million[] = {
+      {"BM_Scaling/independent", GraphShape::Independent}, {"BM_Scaling/chain", GraphShape::Chain}};
+  for (const auto& [name, shape] : million) {
+    configure(benchmark::RegisterBenchmark(name, BM_Graph, shape), {10000, 100000, 1000000});
+  }
+  // 1M tiles would not fit the bench buffer (64 bytes each); 100k already shows the slope.
+  configure(benchmark::RegisterBenchmark("BM_Scaling/wavefront", BM_Graph, GraphShape::Wavefront),
+            {10000, 100000});
+}
+
+bool filter_names_scaling(int argc, char** argv) {
+  constexpr std::string_view kFilter = "--benchmark_filter=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg.starts_with(kFilter) && arg.find("Scaling") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+int main(int argc, char** argv) {
+  if (filter_names_scaling(argc, argv)) register_scaling();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

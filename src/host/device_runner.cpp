@@ -421,14 +421,18 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   report.serial = shape.serial;
 
   std::vector<uint8_t> key;
-  std::vector<uint8_t> image;
+  // A freshly built image lives in `built_image` (moved out of the builder, then into the replay
+  // cache); a replay reads the cached one in place. Either way `image` points at it, so no run
+  // copies the image on the host.
+  std::vector<uint8_t> built_image;
+  const std::vector<uint8_t>* image = &built_image;
   uint64_t task_count = 0;
   uint64_t build_ns = 0;
   bool replayed = false;
   if (config.replay_graph) {
     key = replay_key(*callable, args, heap_bytes, max_tasks, shape.clusters);
     if (const PrebuiltImage* cached = arenas_.lookup_prebuilt(bank, key)) {
-      image = cached->image;
+      image = &cached->image;
       task_count = cached->task_count;
       replayed = true;
     }
@@ -442,29 +446,43 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     // The region may be larger than this run asked for (it is reused while big enough); the
     // builder sees exactly the configured heap so capacity errors do not depend on history.
     const DeviceBuffer heap{arenas_.region(bank, ArenaRegion::OutputHeap).addr, heap_bytes};
-    orchestrator::HostGraphBuilder builder(kernel_table, heap, {max_tasks, shape.clusters});
+    orchestrator::HostGraphBuilder builder(kernel_table, heap, {max_tasks, shape.clusters},
+                                           &builder_scratch_);
     const Clock::time_point t_build = Clock::now();
     builder.build(callable->orchestration, args);
     build_ns = ns_between(t_build, Clock::now());
-    image = builder.image();
-    throw_if(check_image(image, &task_count));
+    built_image = builder.take_image();
+    throw_if(check_image(built_image, &task_count));
     if (builder.accessed_tensor_data()) cacheable = false;
   }
 
   const uint64_t shared_bytes =
       task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
   // A replayed image keeps the layout it was cached with, so this commits nothing new then.
-  throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image.size()}));
+  const uint64_t image_size = image->size();
+  throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image_size}));
   const bool stored_prebuilt = cacheable && !replayed && bank == 0;
   if (stored_prebuilt) {
     PrebuiltImage entry;
-    entry.key = std::move(key);
-    entry.image = image;
+    entry.key = key;
+    entry.image = std::move(built_image);
     entry.task_count = task_count;
     entry.output_heap = arenas_.region(bank, ArenaRegion::OutputHeap);
     entry.shared_state = arenas_.region(bank, ArenaRegion::SharedState);
     entry.runtime_image = arenas_.region(bank, ArenaRegion::RuntimeImage);
     arenas_.store_prebuilt(bank, std::move(entry));
+  }
+  if (replayed || stored_prebuilt) {
+    // The image now lives in the cache; setup above drops the cache only when a region moved,
+    // which a replay's unchanged layout never does (checked rather than assumed).
+    const PrebuiltImage* cached = arenas_.lookup_prebuilt(bank, key);
+    if (cached == nullptr && task_count != 0) {
+      throw Error(StatusCode::InternalError,
+                  "the cached graph image of callable " + std::to_string(callable_id) +
+                      " was dropped while its run was being prepared (arena bank " +
+                      std::to_string(bank) + " changed layout)");
+    }
+    if (cached != nullptr) image = &cached->image;
   }
   if (replayed) ++replayed_runs_;
 
@@ -488,7 +506,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   // another image has been written to bank 0 since.
   if (!(replayed && prebuilt_image_resident_)) {
     if (bank == 0) prebuilt_image_resident_ = false;
-    throw_if(memory_.copy_to_device(image_region.addr, image.data(), image.size()));
+    throw_if(memory_.copy_to_device(image_region.addr, image->data(), image_size));
     if (bank == 0) prebuilt_image_resident_ = replayed || stored_prebuilt;
   }
   throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
@@ -501,7 +519,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     auto launch_args = base_launch_args(RuntimeVariant::HostBuildGraph, shape, shared_region,
                                         shared_bytes, phase_buffer_addr);
     launch_args->image_addr = image_region.addr;
-    launch_args->image_size = image.size();
+    launch_args->image_size = image_size;
     write_launch_args(*launch_args, launch_args_addr, phase_buffer_addr);
   }
 

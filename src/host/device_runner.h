@@ -30,6 +30,7 @@
 #include "host/device_memory.h"
 #include "host/ring_sizing.h"
 #include "host/timeouts.h"
+#include "orchestrator/host_graph_builder.h"
 #include "platform/platform.h"
 
 namespace chiprt::host {
@@ -193,6 +194,8 @@ class DeviceRunner {
   // Whether bank 0's runtime-image region holds the cached prebuilt image (a replay then skips
   // the copy); cleared when another image is written there.
   bool prebuilt_image_resident_ = false;
+  // The graph builder's storage, reused run after run (see orchestrator::BuilderScratch).
+  orchestrator::BuilderScratch builder_scratch_;
   uint64_t launches_ = 0;
   RingSizeResolution last_ring_sizes_;
 };

@@ -84,16 +84,17 @@ Status validate_graph_image(const uint8_t* data, std::size_t size) {
   uint64_t ready_expected = 0;
   for (uint32_t t = 0; t < n; ++t) {
     const auto r = load<TaskRecord>(data + h.tasks_offset + uint64_t{t} * sizeof(TaskRecord));
-    const std::string where = "task " + std::to_string(t) + ": ";
+    // Built only on failure: formatting it for every task would cost more than the checks.
+    const auto where = [t] { return "task " + std::to_string(t) + ": "; };
     if (r.core_type >= kCoreTypeCount) {
-      return bad(where + "core_type " + std::to_string(r.core_type) + " is not a CoreType");
+      return bad(where() + "core_type " + std::to_string(r.core_type) + " is not a CoreType");
     }
     constexpr uint8_t kKnownFlags = common::kTaskFlagDummy | common::kTaskFlagPredicated;
     if ((r.flags & ~kKnownFlags) != 0) {
-      return bad(where + "unknown flags " + std::to_string(r.flags));
+      return bad(where() + "unknown flags " + std::to_string(r.flags));
     }
     if (r.block_num < 1 || r.block_num > kMaxBlockNum) {
-      return bad(where + "block_num " + std::to_string(r.block_num) + " is outside [1, " +
+      return bad(where() + "block_num " + std::to_string(r.block_num) + " is outside [1, " +
                  std::to_string(kMaxBlockNum) + "]");
     }
     const bool dummy = (r.flags & common::kTaskFlagDummy) != 0;
@@ -101,7 +102,7 @@ Status validate_graph_image(const uint8_t* data, std::size_t size) {
     auto func_ok = [](int32_t f) { return f >= 0 && f < kMaxFuncId; };
     if (dummy) {
       if (r.func_id != -1 || r.mix_aiv[0] != -1 || r.mix_aiv[1] != -1) {
-        return bad(where + "func_id " + std::to_string(r.func_id) + ", mix_aiv " +
+        return bad(where() + "func_id " + std::to_string(r.func_id) + ", mix_aiv " +
                    std::to_string(r.mix_aiv[0]) + "/" + std::to_string(r.mix_aiv[1]) +
                    " on a dummy task (all must be -1)");
       }
@@ -110,36 +111,36 @@ Status validate_graph_image(const uint8_t* data, std::size_t size) {
       bool any = false;
       for (int32_t f : parts) {
         if (f != -1 && !func_ok(f)) {
-          return bad(where + "MIX part func_id " + std::to_string(f) + " is outside [0, " +
+          return bad(where() + "MIX part func_id " + std::to_string(f) + " is outside [0, " +
                      std::to_string(kMaxFuncId) + ") and not -1");
         }
         any |= f != -1;
       }
-      if (!any) return bad(where + "MIX task with every part -1");
+      if (!any) return bad(where() + "MIX task with every part -1");
     } else {
       if (!func_ok(r.func_id)) {
-        return bad(where + "func_id " + std::to_string(r.func_id) + " is outside [0, " +
+        return bad(where() + "func_id " + std::to_string(r.func_id) + " is outside [0, " +
                    std::to_string(kMaxFuncId) + ")");
       }
       if (r.mix_aiv[0] != -1 || r.mix_aiv[1] != -1) {
-        return bad(where + "mix_aiv " + std::to_string(r.mix_aiv[0]) + "/" +
+        return bad(where() + "mix_aiv " + std::to_string(r.mix_aiv[0]) + "/" +
                    std::to_string(r.mix_aiv[1]) + " on a non-MIX task (must be -1)");
       }
     }
     if ((r.flags & common::kTaskFlagPredicated) != 0) {
       const uint32_t b = r.predicate_bytes;
       if (r.predicate_addr == 0 || (b != 1 && b != 2 && b != 4 && b != 8)) {
-        return bad(where + "predicate at " + std::to_string(r.predicate_addr) + " with " +
+        return bad(where() + "predicate at " + std::to_string(r.predicate_addr) + " with " +
                    std::to_string(b) + " bytes (needs a non-null address and 1, 2, 4 or 8 bytes)");
       }
     }
     if (r.fanout_begin > h.fanout_count || r.fanout_count > h.fanout_count - r.fanout_begin) {
-      return bad(where + "fanout [" + std::to_string(r.fanout_begin) + ", +" +
+      return bad(where() + "fanout [" + std::to_string(r.fanout_begin) + ", +" +
                  std::to_string(r.fanout_count) + ") exceeds fanout_count " +
                  std::to_string(h.fanout_count));
     }
     if (r.args_begin > h.args_count || r.arg_count > h.args_count - r.args_begin) {
-      return bad(where + "args [" + std::to_string(r.args_begin) + ", +" +
+      return bad(where() + "args [" + std::to_string(r.args_begin) + ", +" +
                  std::to_string(r.arg_count) + ") exceeds args_count " +
                  std::to_string(h.args_count));
     }
@@ -147,7 +148,7 @@ Status validate_graph_image(const uint8_t* data, std::size_t size) {
     for (uint32_t k = 0; k < r.fanout_count; ++k) {
       const auto consumer = load<uint32_t>(fanout + uint64_t{k} * sizeof(uint32_t));
       if (consumer >= n || consumer <= t) {
-        return bad(where + "fanout entry " + std::to_string(k) + " names task " +
+        return bad(where() + "fanout entry " + std::to_string(k) + " names task " +
                    std::to_string(consumer) + ", which is not a later task (task_count " +
                    std::to_string(n) + ")");
       }

@@ -90,16 +90,33 @@ struct HostGraphBuilder::State {
     bool writes;
   };
 
-  State(const KernelTable& kernels, DeviceBuffer heap, const BuilderLimits& limits)
-      : kernels(kernels),
-        heap(heap),
-        max_tasks(std::min(limits.max_tasks, kMaxImageTasks)),
-        configured_max_tasks(limits.max_tasks) {}
+  // Starts a new graph. The containers keep their capacity: a State reused through
+  // BuilderScratch writes into memory the previous build already faulted in, instead of growing
+  // fresh allocations (page faults cost more than the rest of a submit).
+  void reset(DeviceBuffer heap_region, const BuilderLimits& limits) {
+    heap = heap_region;
+    max_tasks = std::min(limits.max_tasks, kMaxImageTasks);
+    configured_max_tasks = limits.max_tasks;
+    map.clear();
+    tasks.clear();
+    producers.clear();
+    kernel_args.clear();
+    depth = 0;
+    fences.clear();
+    released.clear();
+    alloc_log.clear();
+    touched_extents.clear();
+    manual_depth = 0;
+    heap_top = 0;
+    heap_high = 0;
+    built = false;
+    accessed_tensor_data = false;
+    error = Status();
+  }
 
-  const KernelTable& kernels;
   DeviceBuffer heap;
-  uint64_t max_tasks;
-  uint64_t configured_max_tasks;
+  uint64_t max_tasks = 0;
+  uint64_t configured_max_tasks = 0;
 
   TensorMap map;
   std::vector<TaskEntry> tasks;
@@ -117,6 +134,10 @@ struct HostGraphBuilder::State {
   bool built = false;
   bool accessed_tensor_data = false;
   Status error;  // the first error; latched
+  // build_image's temporaries, kept for their capacity.
+  std::vector<uint32_t> fanout_begin;
+  std::vector<uint32_t> cursor;
+  std::vector<uint32_t> fanout;
 
   void check_open() const {
     if (built) {
@@ -271,13 +292,23 @@ struct HostGraphBuilder::State {
     const uint64_t fanin_begin = producers.size();
     const bool track = manual_depth == 0;  // manual scopes skip the tensor map entirely
 
+    // The arguments are read once here: TaskArgs' accessors are bounds-checked calls, and the
+    // passes below would otherwise repeat them several times per argument.
+    const int tensor_count = args.tensor_count();
+    std::array<ArgTag, kMaxTaskTensors> tags{};
+    std::array<Tensor*, kMaxTaskTensors> tensors{};
+    for (int i = 0; i < tensor_count; ++i) {
+      tags[i] = args.tag(i);
+      tensors[i] = &args.tensor(i);
+    }
+
     // Tasks are appended before their edges are known: add_edge stamps producers only.
     for (int d = 0; d < args.dep_count(); ++d) add_edge(static_cast<uint32_t>(args.dep(d)), id);
     // All lookups precede all records, so a task never depends on itself.
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      const ArgTag tag = args.tag(i);
+    for (int i = 0; i < tensor_count; ++i) {
+      const ArgTag tag = tags[i];
       if (tag == ArgTag::Out) continue;
-      const Tensor& t = args.tensor(i);
+      const Tensor& t = *tensors[i];
       if (track && tag != ArgTag::NoDep) {
         map.lookup(t, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
       }
@@ -294,9 +325,9 @@ struct HostGraphBuilder::State {
       if (offset >= 0) touch(static_cast<uint64_t>(offset), id);
       note_extent(flag, id, false);
     }
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      if (args.tag(i) != ArgTag::Out) continue;
-      Tensor& t = args.tensor(i);
+    for (int i = 0; i < tensor_count; ++i) {
+      if (tags[i] != ArgTag::Out) continue;
+      Tensor& t = *tensors[i];
       const uint64_t bytes = output_bytes(t);  // validated not to overflow
       if (bytes == 0) {
         // No memory, but a real address inside (or at the end of) the heap.
@@ -310,10 +341,10 @@ struct HostGraphBuilder::State {
       }
     }
     if (track) {
-      for (int i = 0; i < args.tensor_count(); ++i) {
-        const ArgTag tag = args.tag(i);
+      for (int i = 0; i < tensor_count; ++i) {
+        const ArgTag tag = tags[i];
         if (tag == ArgTag::InOut || tag == ArgTag::OutputExisting || tag == ArgTag::Out) {
-          map.record_write(args.tensor(i), static_cast<TaskId>(id));
+          map.record_write(*tensors[i], static_cast<TaskId>(id));
         }
       }
     }
@@ -340,12 +371,12 @@ struct HostGraphBuilder::State {
       }
     }
     e.flags = flags;
-    e.arg_count = static_cast<uint16_t>(args.tensor_count() + args.scalar_count());
+    e.arg_count = static_cast<uint16_t>(tensor_count + args.scalar_count());
     e.fanin_begin = fanin_begin;
     e.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
     e.args_begin = kernel_args.size();
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      kernel_args.push_back(static_cast<int64_t>(args.tensor(i).data_addr()));
+    for (int i = 0; i < tensor_count; ++i) {
+      kernel_args.push_back(static_cast<int64_t>(tensors[i]->data_addr()));
     }
     for (int i = 0; i < args.scalar_count(); ++i) {
       kernel_args.push_back(static_cast<int64_t>(args.scalar_bits(i)));
@@ -500,7 +531,7 @@ struct HostGraphBuilder::State {
     --depth;
   }
 
-  void build_image(std::vector<uint8_t>& image) const {
+  void build_image(std::vector<uint8_t>& image) {
     const uint64_t n = tasks.size();
     const uint64_t edges = producers.size();
     if (edges > UINT32_MAX) {
@@ -510,11 +541,11 @@ struct HostGraphBuilder::State {
     }
     // Fan-out lists: the transpose of the per-consumer producer lists (CSR), so each list is in
     // ascending consumer order.
-    std::vector<uint32_t> fanout_begin(n + 1, 0);
+    fanout_begin.assign(n + 1, 0);
     for (uint32_t p : producers) ++fanout_begin[p + 1];
     for (uint64_t t = 0; t < n; ++t) fanout_begin[t + 1] += fanout_begin[t];
-    std::vector<uint32_t> cursor(fanout_begin.begin(), fanout_begin.end() - 1);
-    std::vector<uint32_t> fanout(edges);
+    cursor.assign(fanout_begin.begin(), fanout_begin.end() - 1);
+    fanout.resize(edges);
     for (uint64_t c = 0; c < n; ++c) {
       const TaskEntry& e = tasks[c];
       for (uint64_t k = 0; k < e.fanin_count; ++k) {
@@ -571,13 +602,20 @@ struct HostGraphBuilder::State {
   }
 };
 
-HostGraphBuilder::HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap,
-                                   const BuilderLimits& limits)
-    : kernels_(kernels),
-      limits_(limits),
-      state_(std::make_unique<State>(kernels_, heap, limits_)) {}
+BuilderScratch::BuilderScratch() = default;
+BuilderScratch::~BuilderScratch() = default;
 
-HostGraphBuilder::~HostGraphBuilder() = default;
+HostGraphBuilder::HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap,
+                                   const BuilderLimits& limits, BuilderScratch* scratch)
+    : kernels_(kernels), limits_(limits), scratch_(scratch) {
+  if (scratch_ != nullptr) state_ = std::move(scratch_->state_);
+  if (state_ == nullptr) state_ = std::make_unique<State>();
+  state_->reset(heap, limits_);
+}
+
+HostGraphBuilder::~HostGraphBuilder() {
+  if (scratch_ != nullptr) scratch_->state_ = std::move(state_);
+}
 
 void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
   state_->check_open();

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "chiprt/callable.h"
@@ -27,10 +28,14 @@ struct BuilderLimits {
   uint32_t clusters = 8;
 };
 
+class BuilderScratch;
+
 class HostGraphBuilder final : public Orchestration {
  public:
   // `heap` is the device region runtime outputs are carved from (64-byte aligned pieces).
-  HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap, const BuilderLimits& limits);
+  // `scratch`, when given, lends its storage for the builder's lifetime (see BuilderScratch).
+  HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap, const BuilderLimits& limits,
+                   BuilderScratch* scratch = nullptr);
   ~HostGraphBuilder() override;
 
   // Runs `entry(*this, args)` and closes the graph. Throws chiprt::Error: the first latched error,
@@ -40,6 +45,9 @@ class HostGraphBuilder final : public Orchestration {
 
   // The finished image; valid after build().
   const std::vector<uint8_t>& image() const noexcept { return image_; }
+  // Moves the finished image out (the builder's copy is left empty): a graph of a million tasks
+  // is tens of megabytes, so the runner takes it instead of copying it.
+  std::vector<uint8_t> take_image() noexcept { return std::move(image_); }
   uint64_t heap_high_water() const noexcept;  // bytes of the heap ever in use
   // Whether the function read or wrote tensor data (get/set_tensor_data): such a graph has side
   // effects at build time, so replaying its image without running the function would skip them.
@@ -66,11 +74,30 @@ class HostGraphBuilder final : public Orchestration {
   template <class Body>
   auto guarded(Body&& body) -> decltype(body());
 
+  friend class BuilderScratch;
   struct State;
   const KernelTable& kernels_;
   BuilderLimits limits_;
   std::vector<uint8_t> image_;
+  BuilderScratch* scratch_ = nullptr;
   std::unique_ptr<State> state_;  // pimpl keeps the tensor map out of this header
+};
+
+// A builder's working storage (task records, edges, arguments, tensor map), kept between builds
+// by its owner (one per DeviceRunner) so that each build writes into memory the previous one
+// already faulted in instead of growing fresh allocations: at 100k tasks the page faults of new
+// allocations cost several times the submits themselves. A builder given a scratch takes the
+// storage and returns it when destroyed; one builder at a time, not thread-safe.
+class BuilderScratch {
+ public:
+  BuilderScratch();
+  ~BuilderScratch();
+  BuilderScratch(const BuilderScratch&) = delete;
+  BuilderScratch& operator=(const BuilderScratch&) = delete;
+
+ private:
+  friend class HostGraphBuilder;
+  std::unique_ptr<HostGraphBuilder::State> state_;
 };
 
 }  // namespace chiprt::orchestrator

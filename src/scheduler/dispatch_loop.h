@@ -108,7 +108,8 @@ class SchedulerThread {
   uint64_t last_progress_ = 0;
   uint64_t first_dispatch_ = 0;
   uint64_t last_completion_ = 0;
-  uint64_t skipped_ = 0;  // predicated tasks skipped (completed at pop)
+  uint64_t collecting_passes_ = 0;  // passes of collect_finishes that took a finish
+  uint64_t skipped_ = 0;            // predicated tasks skipped (completed at pop)
 };
 
 }  // namespace chiprt::scheduler

@@ -180,7 +180,10 @@ bool validate_edges(ChipLaunchArgs* args, const RunView& view) {
         CHIPRT_INVALID(args, "task %u: fanout entry %u names task %u, but the image has %u tasks",
                        t, i, consumer, view.task_count);
       }
-      view.fanin_remaining[consumer].fetch_add(1, std::memory_order_relaxed);
+      // Thread 0 alone touches the shared state before the start barrier opens, so a plain
+      // load and store suffice (a locked read-modify-write per edge costs several times more).
+      std::atomic<uint32_t>& counter = view.fanin_remaining[consumer];
+      counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
   }
   uint32_t sources = 0;
@@ -202,9 +205,10 @@ bool validate_edges(ChipLaunchArgs* args, const RunView& view) {
       CHIPRT_INVALID(args, "initial_ready[%u] = %u is not a task with fanin 0", i, t);
     }
     // The state byte doubles as a duplicate detector; init_shared_state resets it.
-    if (view.task_state[t].exchange(1, std::memory_order_relaxed) != 0) {
+    if (view.task_state[t].load(std::memory_order_relaxed) != 0) {
       CHIPRT_INVALID(args, "initial_ready lists task %u twice", t);
     }
+    view.task_state[t].store(1, std::memory_order_relaxed);
   }
   return true;
 }

@@ -222,20 +222,22 @@ void LaunchEngine::run_queued(uint32_t core) noexcept {
   enqueue(core);
 }
 
+// A serial launch has one host thread: every kick comes from it, so the core state needs no
+// read-modify-write (two locked instructions per task otherwise).
 void LaunchEngine::run_inline(uint32_t core) noexcept {
   std::atomic<uint32_t>& state = core_state_[core].value;
-  uint32_t expected = kIdle;
-  if (!state.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel)) {
+  if (state.load(std::memory_order_relaxed) != kIdle) {
     // Already running further up this stack: re-run it when it returns instead of recursing.
-    state.store(kRunningKicked, std::memory_order_release);
+    state.store(kRunningKicked, std::memory_order_relaxed);
     return;
   }
+  state.store(kRunning, std::memory_order_relaxed);
   for (;;) {
     core_service_(core_ctx_, core);
-    expected = kRunningKicked;
-    if (!state.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel)) break;
+    if (state.load(std::memory_order_relaxed) != kRunningKicked) break;
+    state.store(kRunning, std::memory_order_relaxed);
   }
-  state.store(kIdle, std::memory_order_release);
+  state.store(kIdle, std::memory_order_relaxed);
 }
 
 Status LaunchEngine::launch(const LaunchPrograms& programs) {

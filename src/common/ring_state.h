@@ -79,6 +79,11 @@ struct alignas(64) RingControl {
   // Set when the orchestrator waits for completions or retirement; schedulers ring its doorbell
   // only then (Dekker with the doorbell's `sleeping`, see Doorbell).
   alignas(64) std::atomic<uint32_t> orchestrator_waiting;
+  // (O) While orchestrator_waiting is set: the completed count at which a completer rings the
+  // doorbell (hysteresis: a back-pressured orchestrator sleeps until a batch completed instead of
+  // waking per task). Written before orchestrator_waiting is raised, so a completer that sees the
+  // flag (seq_cst load) sees this episode's target or a later one. 0 = every completion rings.
+  std::atomic<uint64_t> orchestrator_wake_at;
 };
 
 // Pushes `entry` (consumer already set) onto `producer`'s fanout list. Returns false when the

@@ -331,6 +331,12 @@ struct RingOrchestrator::State {
     return now - p->since >= timeout_cycles;
   }
 
+  // The completed count at which completers ring the waiting orchestrator's doorbell (read by
+  // ring_notify_orchestrator; published by the driver's seq_cst raise of orchestrator_waiting).
+  void set_wake_target(uint64_t completed_target) {
+    mem.control->orchestrator_wake_at.store(completed_target, std::memory_order_relaxed);
+  }
+
   // ---- retirement ---------------------------------------------------------------------------
   // Retires the oldest slots of set d whose references all dropped; returns how many.
   uint64_t retire_set(uint32_t d) {
@@ -405,11 +411,17 @@ struct RingOrchestrator::State {
                                           "); its oldest task is " + slot_description(head));
         return false;
       }
+      // Hysteresis: sleep until a batch of completions (a quarter of the set's unretired tasks:
+      // a quarter of the window when the window is full, single tasks when few large ones fill
+      // the heap) could be retired rather than waking per task. Every published task completes
+      // (or an error rings the doorbell), so a target capped at the submitted count cannot
+      // oversleep.
       const uint64_t seen = progress.completed;
-      auto recheck = [&] {
-        return mem.slots[head].refs.load(std::memory_order_seq_cst) == 0 ||
-               driver.completed() != seen || driver.chip_failed();
-      };
+      const uint64_t batch = std::max<uint64_t>(1, (set.next_seq - set.retired_seq) / 4);
+      uint64_t target = std::min(seen + batch, submitted);
+      if (target <= seen) target = seen + 1;
+      set_wake_target(target);
+      auto recheck = [&] { return driver.completed() >= target || driver.chip_failed(); };
       driver.wait(progress.since + timeout_cycles, &call_recheck<decltype(recheck)>, &recheck);
     }
   }
@@ -432,6 +444,7 @@ struct RingOrchestrator::State {
         return false;
       }
       const uint64_t seen = progress.completed;
+      set_wake_target(seen + 1);  // any completion may be the one waited for
       auto recheck = [&] { return driver.completed() != seen || driver.chip_failed(); };
       driver.wait(progress.since + timeout_cycles, &call_recheck<decltype(recheck)>, &recheck);
     }

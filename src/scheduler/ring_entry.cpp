@@ -200,6 +200,7 @@ void init_ring_state(const RunView& view, const RingLayout& layout) {
   control.total_slots = layout.total_slots;
   control.orchestrator_thread = kOrchestratorThread;
   control.orchestrator_waiting.store(0, std::memory_order_relaxed);
+  control.orchestrator_wake_at.store(0, std::memory_order_relaxed);
 }
 
 // The orchestrator's side of the chip: readiness, progress, clock, and waiting. Threaded: parks
@@ -215,18 +216,23 @@ class ChipRingDriver final : public orchestrator::RingDriver {
   void publish_ready(uint32_t slot) override {
     uint32_t pushed = 0;
     make_ready(view_, slot, &pushed);
-    // Dependency-only tasks never reach a core: complete them here, like a completing scheduler.
-    if ((pushed & queue_bit(kQueueDummy)) != 0) drain_dummies(view_, &pushed);
-    // Serial mode has no other scheduler (wake_for_work skips this thread's own doorbell).
-    wake_for_work(view_, kOrchestratorThread, pushed);
+    if ((pushed & queue_bit(kQueueDummy)) != 0) {
+      // Dependency-only tasks never reach a core: complete them here, like a completing
+      // scheduler. Their consumers may be many tasks: wake every scheduler that can take one.
+      drain_dummies(view_, &pushed);
+      wake_for_work(view_, kOrchestratorThread, pushed);
+      return;
+    }
+    wake_one_scheduler(queue_of(view_.tasks[slot]));
   }
 
   void note_submitted(uint64_t submitted) override {
     view_.globals->published.store(submitted, std::memory_order_release);
   }
 
+  // seq_cst: the orchestrator's park re-checks read it after announcing the park (Doorbell).
   uint64_t completed() const override {
-    return view_.globals->completed.load(std::memory_order_acquire);
+    return view_.globals->completed.load(std::memory_order_seq_cst);
   }
 
   void wait(uint64_t deadline_cycles, bool (*recheck)(void*), void* recheck_ctx) override {
@@ -279,10 +285,35 @@ class ChipRingDriver final : public orchestrator::RingDriver {
     park(deadline_cycles, recheck, recheck_ctx, [this] { return serial_thread_->step(); });
   }
 
+  // One task was pushed onto `queue` (a seq_cst store): one parked scheduler that can take it is
+  // enough. Waking every parked scheduler per submission (wake_for_work) makes the others park
+  // again empty-handed, which on an oversubscribed host costs more than the submission itself.
+  // Schedulers that are awake re-check the queues before parking (Doorbell's Dekker), so they need
+  // no wake-up. Starts after the last one woken, spreading a stream of submissions over the
+  // schedulers. Serial mode has no other scheduler.
+  void wake_one_scheduler(int queue) {
+    const uint32_t first = view_.first_scheduler;
+    const uint32_t count = view_.thread_count;
+    if (count <= first + (first == kOrchestratorThread ? 1u : 0u)) return;
+    const uint32_t wanted = idle_core_bit(queue) | pending_slot_bit(queue);
+    for (uint32_t i = 0; i < count - first; ++i) {
+      const uint32_t t = first + (next_wake_ + i) % (count - first);
+      if (t == kOrchestratorThread) continue;
+      common::Doorbell& bell = view_.prefix->doorbells[t];
+      if (bell.sleeping.load(std::memory_order_seq_cst) != 0 &&
+          (bell.wants.load(std::memory_order_relaxed) & wanted) != 0) {
+        bell.ring_parked();
+        next_wake_ = t + 1 - first;
+        return;
+      }
+    }
+  }
+
   const RunView& view_;
   common::RingControl& control_;
   common::Doorbell& bell_;
   SchedulerThread* serial_thread_;
+  uint32_t next_wake_ = 0;  // rotation of wake_one_scheduler, relative to first_scheduler
 };
 
 // Thread 0: runs the orchestration function, latches its error and publishes the run's total.

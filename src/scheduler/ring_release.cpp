@@ -39,8 +39,12 @@ void ring_notify_orchestrator(const RunView& view) {
   // The releases and the completed counter were seq_cst; this load completes the Dekker
   // handshake with the orchestrator's park (RingDriver::wait), which re-checks both after
   // raising the flag.
+  // Only a completion that reaches the orchestrator's wake target rings: its own increment is
+  // visible to this thread, so the completer whose count reaches the target always sees it.
   const common::RingControl& control = *view.ring->control;
-  if (control.orchestrator_waiting.load(std::memory_order_seq_cst) != 0) {
+  if (control.orchestrator_waiting.load(std::memory_order_seq_cst) != 0 &&
+      view.globals->completed.load(std::memory_order_relaxed) >=
+          control.orchestrator_wake_at.load(std::memory_order_relaxed)) {
     view.prefix->doorbells[control.orchestrator_thread].ring();
   }
 }

@@ -5,18 +5,23 @@
 //   chiprt run <example> [--case NAME] [--runtime host_build_graph|tensormap_ringbuffer]
 //              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
 //              [--ring-window N[,N...]] [--ring-heap N[,N...]] [--ring-dep-pool N[,N...]]
+//   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
 //
 // The ring options size the tensormap_ringbuffer rings per scope depth 0..3 (CallConfig::rings:
 // one value for every depth, or a list whose last value repeats); unset, the CHIPRT_RING_*
 // variables and then the defaults apply.
 //
-// Exit codes: 0 every round passed, 1 a round failed or the runtime reported an error,
-// 2 usage error (bad option, unknown example or case).
+// `bench` runs the performance suite (tools/perf/suite.h) on chiprt's variants and the peer
+// runtimes that were found at configure time, and prints one table of ns per task.
+//
+// Exit codes: 0 every round passed (bench: every available cell measured), 1 a round failed or
+// the runtime reported an error, 2 usage error (bad option, unknown example or case).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +31,7 @@
 #include "chiprt/worker.h"
 #include "example.h"
 #include "host/ring_sizing.h"
+#include "suite.h"
 
 namespace {
 
@@ -235,6 +241,43 @@ int run_example(const RunOptions& options) {
   return all_passed ? 0 : kExitFailure;
 }
 
+struct BenchOptions {
+  bool quick = false;
+  std::string json_path;
+  int threads = 0;      // 0 = host hardware threads
+  int tasks = 0;        // 0 = the suite's size (100000, --quick 10000)
+  int repetitions = 0;  // 0 = 5, --quick 3
+  bool no_peers = false;
+};
+
+int run_bench(const BenchOptions& options) {
+  chiprt::perf::SuiteOptions suite;
+  suite.quick = options.quick;
+  suite.threads = static_cast<unsigned>(options.threads);
+  suite.tasks =
+      options.tasks > 0 ? static_cast<uint64_t>(options.tasks) : (options.quick ? 10000 : 100000);
+  suite.repetitions = options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 5);
+  suite.cell_budget_s = options.quick ? 2.0 : 30.0;
+  suite.peers = !options.no_peers;
+  const chiprt::perf::SuiteResult result = chiprt::perf::run_suite(suite, stderr);
+  std::printf("%s", chiprt::perf::format_table(result).c_str());
+  if (!options.json_path.empty()) {
+    std::ofstream out(options.json_path);
+    out << chiprt::perf::to_json(result).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "error: cannot write the JSON table to '%s'\n",
+                   options.json_path.c_str());
+      return kExitFailure;
+    }
+  }
+  for (const chiprt::perf::Row& row : result.rows) {
+    for (std::size_t c = 0; c < result.columns.size(); ++c) {
+      if (result.columns[c].available && !row.cells[c].measured) return kExitFailure;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,6 +310,23 @@ int main(int argc, char** argv) {
                   "tensormap_ringbuffer dependency entries per scope depth: N or N,N,... "
                   "(>= 64; default 4 x window or CHIPRT_RING_DEP_POOL)");
 
+  CLI::App* bench = app.add_subcommand(
+      "bench", "time the fixed graph suite on chiprt's variants and the installed peer runtimes");
+  BenchOptions bench_options;
+  bench->add_flag("--quick", bench_options.quick,
+                  "reduced suite (10000 tasks, 3 repetitions) for smoke checks");
+  bench->add_option("--json", bench_options.json_path, "also write the table as JSON to FILE");
+  bench
+      ->add_option("--threads", bench_options.threads,
+                   "worker threads of chiprt (simulated chip host threads) and of every peer; "
+                   "0 = host hardware threads")
+      ->check(at_least(0));
+  bench->add_option("--tasks", bench_options.tasks, "tasks per workload (default 100000)")
+      ->check(at_least(1));
+  bench->add_option("--repetitions", bench_options.repetitions, "timed runs per cell (default 5)")
+      ->check(at_least(1));
+  bench->add_flag("--no-peers", bench_options.no_peers, "run the chiprt columns only");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -279,6 +339,7 @@ int main(int argc, char** argv) {
       print_list();
       return 0;
     }
+    if (bench->parsed()) return run_bench(bench_options);
     return run_example(options);
   } catch (const std::exception& e) {
     // chiprt::Error's what() is "[NAME] message (hint: ...)".

@@ -1,0 +1,99 @@
+#include "runners.h"
+
+#include <exception>
+#include <utility>
+
+namespace chiprt::perf {
+
+namespace {
+
+using PeerFactory = std::unique_ptr<Runner> (*)(unsigned);
+
+struct PeerSpec {
+  const char* id;
+  const char* label;
+  const char* description;
+  PeerFactory factory;  // null: not found at configure time
+  const char* missing;  // why it is null
+};
+
+constexpr const char* kInstallHint =
+    "; run scripts/install-peers.sh and reconfigure (CHIPRT_BENCH_PEERS=ON, no sanitizer)";
+
+struct ChiprtSpec {
+  const char* id;
+  const char* label;
+  const char* description;
+  ChiprtMode mode;
+};
+const ChiprtSpec kChiprtColumns[] = {
+    {"host_build_graph", "hbg", "chiprt host_build_graph, threaded", ChiprtMode::HostBuildGraph},
+    {"host_build_graph_serial", "hbg/ser", "chiprt host_build_graph, serial mode",
+     ChiprtMode::HostBuildGraphSerial},
+    {"host_build_graph_replay", "hbg/replay",
+     "chiprt host_build_graph, threaded, replaying the cached graph",
+     ChiprtMode::HostBuildGraphReplay},
+    {"tensormap_ringbuffer", "ring", "chiprt tensormap_ringbuffer, threaded",
+     ChiprtMode::Ringbuffer},
+    {"tensormap_ringbuffer_serial", "ring/ser", "chiprt tensormap_ringbuffer, serial mode",
+     ChiprtMode::RingbufferSerial},
+};
+
+const PeerSpec kPeers[] = {
+#ifdef CHIPRT_PEER_OPENMP
+    {"openmp", "omp", "OpenMP tasks with depend clauses (" CHIPRT_PEER_OPENMP ")",
+     make_openmp_runner, ""},
+#else
+    {"openmp", "omp", "OpenMP tasks with depend clauses", nullptr, "OpenMP not found"},
+#endif
+#ifdef CHIPRT_PEER_TBB
+    {"tbb_flow_graph", "tbb", "oneTBB flow graph, explicit edges (" CHIPRT_PEER_TBB ")",
+     make_tbb_runner, ""},
+#else
+    {"tbb_flow_graph", "tbb", "oneTBB flow graph, explicit edges", nullptr, "oneTBB not found"},
+#endif
+#ifdef CHIPRT_PEER_STARPU
+    {"starpu", "starpu", "StarPU, implicit dependencies on data handles (" CHIPRT_PEER_STARPU ")",
+     make_starpu_runner, ""},
+#else
+    {"starpu", "starpu", "StarPU, implicit dependencies on data handles", nullptr,
+     "StarPU not found"},
+#endif
+};
+
+}  // namespace
+
+std::vector<std::string> column_ids() {
+  std::vector<std::string> ids;
+  for (const ChiprtSpec& c : kChiprtColumns) ids.emplace_back(c.id);
+  for (const PeerSpec& p : kPeers) ids.emplace_back(p.id);
+  return ids;
+}
+
+std::vector<RunnerColumn> make_runners(const RunnerOptions& options) {
+  std::vector<RunnerColumn> columns;
+  const std::shared_ptr<ChiprtDevice> device =
+      make_chiprt_device(options.threads, options.max_tasks);
+  for (const ChiprtSpec& c : kChiprtColumns) {
+    columns.push_back({c.id, c.label, true, c.description, make_chiprt_runner(device, c.mode), ""});
+  }
+
+  for (const PeerSpec& p : kPeers) {
+    RunnerColumn column{p.id, p.label, false, p.description, nullptr, ""};
+    if (p.factory == nullptr) {
+      column.note = std::string(p.missing) + " at configure time" + kInstallHint;
+    } else if (!options.peers) {
+      column.note = "skipped (--no-peers)";
+    } else {
+      try {
+        column.runner = p.factory(options.threads);
+      } catch (const std::exception& e) {
+        column.note = std::string("failed to start: ") + e.what();
+      }
+    }
+    columns.push_back(std::move(column));
+  }
+  return columns;
+}
+
+}  // namespace chiprt::perf

@@ -1,0 +1,72 @@
+// Runners of the `chiprt bench` suite: one per table column. A runner executes a Workload's graph
+// with empty task bodies on one runtime (a chiprt variant or a peer runtime) and reports the wall
+// time of building and executing it.
+//
+// Runners are created by make_runners() for a fixed worker-thread count and used from one thread;
+// a peer runtime is initialised when its runner is created and shut down when it is destroyed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads.h"
+
+namespace chiprt::perf {
+
+struct RunResult {
+  uint64_t tasks = 0;    // tasks the runtime executed
+  uint64_t wall_ns = 0;  // submission of the first task to completion of the last
+};
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Builds and runs `workload` once; throws std::exception on failure.
+  virtual RunResult run(const Workload& workload) = 0;
+  // Called once per workload before its timed repetitions (e.g. to record a graph for replay).
+  virtual void prepare(const Workload& workload) { run(workload); }
+};
+
+// One column of the table. `runner` is null when the runtime is unavailable; `note` says why.
+struct RunnerColumn {
+  std::string id;     // stable JSON key: "host_build_graph", "openmp", ...
+  std::string label;  // table heading
+  bool chiprt = false;
+  std::string description;
+  std::unique_ptr<Runner> runner;
+  std::string note;
+};
+
+struct RunnerOptions {
+  unsigned threads = 1;    // worker threads of every runtime (chiprt: SimOptions::host_threads)
+  uint64_t max_tasks = 1;  // largest workload that will be run (sizes chiprt's buffer)
+  bool peers = true;       // false: the peer columns are listed but not created
+};
+
+// The chiprt columns first (host_build_graph threaded / serial / replay, tensormap_ringbuffer
+// threaded / serial), then the peers in a fixed order.
+std::vector<RunnerColumn> make_runners(const RunnerOptions& options);
+
+// The ids of make_runners()'s columns, in order, without creating any runner.
+std::vector<std::string> column_ids();
+
+// Peer factories, defined only when the peer was found at configure time (see CMakeLists.txt).
+std::unique_ptr<Runner> make_openmp_runner(unsigned threads);
+std::unique_ptr<Runner> make_tbb_runner(unsigned threads);
+std::unique_ptr<Runner> make_starpu_runner(unsigned threads);
+
+// Chiprt runners sharing one simulated chip (defined in chiprt_runner.cpp).
+class ChiprtDevice;
+std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks);
+enum class ChiprtMode : uint8_t {
+  HostBuildGraph,
+  HostBuildGraphSerial,
+  HostBuildGraphReplay,
+  Ringbuffer,
+  RingbufferSerial
+};
+std::unique_ptr<Runner> make_chiprt_runner(std::shared_ptr<ChiprtDevice> device, ChiprtMode mode);
+
+}  // namespace chiprt::perf

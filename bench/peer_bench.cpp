@@ -31,7 +31,8 @@ unsigned suite_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Created on first use and kept for the whole process (peer runtimes start once).
+// Created on first use and kept for the whole process (each peer runtime starts once, at its
+// first case).
 std::vector<RunnerColumn>& suite_columns() {
   static std::vector<RunnerColumn> columns = make_runners({suite_threads(), kMaxSuiteTasks, true});
   return columns;
@@ -47,6 +48,15 @@ const Workload& suite_workload(Shape shape, uint64_t tasks) {
 
 void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
   RunnerColumn& c = suite_columns()[column];
+  if (c.runner == nullptr && c.start != nullptr) {
+    // A peer starts on its first case and then stays up (its cases are registered together).
+    try {
+      c.runner = c.start(suite_threads());
+    } catch (const std::exception& e) {
+      c.note = std::string("failed to start: ") + e.what();
+      c.start = nullptr;
+    }
+  }
   if (c.runner == nullptr) {
     state.SkipWithError((c.id + " not run: " + c.note).c_str());
     return;
@@ -73,8 +83,9 @@ void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
 
 const bool kRegistered = [] {
   const std::vector<std::string> ids = column_ids();
-  for (const Shape shape : kAllShapes) {
-    for (std::size_t column = 0; column < ids.size(); ++column) {
+  // Column-major: a column's cases run together, before the next runtime starts.
+  for (std::size_t column = 0; column < ids.size(); ++column) {
+    for (const Shape shape : kAllShapes) {
       const std::string name = "BM_Suite/" + std::string(shape_name(shape)) + "/" + ids[column];
       benchmark::RegisterBenchmark(name.c_str(), BM_Suite, shape, column)
           ->ArgName("tasks")

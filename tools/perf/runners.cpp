@@ -1,6 +1,5 @@
 #include "runners.h"
 
-#include <exception>
 #include <utility>
 
 namespace chiprt::perf {
@@ -75,21 +74,26 @@ std::vector<RunnerColumn> make_runners(const RunnerOptions& options) {
   const std::shared_ptr<ChiprtDevice> device =
       make_chiprt_device(options.threads, options.max_tasks);
   for (const ChiprtSpec& c : kChiprtColumns) {
-    columns.push_back({c.id, c.label, true, c.description, make_chiprt_runner(device, c.mode), ""});
+    RunnerColumn column;
+    column.id = c.id;
+    column.label = c.label;
+    column.chiprt = true;
+    column.description = c.description;
+    column.runner = make_chiprt_runner(device, c.mode);
+    columns.push_back(std::move(column));
   }
 
   for (const PeerSpec& p : kPeers) {
-    RunnerColumn column{p.id, p.label, false, p.description, nullptr, ""};
+    RunnerColumn column;
+    column.id = p.id;
+    column.label = p.label;
+    column.description = p.description;
     if (p.factory == nullptr) {
       column.note = std::string(p.missing) + " at configure time" + kInstallHint;
     } else if (!options.peers) {
       column.note = "skipped (--no-peers)";
     } else {
-      try {
-        column.runner = p.factory(options.threads);
-      } catch (const std::exception& e) {
-        column.note = std::string("failed to start: ") + e.what();
-      }
+      column.start = p.factory;
     }
     columns.push_back(std::move(column));
   }

@@ -29,14 +29,19 @@ class Runner {
   virtual void prepare(const Workload& workload) { run(workload); }
 };
 
-// One column of the table. `runner` is null when the runtime is unavailable; `note` says why.
+// One column of the table. A chiprt column holds its runner; a peer column holds the factory
+// that starts it (its worker threads) only while its own column is measured, so idle peer
+// threads never compete with the other columns for the host's cores. Neither is set when the
+// runtime is unavailable; `note` says why.
 struct RunnerColumn {
   std::string id;     // stable JSON key: "host_build_graph", "openmp", ...
   std::string label;  // table heading
   bool chiprt = false;
   std::string description;
   std::unique_ptr<Runner> runner;
+  std::unique_ptr<Runner> (*start)(unsigned threads) = nullptr;
   std::string note;
+  bool available() const noexcept { return runner != nullptr || start != nullptr; }
 };
 
 struct RunnerOptions {

@@ -64,26 +64,48 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
     max_tasks = std::max(max_tasks, workloads.back().tasks);
   }
   std::vector<RunnerColumn> runners = make_runners({options.threads, max_tasks, options.peers});
-  for (const RunnerColumn& r : runners) {
-    result.columns.push_back({r.id, r.label, r.chiprt, r.description, r.runner != nullptr, r.note});
-  }
-
   for (const Workload& workload : workloads) {
     Row row;
     row.workload = std::string(shape_name(workload.shape));
     row.tasks = workload.tasks;
     row.cells.resize(runners.size());
-    for (std::size_t c = 0; c < runners.size(); ++c) {
-      if (runners[c].runner == nullptr) continue;
-      row.cells[c] = measure(*runners[c].runner, workload, options);
+    result.rows.push_back(std::move(row));
+  }
+
+  // Column by column: a peer's threads exist only while its own column runs (some peers keep
+  // idle workers polling, which would steal the host's cores from every other column).
+  for (std::size_t c = 0; c < runners.size(); ++c) {
+    RunnerColumn& column = runners[c];
+    std::unique_ptr<Runner> started;
+    if (column.runner == nullptr && column.start != nullptr) {
+      try {
+        started = column.start(options.threads);
+      } catch (const std::exception& e) {
+        column.note = std::string("failed to start: ") + e.what();
+        column.start = nullptr;
+      }
+    }
+    Runner* runner = column.runner != nullptr ? column.runner.get() : started.get();
+    if (runner == nullptr) continue;
+    for (std::size_t w = 0; w < workloads.size(); ++w) {
+      Row& row = result.rows[w];
+      row.cells[c] = measure(*runner, workloads[w], options);
       const Cell& cell = row.cells[c];
       if (progress != nullptr) {
-        std::fprintf(progress, "bench: %-12s %-28s %s\n", row.workload.c_str(),
-                     runners[c].id.c_str(),
+        std::fprintf(progress, "bench: %-12s %-28s %s\n", row.workload.c_str(), column.id.c_str(),
                      cell.measured ? (format_ns(cell.median) + " ns/task").c_str()
                                    : ("error: " + cell.error).c_str());
         std::fflush(progress);
       }
+    }
+  }
+  for (const RunnerColumn& r : runners) {
+    result.columns.push_back({r.id, r.label, r.chiprt, r.description, r.available(), r.note});
+  }
+
+  for (Row& row : result.rows) {
+    for (std::size_t c = 0; c < runners.size(); ++c) {
+      const Cell& cell = row.cells[c];
       if (cell.measured && runners[c].chiprt &&
           (row.best_chiprt < 0 || cell.median < row.cells[row.best_chiprt].median)) {
         row.best_chiprt = static_cast<int>(c);
@@ -98,7 +120,6 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
         }
       }
     }
-    result.rows.push_back(std::move(row));
   }
   return result;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs chiprt's build and test dependencies from Debian 12 packages when any is missing.
-# Safe to run repeatedly: it does nothing when everything is present.
+# Safe to run repeatedly: it does nothing when everything is present. With arguments it installs
+# those packages instead (scripts/install-peers.sh uses that).
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libxxhash-dev
 )
+if [ $# -gt 0 ]; then
+  packages=("$@")
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -12,33 +12,15 @@
 #include <set>
 #include <string>
 
+#include "cli/cli_support.h"
+
 namespace {
 
-struct BenchCommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using chiprt::cli_test::chiprt_binary;
+using chiprt::cli_test::CommandResult;
 
-std::string chiprt_binary_path() {
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
-  return (self.parent_path() / ".." / "tools" / "chiprt").lexically_normal().string();
-}
-
-BenchCommandResult run_bench(const std::string& args) {
-  const std::string command = chiprt_binary_path() + " bench " + args + " 2>&1";
-  BenchCommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    result.output = "popen failed for: " + command;
-    return result;
-  }
-  std::array<char, 4096> chunk{};
-  std::size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0)
-    result.output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+CommandResult run_bench(const std::string& args) {
+  return chiprt::cli_test::run_chiprt("bench " + args);
 }
 
 std::filesystem::path temp_json(const char* name) {
@@ -69,10 +51,10 @@ void expect_measured_cell(const nlohmann::json& cell, bool peer, const std::stri
 }
 
 TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
-  ASSERT_TRUE(std::filesystem::exists(chiprt_binary_path())) << chiprt_binary_path();
+  ASSERT_TRUE(std::filesystem::exists(chiprt_binary())) << chiprt_binary();
   const std::filesystem::path json_path = temp_json("chiprt-bench-quick");
   // A small graph and one repetition keep the test short (also under sanitizers).
-  const BenchCommandResult r =
+  const CommandResult r =
       run_bench("--quick --tasks 300 --repetitions 1 --threads 2 --json " + json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("2 worker threads for every runtime"), std::string::npos) << r.output;
@@ -130,7 +112,7 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
 
 TEST(ChiprtBenchCli, NoPeersLeavesPeerColumnsUnavailable) {
   const std::filesystem::path json_path = temp_json("chiprt-bench-no-peers");
-  const BenchCommandResult r = run_bench(
+  const CommandResult r = run_bench(
       "--quick --tasks 100 --repetitions 1 --threads 1 --no-peers --json " + json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(json_path);
@@ -147,13 +129,13 @@ TEST(ChiprtBenchCli, NoPeersLeavesPeerColumnsUnavailable) {
 
 TEST(ChiprtBenchCli, RejectsInvalidOptions) {
   for (const char* args : {"--repetitions 0", "--tasks 0", "--threads -1", "--bogus"}) {
-    const BenchCommandResult r = run_bench(args);
+    const CommandResult r = run_bench(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
   }
 }
 
 TEST(ChiprtBenchCli, UnwritableJsonPathFails) {
-  const BenchCommandResult r =
+  const CommandResult r =
       run_bench("--quick --tasks 50 --repetitions 1 --no-peers --json /nonexistent-dir/out.json");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("/nonexistent-dir/out.json"), std::string::npos) << r.output;

@@ -25,6 +25,7 @@
 #include "common/ring_state.h"
 #include "platform/platform.h"
 #include "scheduler/chip_entry.h"
+#include "stress/stress_seeds.h"
 #include "unit/scheduler/ring_launch.h"
 
 namespace chiprt::ring_stress {
@@ -540,28 +541,6 @@ std::string compare(const char* what, const Plan& plan,
   return "";
 }
 
-uint64_t env_count(const char* name, uint64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value == 0 || text[0] == '-') {
-    ADD_FAILURE() << name << "=" << text << ": must be a positive decimal integer";
-    return fallback;
-  }
-  return value;
-}
-
-std::vector<uint64_t> seeds() {
-  if (std::getenv("CHIPRT_STRESS_ONLY_SEED") != nullptr) {
-    return {env_count("CHIPRT_STRESS_ONLY_SEED", 1)};
-  }
-  std::vector<uint64_t> list;
-  const uint64_t count = env_count("CHIPRT_STRESS_SEEDS", kDefaultSeeds);
-  for (uint64_t i = 0; i < count; ++i) list.push_back(1 + i);
-  return list;
-}
-
 std::unique_ptr<platform::Platform> make_chip() {
   platform::SimConfig config;
   config.clusters = 4;
@@ -618,7 +597,7 @@ TEST(RingStress, RandomScopedDagsOnTinyRingsMatchSerialAndReference) {
   std::unique_ptr<platform::Platform> chip = make_chip();
   ASSERT_NE(chip, nullptr);
   int failures = 0;
-  for (uint64_t seed : seeds()) {
+  for (uint64_t seed : stress::stress_seeds(kDefaultSeeds)) {
     const Plan plan = Generator(seed).generate();
     const auto expected = run_reference(plan);
     const ChipOutcome serial = run_on_chip(*chip, plan, true, 1, 2);

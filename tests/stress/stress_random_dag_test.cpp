@@ -22,39 +22,17 @@
 #include <vector>
 
 #include "stress/random_dag.h"
+#include "stress/stress_seeds.h"
 
 namespace chiprt::stress {
 namespace {
 
 constexpr uint64_t kDefaultSeeds = 40;
-constexpr uint64_t kFirstSeed = 1;
+constexpr uint64_t kFirstSeed = kFirstStressSeed;
 // Generous: a run that takes this long is hung, not slow (even under ThreadSanitizer).
 constexpr std::chrono::seconds kHangLimit{600};
 // Stop a configuration after this many failing seeds; more say nothing new.
 constexpr int kMaxReportedFailures = 3;
-
-// Parses a positive decimal environment variable; unset -> `fallback`. A malformed value fails the
-// test (and uses the fallback) rather than silently running a different workload.
-uint64_t env_count(const char* name, uint64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value == 0 || text[0] == '-') {
-    ADD_FAILURE() << name << "=" << text << ": must be a positive decimal integer";
-    return fallback;
-  }
-  return value;
-}
-
-std::vector<uint64_t> stress_seeds() {
-  if (std::getenv("CHIPRT_STRESS_ONLY_SEED") != nullptr)
-    return {env_count("CHIPRT_STRESS_ONLY_SEED", kFirstSeed)};
-  std::vector<uint64_t> seeds;
-  const uint64_t count = env_count("CHIPRT_STRESS_SEEDS", kDefaultSeeds);
-  for (uint64_t i = 0; i < count; ++i) seeds.push_back(kFirstSeed + i);
-  return seeds;
-}
 
 // A plan and its reference result, generated once per seed and shared by every configuration.
 struct Case {
@@ -141,7 +119,7 @@ TEST_P(StressRandomDag, MatchesSerialReference) {
   StressDevice device(options);
   int failures = 0;
   uint64_t tasks = 0;
-  for (uint64_t seed : stress_seeds()) {
+  for (uint64_t seed : stress_seeds(kDefaultSeeds)) {
     const Case& c = case_for(seed);
     tasks += c.plan.task_count;
     const std::string failure = device.run_and_compare(c.plan, c.expected, config.call);
@@ -259,7 +237,7 @@ TEST(StressWideChip, TwentyFourClustersOnDefaultHostThreads) {
   options.sim.clusters = 24;
   StressDevice device(options);
   const PlanOptions large{2000, 2000};
-  const uint64_t seeds = std::min<uint64_t>(4, stress_seeds().size());
+  const uint64_t seeds = std::min<uint64_t>(4, stress_seeds(kDefaultSeeds).size());
   for (uint64_t i = 0; i < seeds; ++i) {
     const Case& c = case_for(500 + i, large);
     RunReport report;

@@ -1,6 +1,8 @@
 #include "orchestrator/tensor_map.h"
 
 #include <algorithm>
+#include <bit>
+#include <optional>
 
 namespace chiprt::orchestrator {
 namespace {
@@ -107,6 +109,17 @@ bool is_dense(const TensorRegion& r) noexcept {
   return true;
 }
 
+// Same start, element size, shape and strides: the same bytes (and region_covers agrees).
+bool same_view(const Tensor& t, uint64_t element_bytes, const TensorRegion& r) noexcept {
+  if (t.start_offset != r.start_offset || t.ndim != r.ndim || element_bytes != r.element_bytes) {
+    return false;
+  }
+  for (uint32_t d = 0; d < r.ndim; ++d) {
+    if (t.shape[d] != r.shape[d] || t.strides[d] != r.strides[d]) return false;
+  }
+  return true;
+}
+
 uint64_t mix_hash(uint64_t x) noexcept {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
@@ -123,28 +136,23 @@ TensorRegion TensorRegion::of(const Tensor& tensor) noexcept {
   r.start_offset = tensor.start_offset;
   r.ndim = std::min<uint32_t>(tensor.ndim, kMaxTensorDims);
   r.element_bytes = static_cast<uint32_t>(element_size(tensor.dtype));
-  for (uint32_t d = 0; d < r.ndim; ++d) {
-    r.shape[d] = tensor.shape[d];
-    r.strides[d] = tensor.strides[d];
-  }
+  // Whole arrays: cheaper than a loop; dimensions past ndim are never read.
+  r.shape = tensor.shape;
+  r.strides = tensor.strides;
   if (r.element_bytes == 0 || tensor.ndim > static_cast<uint32_t>(kMaxTensorDims)) {
     r.bounded = false;  // not a valid Tensor: nothing can be proved about it
     return r;
   }
   if (r.ndim == 0) return r;  // no elements
-  for (uint32_t d = 0; d < r.ndim; ++d) {
-    if (r.shape[d] == 0) return r;
-  }
   uint64_t last = r.start_offset;
+  bool overflow = false;
   for (uint32_t d = 0; d < r.ndim; ++d) {
+    if (r.shape[d] == 0) return r;  // no elements, whatever the other dimensions say
     uint64_t span;
-    if (__builtin_mul_overflow(r.shape[d] - 1, r.strides[d], &span) ||
-        __builtin_add_overflow(last, span, &last)) {
-      r.bounded = false;
-      return r;
-    }
+    overflow |= __builtin_mul_overflow(r.shape[d] - 1, r.strides[d], &span) ||
+                __builtin_add_overflow(last, span, &last);
   }
-  if (__builtin_add_overflow(last, 1, &last) ||
+  if (overflow || __builtin_add_overflow(last, 1, &last) ||
       __builtin_mul_overflow(last, uint64_t{r.element_bytes}, &r.hi) ||
       __builtin_mul_overflow(r.start_offset, uint64_t{r.element_bytes}, &r.lo)) {
     r.bounded = false;
@@ -192,10 +200,7 @@ bool region_covers(const TensorRegion& outer, const TensorRegion& inner) noexcep
   return solver.solve(shift, shift) == IndexSolver::Result::Found;
 }
 
-TensorMap::TensorMap()
-    : slots_(64),
-      pool_(std::make_unique<std::pmr::unsynchronized_pool_resource>()),
-      index_(pool_.get()) {}
+TensorMap::TensorMap() : slots_(64), cells_(64) {}
 
 uint64_t TensorMap::pitch_of(const TensorRegion& region) noexcept {
   if (!region.bounded || region.empty()) return 1;
@@ -205,38 +210,167 @@ uint64_t TensorMap::pitch_of(const TensorRegion& region) noexcept {
     if (region.shape[d] > 1) outer = std::max(outer, region.strides[d] * eb);  // <= extent
   }
   if (outer <= eb) return 1;  // 1-D contiguous (or a single element): plain byte rows
-  const Rect r = rect_of(region, outer);
+  const Rect r = query_of(region, outer).rect;
   // Useful only when a row holds part of the region, not all of every row.
   return r.col_end - r.col0 < outer ? outer : 1;
 }
 
-TensorMap::Rect TensorMap::rect_of(const TensorRegion& region, uint64_t pitch) noexcept {
-  Rect r;
-  r.row0 = region.lo / pitch;
-  r.row_last = (region.hi - 1) / pitch;
-  // A byte is lo + sum(x_d * stride_d * eb) + b (b < eb). Dimensions whose byte stride is a
-  // multiple of the pitch only change the row, so the column (byte mod pitch) lies within the
-  // span of the other dimensions from lo's column. Sums stay within the extent: no overflow.
-  const uint64_t eb = region.element_bytes;
-  uint64_t width = eb;
-  for (uint32_t d = 0; d < region.ndim; ++d) {
-    const uint64_t stride = region.strides[d] * eb;
-    if (region.shape[d] > 1 && stride % pitch != 0) width += (region.shape[d] - 1) * stride;
+namespace {
+
+// One pass over a view's dimensions (innermost first) computing TensorMap's Query: the byte
+// extent exactly as TensorRegion::of does, the rectangle, and whether the view's bytes are the
+// whole rectangle. `Query` is TensorMap::Query; `shape`/`strides` hold `ndim` dimensions.
+// Kept out of line so that the fast path below stays small.
+template <class Query>
+[[gnu::noinline]] Query describe_general(uint64_t start_offset, uint32_t ndim,
+                                         const uint64_t* shape, const uint64_t* strides,
+                                         uint64_t eb, uint64_t pitch) noexcept {
+  Query q;
+  if (eb == 0 || ndim > static_cast<uint32_t>(kMaxTensorDims)) {
+    q.bounded = false;  // not a valid Tensor: nothing can be proved about it
+    return q;
   }
-  r.col0 = region.lo % pitch;
-  if (width >= pitch || r.col0 + width > pitch) {
+  // A byte is lo + sum(x_d * stride_d * eb) + b (b < eb). Dimensions whose byte stride is a
+  // multiple of the pitch ("row" dimensions) only change the row, so the column (byte mod pitch)
+  // lies within the span of the other ("column") dimensions from lo's column. The view is exactly
+  // its rectangle when, innermost first, column dimensions pack elements densely and then row
+  // dimensions step through consecutive rows (other orders are left to the exact search).
+  uint64_t last = start_offset;  // element offset of the last element
+  uint64_t width = eb;           // bytes a row of the view can span
+  uint64_t next_col = eb;        // byte stride the next dense column dimension must have
+  uint64_t next_row = 1;         // row stride the next dense row dimension must have
+  bool in_rows = false;
+  bool exact = true;
+  bool overflow = false;
+  bool empty = ndim == 0;
+  for (uint32_t d = ndim; d-- > 0;) {
+    const uint64_t n = shape[d];
+    const uint64_t s = strides[d];
+    if (n <= 1 || s == 0) {  // no extent, or a broadcast repeating elements
+      empty |= n == 0;
+      continue;
+    }
+    uint64_t span;
+    if (__builtin_mul_overflow(n - 1, s, &span) || __builtin_add_overflow(last, span, &last)) {
+      overflow = true;
+      continue;
+    }
+    const uint64_t byte_stride = s * eb;  // wraps only when the extent overflows (checked below)
+    const bool row_dim =
+        pitch > 1 && (byte_stride == pitch || (byte_stride > pitch && byte_stride % pitch == 0));
+    if (!row_dim) {
+      width += (n - 1) * byte_stride;
+      if (in_rows || byte_stride != next_col) {
+        exact = false;
+      } else {
+        next_col = byte_stride * n;
+      }
+    } else {
+      in_rows = true;
+      if ((byte_stride == pitch ? 1 : byte_stride / pitch) != next_row) {
+        exact = false;
+      } else {
+        next_row *= n;
+      }
+    }
+  }
+  if (empty) {
+    q.empty = true;  // no elements: lo == hi == 0
+    return q;
+  }
+  if (overflow || __builtin_add_overflow(last, 1, &last) ||
+      __builtin_mul_overflow(last, eb, &q.hi) || __builtin_mul_overflow(start_offset, eb, &q.lo)) {
+    q.bounded = false;
+    q.lo = q.hi = 0;
+    return q;
+  }
+  auto& r = q.rect;
+  if (pitch == 1) {  // rows are bytes; exact when the bytes are dense
+    r.row0 = q.lo;
+    r.row_last = q.hi - 1;
+    r.col_end = 1;
+    q.exact = exact;
+    return q;
+  }
+  r.row0 = q.lo / pitch;
+  r.row_last = (q.hi - 1) / pitch;
+  r.col0 = q.lo - r.row0 * pitch;
+  if (width > pitch || r.col0 + width > pitch) {
     r.col0 = 0;  // wraps into the next row: any column
     r.col_end = pitch;
-  } else {
-    r.col_end = r.col0 + width;
+    return q;
   }
-  return r;
+  r.col_end = r.col0 + width;
+  q.exact = exact;
+  return q;
 }
 
-uint32_t TensorMap::class_of(const Rect& rect) noexcept {
-  const uint64_t span = rect.row_last - rect.row0;
-  const auto bits = static_cast<uint32_t>(64 - (span == 0 ? 64 : __builtin_clzll(span)));
-  return std::min((bits + 2) / 3, kClasses - 1);
+// describe_general with a fast path for 1-D runs and 2-D views with a contiguous last dimension
+// whose rows are one pitch apart (rows, tiles) or that form one run.
+template <class Query>
+Query describe_view(uint64_t start_offset, uint32_t ndim, const uint64_t* shape,
+                    const uint64_t* strides, uint64_t eb, uint64_t pitch) noexcept {
+  if (eb != 0 && (ndim == 1 || ndim == 2) && strides[ndim - 1] == 1) {
+    Query q;
+    const uint64_t cols = shape[ndim - 1];
+    const uint64_t rows = ndim == 2 ? shape[0] : 1;
+    const uint64_t row_stride = ndim == 2 ? strides[0] : 0;
+    if (rows == 0 || cols == 0) {
+      q.empty = true;
+      return q;
+    }
+    const bool one_run = rows == 1 || row_stride == 0;
+    uint64_t end;
+    if (!__builtin_mul_overflow(rows - 1, row_stride, &end) &&
+        !__builtin_add_overflow(end, start_offset, &end) &&
+        !__builtin_add_overflow(end, cols, &end) && !__builtin_mul_overflow(end, eb, &end) &&
+        (pitch == 1 || (eb < pitch && (one_run || row_stride * eb == pitch)))) {
+      q.lo = start_offset * eb;  // below end
+      q.hi = end;
+      auto& r = q.rect;
+      if (pitch == 1) {
+        r.row0 = q.lo;
+        r.row_last = q.hi - 1;
+        r.col_end = 1;
+        q.exact = one_run || row_stride == cols;
+        return q;
+      }
+      const uint64_t width = cols * eb;
+      r.row0 = q.lo / pitch;
+      r.row_last = (q.hi - 1) / pitch;
+      r.col0 = q.lo - r.row0 * pitch;
+      if (width > pitch || r.col0 + width > pitch) {
+        r.col0 = 0;
+        r.col_end = pitch;
+        return q;
+      }
+      r.col_end = r.col0 + width;
+      q.exact = true;
+      return q;
+    }
+  }
+  return describe_general<Query>(start_offset, ndim, shape, strides, eb, pitch);
+}
+
+}  // namespace
+
+TensorMap::Query TensorMap::query_of(const Tensor& tensor, uint64_t pitch) noexcept {
+  return describe_view<Query>(tensor.start_offset, tensor.ndim, tensor.shape.data(),
+                              tensor.strides.data(), element_size(tensor.dtype), pitch);
+}
+
+TensorMap::Query TensorMap::query_of(const TensorRegion& region, uint64_t pitch) noexcept {
+  if (!region.bounded) {
+    Query q;
+    q.bounded = false;
+    return q;
+  }
+  return describe_view<Query>(region.start_offset, region.ndim, region.shape.data(),
+                              region.strides.data(), region.element_bytes, pitch);
+}
+
+bool TensorMap::may_overlap(uint32_t entry, const Tensor& tensor) const noexcept {
+  return regions_may_overlap(regions_[entry], TensorRegion::of(tensor));
 }
 
 std::size_t TensorMap::home_of(uint64_t key) const noexcept {
@@ -294,11 +428,65 @@ void TensorMap::erase_slot(std::size_t slot) noexcept {
   --live_buffers_;
 }
 
+std::size_t TensorMap::find_cell(uint32_t key, uint64_t row, uint64_t col) const noexcept {
+  const std::size_t mask = cells_.size() - 1;
+  for (std::size_t i = cell_hash(key, row, col) & mask;; i = (i + 1) & mask) {
+    const Cell& cell = cells_[i];
+    if (cell.head == kNil || (cell.row == row && cell.col == col && cell.key == key)) return i;
+  }
+}
+
+void TensorMap::grow_cells() {
+  std::vector<Cell> old(cells_.size() * 2);
+  old.swap(cells_);
+  const std::size_t mask = cells_.size() - 1;
+  for (const Cell& c : old) {
+    if (c.head == kNil) continue;
+    std::size_t i = cell_hash(c.key, c.row, c.col) & mask;
+    while (cells_[i].head != kNil) i = (i + 1) & mask;
+    cells_[i] = c;
+    entries_[c.head].cell = static_cast<uint32_t>(i);
+  }
+}
+
+std::size_t TensorMap::cell_slot(uint32_t key, uint64_t row, uint64_t col) {
+  std::size_t i = find_cell(key, row, col);
+  if (cells_[i].head == kNil) {
+    if ((live_cells_ + 1) * 2 > cells_.size()) {
+      grow_cells();
+      i = find_cell(key, row, col);
+    }
+    cells_[i].row = row;
+    cells_[i].col = col;
+    cells_[i].key = key;
+    ++live_cells_;
+  }
+  return i;
+}
+
+void TensorMap::erase_cell(std::size_t cell) noexcept {
+  // Backward-shift deletion, as for the buffer slots.
+  const std::size_t mask = cells_.size() - 1;
+  std::size_t hole = cell;
+  for (std::size_t j = (hole + 1) & mask; cells_[j].head != kNil; j = (j + 1) & mask) {
+    const std::size_t home = cell_hash(cells_[j].key, cells_[j].row, cells_[j].col) & mask;
+    const bool home_in_between =
+        hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (!home_in_between) {
+      cells_[hole] = cells_[j];
+      entries_[cells_[hole].head].cell = static_cast<uint32_t>(hole);
+      hole = j;
+    }
+  }
+  cells_[hole] = Cell{};
+  --live_cells_;
+}
+
 uint32_t TensorMap::new_entry() {
   ++live_entries_;
   if (free_entries_ != kNil) {
     const uint32_t e = free_entries_;
-    free_entries_ = entries_[e].next;
+    free_entries_ = entries_[e].group_next;
     return e;
   }
   entries_.emplace_back();
@@ -309,7 +497,7 @@ uint32_t TensorMap::new_entry() {
 void TensorMap::free_entry(uint32_t e) noexcept {
   entries_[e].buffer = kNil;
   entries_[e].writer = kNoTask;
-  entries_[e].next = free_entries_;
+  entries_[e].group_next = free_entries_;
   free_entries_ = e;
   --live_entries_;
 }
@@ -329,84 +517,230 @@ uint32_t TensorMap::new_buffer(uint64_t pitch) {
   return b;
 }
 
-void TensorMap::index_entry(uint32_t e, uint32_t buffer, const Rect& rect) {
+uint32_t TensorMap::group_for(const BufferIndex& index, uint32_t row_shift,
+                              uint32_t col_shift) const noexcept {
+  const Group& last = index.groups[index.last_group];
+  if (last.count != 0 && last.row_shift == row_shift && last.col_shift == col_shift) {
+    return index.last_group;
+  }
+  for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
+    const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
+    if (index.groups[g].row_shift == row_shift && index.groups[g].col_shift == col_shift) return g;
+  }
+  constexpr uint32_t kAll = (1u << kGroups) - 1;
+  if (index.group_mask != kAll) return static_cast<uint32_t>(__builtin_ctz(~index.group_mask));
+  // Every group is in use with another size: the smallest cells that hold the entry, else the
+  // largest cells (the entry then crosses cell borders, which the group's window allows for).
+  uint32_t best = kGroups;
+  uint32_t largest = 0;
+  for (uint32_t g = 0; g < kGroups; ++g) {
+    const Group& group = index.groups[g];
+    const uint32_t area = group.row_shift + group.col_shift;
+    if (group.row_shift >= row_shift && group.col_shift >= col_shift &&
+        (best == kGroups ||
+         area < uint32_t{index.groups[best].row_shift} + index.groups[best].col_shift)) {
+      best = g;
+    }
+    if (area > uint32_t{index.groups[largest].row_shift} + index.groups[largest].col_shift) {
+      largest = g;
+    }
+  }
+  return best != kGroups ? best : largest;
+}
+
+void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
   Entry& entry = entries_[e];
-  entry.rect = rect;
-  entry.cls = class_of(rect);
-  index_.insert(IndexKey{buffer, entry.cls, rect.row0, rect.col0, e});
+  const Rect& rect = entry.rect;
   BufferIndex& index = buffers_[buffer];
-  ClassStats& stats = index.classes[entry.cls];
-  stats.max_rows = std::max(stats.max_rows, rect.row_last - rect.row0);
-  stats.max_cols = std::max(stats.max_cols, rect.col_end - rect.col0);
-  ++stats.count;
-  index.class_mask |= 1u << entry.cls;
+  const uint64_t rows = rect.row_last - rect.row0;
+  const uint64_t cols = rect.col_end - 1 - rect.col0;
+  // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
+  const auto row_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63);
+  const auto col_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63);
+  const uint32_t g = group_for(index, row_shift, col_shift);
+  index.last_group = g;
+  Group& group = index.groups[g];
+  if (group.count == 0) {
+    group = Group{};
+    group.row_shift = static_cast<uint8_t>(row_shift);
+    group.col_shift = static_cast<uint8_t>(col_shift);
+    index.group_mask |= 1u << g;
+  }
+  ++group.count;
+  group.max_rows = std::max(group.max_rows, rows);
+  group.max_cols = std::max(group.max_cols, cols);
+  const uint64_t cell_row = rect.row0 >> group.row_shift;
+  const uint64_t cell_col = rect.col0 >> group.col_shift;
+  group.crossing_rows += (rect.row_last >> group.row_shift) != cell_row;
+  group.crossing_cols += ((rect.col_end - 1) >> group.col_shift) != cell_col;
+  entry.group = static_cast<uint8_t>(g);
+  // Appended: a group lists its entries oldest first, so lookups that walk it report writers in
+  // submission order.
+  entry.group_next = kNil;
+  entry.group_prev = group.tail;
+  if (group.tail != kNil) {
+    entries_[group.tail].group_next = e;
+  } else {
+    group.head = e;
+  }
+  group.tail = e;
+  const std::size_t cell = cell_slot(buffer * kGroups + g, cell_row, cell_col);
+  Entry& linked = entries_[e];  // `entry` stays valid: cell_slot does not touch entries_' storage
+  const uint32_t head = cells_[cell].head;
+  linked.cell = static_cast<uint32_t>(cell);
+  linked.cell_prev = kNil;
+  linked.cell_next = head;
+  if (head != kNil) entries_[head].cell_prev = e;
+  cells_[cell].head = e;
 }
 
 void TensorMap::unindex_entry(uint32_t e) noexcept {
   const Entry& entry = entries_[e];
-  index_.erase(IndexKey{entry.buffer, entry.cls, entry.rect.row0, entry.rect.col0, e});
   BufferIndex& index = buffers_[entry.buffer];
-  ClassStats& stats = index.classes[entry.cls];
-  if (--stats.count == 0) {  // the next entries of this class start a fresh window
-    stats = ClassStats{};
-    index.class_mask &= ~(1u << entry.cls);
+  Group& group = index.groups[entry.group];
+  if (entry.group_prev != kNil) {
+    entries_[entry.group_prev].group_next = entry.group_next;
+  } else {
+    group.head = entry.group_next;
   }
+  if (entry.group_next != kNil) {
+    entries_[entry.group_next].group_prev = entry.group_prev;
+  } else {
+    group.tail = entry.group_prev;
+  }
+  const Rect& rect = entry.rect;
+  const uint64_t cell_row = rect.row0 >> group.row_shift;
+  const uint64_t cell_col = rect.col0 >> group.col_shift;
+  if (entry.cell_prev != kNil) {
+    entries_[entry.cell_prev].cell_next = entry.cell_next;
+  } else if (entry.cell_next != kNil) {  // the cell's head: the next entry takes its place
+    cells_[entry.cell].head = entry.cell_next;
+    entries_[entry.cell_next].cell = entry.cell;
+  } else {  // the cell's only entry
+    erase_cell(entry.cell);
+  }
+  if (entry.cell_next != kNil) entries_[entry.cell_next].cell_prev = entry.cell_prev;
+  group.crossing_rows -= (rect.row_last >> group.row_shift) != cell_row;
+  group.crossing_cols -= ((rect.col_end - 1) >> group.col_shift) != cell_col;
+  if (--group.count == 0) {  // the next entries of this group start afresh
+    group = Group{};
+    index.group_mask &= ~(1u << entry.group);
+  }
+}
+
+void TensorMap::unindex_buffer(uint32_t buffer) {
+  BufferIndex& index = buffers_[buffer];
+  scratch_.clear();
+  for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
+    const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
+    const Group& group = index.groups[g];
+    for (uint32_t e = group.head; e != kNil; e = entries_[e].group_next) {
+      const Entry& entry = entries_[e];
+      if (entry.cell_prev == kNil) erase_cell(entry.cell);  // one erase per cell
+      scratch_.push_back(e);
+    }
+  }
+  index.groups = {};
+  index.group_mask = 0;
 }
 
 void TensorMap::repitch(uint32_t buffer, uint64_t pitch) {
-  scratch_.clear();
-  const auto first = index_.lower_bound(IndexKey{buffer, 0, 0, 0, 0});
-  auto last = first;
-  while (last != index_.end() && last->buffer == buffer) scratch_.push_back((last++)->entry);
-  index_.erase(first, last);
-  BufferIndex& index = buffers_[buffer];
-  index.classes = {};
-  index.class_mask = 0;
-  index.pitch = pitch;
-  for (const uint32_t e : scratch_) index_entry(e, buffer, rect_of(regions_[e], pitch));
+  unindex_buffer(buffer);
+  buffers_[buffer].pitch = pitch;
+  for (const uint32_t e : scratch_) {
+    const Query query = query_of(regions_[e], pitch);
+    entries_[e].rect = query.rect;
+    entries_[e].exact = query.exact;
+    index_entry(e, buffer);
+  }
 }
 
 uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer) {
-  const TensorRegion region = TensorRegion::of(tensor);
-  if (region.empty()) return kNoEntry;
-  const uint32_t fresh = new_entry();
-  bool inserted = false;
-  const std::size_t slot = insert_slot(tensor.buffer.addr, &inserted);
-  if (inserted) {
-    slots_[slot].buffer = new_buffer(pitch_of(region));
-    buffers_[slots_[slot].buffer].addr = tensor.buffer.addr;
+  uint32_t buffer = buffer_of(tensor.buffer.addr);
+  if (buffer == kNil || (buffers_[buffer].pitch == 1 && tensor.ndim > 1)) {
+    // The buffer's first write picks its pitch; a 1-D start used as a matrix is re-indexed.
+    const TensorRegion region = TensorRegion::of(tensor);
+    if (region.empty()) return kNoEntry;
+    if (buffer == kNil) {
+      bool inserted = false;
+      const std::size_t slot = insert_slot(tensor.buffer.addr, &inserted);
+      buffer = new_buffer(pitch_of(region));
+      slots_[slot].buffer = buffer;
+      cache_valid_ = false;  // it may remember this address as absent
+      buffers_[buffer].addr = tensor.buffer.addr;
+    } else if (region.bounded) {
+      const uint64_t pitch = pitch_of(region);
+      if (pitch > 1) repitch(buffer, pitch);
+    }
   }
-  const uint32_t buffer = slots_[slot].buffer;
-  regions_[fresh] = region;
-  Entry& entry = entries_[fresh];
-  entry.lo = region.lo;
-  entry.hi = region.hi;
-  entry.bounded = region.bounded;
-  entry.writer = writer;
-  entry.buffer = buffer;
-  entry.next = kNil;
-  ++buffers_[buffer].entries;
-  if (!region.bounded) {
+  const Query query = query_of(tensor, buffers_[buffer].pitch);
+  if (query.empty) return kNoEntry;  // only for a buffer already known: it keeps its entries
+  if (!query.bounded) {
     // Overlaps everything and covers nothing provably: kept aside, reported by every lookup.
-    entry.next = buffers_[buffer].unbounded_head;
-    buffers_[buffer].unbounded_head = fresh;
+    const uint32_t fresh = new_entry();
+    regions_[fresh] = TensorRegion::of(tensor);
+    Entry& entry = entries_[fresh];
+    BufferIndex& index = buffers_[buffer];
+    entry.lo = entry.hi = 0;
+    entry.bounded = false;
+    entry.exact = false;
+    entry.writer = writer;
+    entry.buffer = buffer;
+    entry.group_prev = kNil;
+    entry.group_next = index.unbounded_head;
+    if (index.unbounded_head != kNil) entries_[index.unbounded_head].group_prev = fresh;
+    index.unbounded_head = fresh;
+    ++index.entries;
     note_operation(0);
     return fresh;
   }
-  if (buffers_[buffer].pitch == 1) {
-    const uint64_t pitch = pitch_of(region);
-    if (pitch > 1) repitch(buffer, pitch);  // a 1-D start, now used as a matrix
-  }
-  const uint64_t examined = for_each_candidate(buffer, region, [&](uint32_t e) {
+  const uint64_t eb = element_size(tensor.dtype);
+  // An entry for the identical view is kept and takes the new writer: same place in the index,
+  // no unlink and relink. Other entries inside the extent are dropped when region_covers proves
+  // it (it accepts anything inside a dense region's extent); the full region is built only then.
+  uint32_t same = kNil;
+  std::optional<TensorRegion> whole;  // the tensor's region, built on first need
+  const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
     const Entry& old = entries_[e];
-    if (old.lo >= region.lo && old.hi <= region.hi && region_covers(region, regions_[e])) {
+    if (old.lo < query.lo || old.hi > query.hi) return;
+    const bool identical =
+        old.lo == query.lo && old.hi == query.hi && same_view(tensor, eb, regions_[e]);
+    if (identical && same == kNil) {
+      same = e;
+      return;
+    }
+    if (!identical && !whole) whole.emplace(TensorRegion::of(tensor));
+    if (identical || region_covers(*whole, regions_[e])) {
       unindex_entry(e);
       --buffers_[buffer].entries;
       free_entry(e);
     }
   });
   note_operation(examined);
-  index_entry(fresh, buffer, rect_of(region, buffers_[buffer].pitch));
+  if (same != kNil) {
+    entries_[same].writer = writer;
+    return same;
+  }
+  const uint32_t fresh = new_entry();
+  TensorRegion& region = regions_[fresh];
+  region.start_offset = tensor.start_offset;
+  region.ndim = tensor.ndim;  // at most kMaxTensorDims: the view is bounded
+  region.element_bytes = static_cast<uint32_t>(eb);
+  region.shape = tensor.shape;
+  region.strides = tensor.strides;
+  region.lo = query.lo;
+  region.hi = query.hi;
+  region.bounded = true;
+  Entry& entry = entries_[fresh];
+  entry.lo = query.lo;
+  entry.hi = query.hi;
+  entry.rect = query.rect;
+  entry.bounded = true;
+  entry.exact = query.exact;
+  entry.writer = writer;
+  entry.buffer = buffer;
+  ++buffers_[buffer].entries;
+  index_entry(fresh, buffer);
   return fresh;
 }
 
@@ -421,13 +755,16 @@ bool TensorMap::erase_entry(uint32_t entry, TaskId writer) noexcept {
   if (e.bounded) {
     unindex_entry(entry);
   } else {
-    // Unbounded entries sit on a short per-buffer list (hand-made tensors only).
-    uint32_t* link = &index.unbounded_head;
-    while (*link != entry) link = &entries_[*link].next;
-    *link = e.next;
+    if (e.group_prev != kNil) {
+      entries_[e.group_prev].group_next = e.group_next;
+    } else {
+      index.unbounded_head = e.group_next;
+    }
+    if (e.group_next != kNil) entries_[e.group_next].group_prev = e.group_prev;
   }
   free_entry(entry);
   if (--index.entries == 0) {
+    cache_valid_ = false;
     const int64_t slot = find_slot(index.addr);
     buffers_[buffer] = BufferIndex{};
     free_buffers_.push_back(buffer);  // capacity reserved by new_buffer: cannot throw
@@ -440,12 +777,21 @@ void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {
   const int64_t slot = find_slot(buffer_addr);
   if (slot < 0) return;
   const uint32_t buffer = slots_[static_cast<std::size_t>(slot)].buffer;
-  const auto first = index_.lower_bound(IndexKey{buffer, 0, 0, 0, 0});
-  auto last = first;
-  while (last != index_.end() && last->buffer == buffer) free_entry((last++)->entry);
-  index_.erase(first, last);
-  for (uint32_t e = buffers_[buffer].unbounded_head; e != kNil;) {
-    const uint32_t next = entries_[e].next;
+  cache_valid_ = false;
+  BufferIndex& index = buffers_[buffer];
+  for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
+    const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
+    const Group& group = index.groups[g];
+    for (uint32_t e = group.head; e != kNil;) {
+      const Entry& entry = entries_[e];
+      const uint32_t next = entry.group_next;
+      if (entry.cell_prev == kNil) erase_cell(entry.cell);  // one erase per cell
+      free_entry(e);
+      e = next;
+    }
+  }
+  for (uint32_t e = index.unbounded_head; e != kNil;) {
+    const uint32_t next = entries_[e].group_next;
     free_entry(e);
     e = next;
   }
@@ -456,7 +802,7 @@ void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {
 
 void TensorMap::clear() noexcept {
   for (Slot& s : slots_) s = Slot{};
-  index_.clear();
+  for (Cell& c : cells_) c = Cell{};
   entries_.clear();
   regions_.clear();
   buffers_.clear();
@@ -464,6 +810,8 @@ void TensorMap::clear() noexcept {
   free_entries_ = kNil;
   live_entries_ = 0;
   live_buffers_ = 0;
+  live_cells_ = 0;
+  cache_valid_ = false;
 }
 
 std::size_t TensorMap::entries_of(uint64_t buffer_addr) const noexcept {

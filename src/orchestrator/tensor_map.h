@@ -5,14 +5,19 @@
 // strides, element size) with its byte extent. `lookup` reports every recorded writer whose
 // region may overlap a tensor; `record_write` makes a task the writer of a region, dropping
 // entries the new region fully covers, so a chain of INOUT tasks on one tensor keeps one entry
-// per buffer.
+// per buffer; rewriting the identical view keeps that entry (same id) and gives it the new writer.
 //
 // Index: a buffer is seen as rows of a pitch (the outer byte stride of its first 2-D write, e.g.
 // a matrix row; 1 byte for 1-D use) and each entry as a rectangle of rows x byte columns that
-// holds all its bytes. Entries are ordered by (size class, first row, first column), so an
-// operation examines only entries whose rectangle origin lies in a small window around the
-// query: the cost follows the number of nearby entries (plus log n), not the buffer's entry
-// count. Tiles of one matrix cost O(1) candidates each, however many tiles there are.
+// holds all its bytes. A buffer's entries are grouped by size (the height and width of their
+// rectangles rounded up to powers of two); each group is a hash grid whose cells have that size,
+// and an entry sits in the list of the cell holding its rectangle's origin. An operation visits,
+// per group, the cells whose entries can reach the query's rectangle (just the cells the query
+// covers while no entry of the group crosses a cell border), or the group's whole list when that
+// is shorter: the cost follows the number of nearby entries, not the buffer's entry count. Tiles
+// of one matrix cost one cell and O(1) candidates each, however many tiles there are. A region
+// whose bytes are exactly its rectangle (tiles, rows, 1-D runs) is marked, so two such regions
+// overlap exactly when their rectangles meet, without the index search below.
 //
 // Hazards tracked (by the orchestrator using this map):
 //   - read-after-write: In / InOut depend on the overlapping writers;
@@ -34,17 +39,16 @@
 // rows, columns or interleaved slices of one tensor, and also for transposes of each other); when
 // the search would be too long the regions are assumed to overlap (conservative).
 //
-// Lifetime/threading: one map per graph build, used by one thread; no internal locking. Storage
-// grows geometrically and is reused (free lists), so steady-state operations do not allocate.
+// Lifetime/threading: one map per graph build, used by one thread; no internal locking (lookup
+// too updates internal state: a one-entry buffer cache and the stats). Storage grows
+// geometrically and is reused (free lists, a cell table that never shrinks), so steady-state
+// operations do not allocate.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <memory_resource>
-#include <set>
 #include <vector>
 
 #include "chiprt/tensor.h"
@@ -52,8 +56,9 @@
 
 namespace chiprt::orchestrator {
 
-// The geometry of a view, relative to its buffer start. `lo`/`hi` is the byte extent [lo, hi)
-// covering every element; empty regions have lo == hi == 0. `bounded` is false when the extent
+// The geometry of a view, relative to its buffer start (shape/strides past ndim are copied from
+// the Tensor and never read). `lo`/`hi` is the byte extent [lo, hi) covering every element;
+// empty regions have lo == hi == 0. `bounded` is false when the extent
 // overflows 64-bit arithmetic (a hand-made Tensor); such a region overlaps everything non-empty.
 struct TensorRegion {
   uint64_t start_offset = 0;  // elements
@@ -90,17 +95,18 @@ class TensorMap {
   // A writer may be reported more than once (callers deduplicate edges).
   template <class OnWriter>
   void lookup(const Tensor& tensor, OnWriter&& on_writer) const {
-    const TensorRegion region = TensorRegion::of(tensor);
-    if (region.empty()) return;
-    const int64_t slot = find_slot(tensor.buffer.addr);
-    if (slot < 0) return;
-    const uint32_t buffer = slots_[static_cast<std::size_t>(slot)].buffer;
+    const uint32_t buffer = buffer_of(tensor.buffer.addr);
+    if (buffer == kNil) return;
     const BufferIndex& index = buffers_[buffer];
-    for (uint32_t e = index.unbounded_head; e != kNil; e = entries_[e].next) {
+    const Query query = query_of(tensor, index.pitch);
+    if (query.empty) return;
+    for (uint32_t e = index.unbounded_head; e != kNil; e = entries_[e].group_next) {
       on_writer(entries_[e].writer);
     }
-    const uint64_t examined = for_each_candidate(buffer, region, [&](uint32_t e) {
-      if (regions_may_overlap(regions_[e], region)) on_writer(entries_[e].writer);
+    const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
+      const Entry& entry = entries_[e];
+      // Two exact regions whose rectangles meet overlap; other pairs take the full search.
+      if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_writer(entry.writer);
     });
     note_operation(examined);
   }
@@ -109,7 +115,8 @@ class TensorMap {
   static constexpr uint32_t kNoEntry = UINT32_MAX;
 
   // Makes `writer` the last writer of `tensor`'s region; drops entries the region covers. Returns
-  // the id of the new entry (kNoEntry for an empty region), for erase_entry.
+  // the id of the entry now naming `writer` (kNoEntry for an empty region), for erase_entry; an
+  // entry of the identical view is reused, so its earlier writer's erase_entry becomes a no-op.
   uint32_t record_write(const Tensor& tensor, TaskId writer);
   // Drops entry `entry` if it still names `writer` (it may have been covered by a later write and
   // reused for another writer since); a buffer left without entries is forgotten. Lets a ring
@@ -129,10 +136,9 @@ class TensorMap {
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  // Size classes of an entry's row span (factor 8 apart; the last one takes everything larger).
-  // A query scans each non-empty class from its row minus the class's largest span, so a few
-  // huge entries do not widen the scan over the many small ones.
-  static constexpr uint32_t kClasses = 8;
+  // Size groups per buffer. Uniform tiles need one; when a buffer has more distinct sizes, the
+  // extra entries join the group whose cells fit them best (correct for any size, see Group).
+  static constexpr uint32_t kGroups = 8;
 
   // Where a region's bytes can lie when the buffer is seen as rows of `pitch` bytes: rows
   // [row0, row_last] and, within every row, byte columns [col0, col_end) (the whole row when
@@ -143,97 +149,160 @@ class TensorMap {
     uint64_t col0 = 0;
     uint64_t col_end = 0;
   };
-  static Rect rect_of(const TensorRegion& region, uint64_t pitch) noexcept;
+  // What an operation needs of a view: its byte extent (as in TensorRegion), its rectangle, and
+  // whether its bytes are exactly the rectangle's bytes (two such views overlap iff their
+  // rectangles intersect). Computed in one pass over the dimensions.
+  struct Query {
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+    Rect rect;
+    bool bounded = true;
+    bool empty = false;
+    bool exact = false;
+  };
+  static Query query_of(const Tensor& tensor, uint64_t pitch) noexcept;
+  static Query query_of(const TensorRegion& region, uint64_t pitch) noexcept;
   // The row pitch a buffer is indexed with when `region` is its first 2-D write (1 otherwise).
   static uint64_t pitch_of(const TensorRegion& region) noexcept;
-  static uint32_t class_of(const Rect& rect) noexcept;
 
   struct Entry {
     uint64_t lo = 0;
     uint64_t hi = 0;
     Rect rect;
     TaskId writer = kNoTask;
-    uint32_t next = kNil;  // free list, or the buffer's list of unbounded entries
     uint32_t buffer = kNil;
-    uint32_t cls = 0;
+    uint32_t cell_next = kNil;  // the list of the entry's cell
+    uint32_t cell_prev = kNil;
+    uint32_t cell = kNil;  // the cell's slot in cells_, kept up to date for the list's head
+    // The group's list of entries; for unbounded entries the buffer's unbounded list; for a free
+    // entry (buffer == kNil) the free list.
+    uint32_t group_next = kNil;
+    uint32_t group_prev = kNil;
+    uint8_t group = 0;
     bool bounded = true;
+    bool exact = false;
   };
-  // Ordered index over the bounded entries of all buffers: by buffer, class, then rectangle
-  // origin, so one class of one buffer is a contiguous range scanned row by row.
-  struct IndexKey {
-    uint32_t buffer;
-    uint32_t cls;
-    uint64_t row0;
-    uint64_t col0;
-    uint32_t entry;
-    bool operator<(const IndexKey& o) const noexcept {
-      if (buffer != o.buffer) return buffer < o.buffer;
-      if (cls != o.cls) return cls < o.cls;
-      if (row0 != o.row0) return row0 < o.row0;
-      if (col0 != o.col0) return col0 < o.col0;
-      return entry < o.entry;
-    }
-  };
-  struct ClassStats {
+  // One size group of a buffer: a hash grid of cells of 2^row_shift rows x 2^col_shift columns
+  // (an entry sits in the cell of its rectangle's origin) plus a list of all its entries.
+  // `max_rows` / `max_cols` bound how far an entry reaches from its origin; the crossing counts
+  // say whether any entry reaches past its own cell, so a query must look at the cells before it.
+  struct Group {
     uint64_t max_rows = 0;  // largest row_last - row0
-    uint64_t max_cols = 0;  // largest col_end - col0
+    uint64_t max_cols = 0;  // largest col_end - 1 - col0
     uint32_t count = 0;
+    uint32_t crossing_rows = 0;
+    uint32_t crossing_cols = 0;
+    uint32_t head = kNil;  // oldest entry
+    uint32_t tail = kNil;  // newest entry
+    uint8_t row_shift = 0;
+    uint8_t col_shift = 0;
   };
   struct BufferIndex {
     uint64_t addr = 0;  // the key (buffer address), for erase_entry
     uint64_t pitch = 1;
     uint32_t entries = 0;
     uint32_t unbounded_head = kNil;
-    uint32_t class_mask = 0;
-    std::array<ClassStats, kClasses> classes{};
+    uint32_t group_mask = 0;  // groups with entries
+    uint32_t last_group = 0;  // the group the last entry joined (tried first)
+    std::array<Group, kGroups> groups{};
   };
   // Open addressing with linear probing; buffer == kNil marks a free slot.
   struct Slot {
     uint64_t key = 0;
     uint32_t buffer = kNil;
   };
-  using Index = std::pmr::set<IndexKey>;
+  // A grid cell of one group (key = buffer * kGroups + group); head == kNil marks a free cell.
+  // Open addressing with linear probing over all buffers' groups.
+  struct Cell {
+    uint64_t row = 0;
+    uint64_t col = 0;
+    uint32_t key = 0;
+    uint32_t head = kNil;
+  };
 
-  // Calls fn(entry) for each bounded entry of `buffer` whose rectangle and byte extent meet
-  // `region`'s (every entry when `region` is unbounded); returns the entries examined. fn may
-  // remove the entry it is given.
+  static std::size_t cell_hash(uint32_t key, uint64_t row, uint64_t col) noexcept {
+    // Odd multipliers keep neighbouring cells apart in the low bits; the fold mixes in the rest.
+    const uint64_t x = row * 0x9e3779b97f4a7c15ull ^ col * 0xc2b2ae3d27d4eb4full ^
+                       uint64_t { key } * 0x165667b19e3779f9ull;
+    return static_cast<std::size_t>(x ^ (x >> 32));
+  }
+  // The first entry of a cell's list, kNil when the cell is empty.
+  uint32_t cell_head(uint32_t key, uint64_t row, uint64_t col) const noexcept {
+    const std::size_t mask = cells_.size() - 1;
+    for (std::size_t i = cell_hash(key, row, col) & mask;; i = (i + 1) & mask) {
+      const Cell& cell = cells_[i];
+      if (cell.head == kNil) return kNil;
+      if (cell.row == row && cell.col == col && cell.key == key) return cell.head;
+    }
+  }
+  static bool rects_meet(const Rect& a, const Rect& b) noexcept {
+    return a.row0 <= b.row_last && b.row0 <= a.row_last && a.col0 < b.col_end && b.col0 < a.col_end;
+  }
+
+  // Calls fn(entry) for each bounded entry of `buffer` whose rectangle and byte extent meet the
+  // query's (every bounded entry when the query is unbounded); returns the entries examined. fn
+  // may remove the entry it is given.
   template <class Fn>
-  uint64_t for_each_candidate(uint32_t buffer, const TensorRegion& region, Fn&& fn) const {
+  uint64_t for_each_candidate(uint32_t buffer, const Query& query, Fn&& fn) const {
     uint64_t examined = 0;
     const BufferIndex& index = buffers_[buffer];
-    if (!region.bounded) {
-      for (auto it = index_.lower_bound(IndexKey{buffer, 0, 0, 0, 0});
-           it != index_.end() && it->buffer == buffer;) {
-        ++examined;
-        fn((it++)->entry);
-      }
-      return examined;
-    }
-    const Rect q = rect_of(region, index.pitch);
-    for (uint32_t mask = index.class_mask; mask != 0; mask &= mask - 1) {
-      const auto cls = static_cast<uint32_t>(__builtin_ctz(mask));
-      const ClassStats& stats = index.classes[cls];
-      const uint64_t row_min = q.row0 > stats.max_rows ? q.row0 - stats.max_rows : 0;
-      const uint64_t col_min = q.col0 > stats.max_cols ? q.col0 - stats.max_cols : 0;
-      auto it = index_.lower_bound(IndexKey{buffer, cls, row_min, col_min, 0});
-      while (it != index_.end() && it->buffer == buffer && it->cls == cls &&
-             it->row0 <= q.row_last) {
-        if (it->col0 < col_min) {  // a new row, left of the window
-          it = index_.lower_bound(IndexKey{buffer, cls, it->row0, col_min, 0});
-          continue;
-        }
-        if (it->col0 >= q.col_end) {  // right of the window: skip to the next row
-          if (it->row0 == q.row_last) break;
-          it = index_.lower_bound(IndexKey{buffer, cls, it->row0 + 1, col_min, 0});
-          continue;
-        }
-        ++examined;
-        const uint32_t e = (it++)->entry;
-        const Entry& entry = entries_[e];
-        if (entry.rect.row_last >= q.row0 && entry.rect.col_end > q.col0 && entry.hi > region.lo &&
-            entry.lo < region.hi) {
+    const Rect& q = query.rect;
+    for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
+      const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
+      const Group& group = index.groups[g];
+      if (!query.bounded) {
+        for (uint32_t e = group.head; e != kNil;) {
+          const uint32_t next = entries_[e].group_next;
+          ++examined;
           fn(e);
+          e = next;
         }
+        continue;
+      }
+      // Cells whose entries can reach the query: origins in [row_from, row_last] x [col_from,
+      // col_last]. Without crossing entries an overlapping entry lies in a cell the query covers.
+      uint64_t r0 = q.row0 >> group.row_shift;
+      uint64_t c0 = q.col0 >> group.col_shift;
+      if ((group.crossing_rows | group.crossing_cols) != 0) {
+        if (group.crossing_rows != 0) {
+          r0 = (q.row0 > group.max_rows ? q.row0 - group.max_rows : 0) >> group.row_shift;
+        }
+        if (group.crossing_cols != 0) {
+          c0 = (q.col0 > group.max_cols ? q.col0 - group.max_cols : 0) >> group.col_shift;
+        }
+      }
+      const uint64_t r1 = q.row_last >> group.row_shift;
+      const uint64_t c1 = (q.col_end - 1) >> group.col_shift;
+      // Probing a cell costs about as much as examining two entries: walk the list instead when
+      // it is no longer than twice the cell count (no overflow: both spans are below count).
+      const uint64_t count = group.count;
+      const uint64_t rows = r1 - r0;
+      const uint64_t cols = c1 - c0;
+      if ((rows | cols) == 0
+              ? count <= 2
+              : (rows >= count || cols >= count || 2 * (rows + 1) * (cols + 1) >= count)) {
+        for (uint32_t e = group.head; e != kNil;) {
+          const Entry& entry = entries_[e];
+          const uint32_t next = entry.group_next;
+          ++examined;
+          if (rects_meet(entry.rect, q) && entry.hi > query.lo && entry.lo < query.hi) fn(e);
+          e = next;
+        }
+        continue;
+      }
+      const uint32_t key = buffer * kGroups + g;
+      for (uint64_t r = r0;; ++r) {
+        for (uint64_t c = c0;; ++c) {
+          for (uint32_t e = cell_head(key, r, c); e != kNil;) {
+            const Entry& entry = entries_[e];
+            const uint32_t next = entry.cell_next;
+            ++examined;
+            if (rects_meet(entry.rect, q) && entry.hi > query.lo && entry.lo < query.hi) fn(e);
+            e = next;
+          }
+          if (c == c1) break;
+        }
+        if (r == r1) break;
       }
     }
     return examined;
@@ -245,31 +314,55 @@ class TensorMap {
     stats_.max_candidates = std::max(stats_.max_candidates, examined);
   }
 
+  // The buffer index of `addr`, kNil when it has no entries. Remembers the last answer, found or
+  // not: an orchestrator's consecutive operations mostly name one buffer.
+  uint32_t buffer_of(uint64_t addr) const noexcept {
+    if (cache_valid_ && addr == cached_addr_) return cached_buffer_;
+    const int64_t slot = find_slot(addr);
+    cached_addr_ = addr;
+    cached_buffer_ = slot < 0 ? kNil : slots_[static_cast<std::size_t>(slot)].buffer;
+    cache_valid_ = true;
+    return cached_buffer_;
+  }
+  // regions_may_overlap(entry's region, tensor's region), out of line (the rare path).
+  bool may_overlap(uint32_t entry, const Tensor& tensor) const noexcept;
   int64_t find_slot(uint64_t key) const noexcept;
   std::size_t insert_slot(uint64_t key, bool* inserted);
   void erase_slot(std::size_t slot) noexcept;
   void grow_slots();
+  std::size_t home_of(uint64_t key) const noexcept;
+  // The slot of a cell, inserted (empty, head == kNil) when missing; may grow cells_.
+  std::size_t cell_slot(uint32_t key, uint64_t row, uint64_t col);
+  std::size_t find_cell(uint32_t key, uint64_t row, uint64_t col) const noexcept;
+  void erase_cell(std::size_t cell) noexcept;
+  void grow_cells();
   uint32_t new_entry();
   void free_entry(uint32_t e) noexcept;
-  std::size_t home_of(uint64_t key) const noexcept;
   uint32_t new_buffer(uint64_t pitch);
-  void index_entry(uint32_t e, uint32_t buffer, const Rect& rect);
+  uint32_t group_for(const BufferIndex& index, uint32_t row_shift,
+                     uint32_t col_shift) const noexcept;
+  void index_entry(uint32_t e, uint32_t buffer);
   void unindex_entry(uint32_t e) noexcept;
+  // Removes the cells of `buffer`'s bounded entries and empties its groups; the entries keep
+  // their data and are listed in scratch_.
+  void unindex_buffer(uint32_t buffer);
   void repitch(uint32_t buffer, uint64_t pitch);
 
   std::vector<Slot> slots_;  // power-of-two size
+  std::vector<Cell> cells_;  // power-of-two size
   std::vector<Entry> entries_;
   std::vector<TensorRegion> regions_;  // parallel to entries_
   std::vector<BufferIndex> buffers_;
   std::vector<uint32_t> free_buffers_;
   std::vector<uint32_t> scratch_;  // repitch
-  // Index nodes come from a pool that keeps freed nodes, so steady state does not allocate;
-  // held by pointer so the map stays movable.
-  std::unique_ptr<std::pmr::unsynchronized_pool_resource> pool_;
-  Index index_;
   uint32_t free_entries_ = kNil;
   std::size_t live_entries_ = 0;
   std::size_t live_buffers_ = 0;
+  std::size_t live_cells_ = 0;
+  // buffer_of's last answer; invalidated whenever a buffer index is created or released.
+  mutable uint64_t cached_addr_ = 0;
+  mutable uint32_t cached_buffer_ = kNil;
+  mutable bool cache_valid_ = false;
   mutable TensorMapStats stats_;
 };
 

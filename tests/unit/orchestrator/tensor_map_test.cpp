@@ -1,4 +1,5 @@
-// TensorMap: overlap decisions (exact and conservative), covering writes, entry bookkeeping.
+// TensorMap: overlap decisions (exact and conservative), covering writes, entry bookkeeping, and
+// the size-grouped hash-grid index checked against brute-force scans.
 #include "orchestrator/tensor_map.h"
 
 #include <gtest/gtest.h>
@@ -438,6 +439,284 @@ TEST(TensorMap, IndexedMapMatchesBruteForceList) {
       ASSERT_EQ(map.entries_of(buf.addr), n);
     }
   }
+}
+
+// The map as a ring orchestrator drives it (lookups, writes returning entry ids, erase_entry of
+// retired writers, erase_buffer), against a brute-force list with the same rules: every entry
+// whose region may overlap is reported, a write drops the entries its region covers. Views of
+// many sizes on several buffers (more size groups than a buffer holds), 1-D runs, strided,
+// transposed and forged (unbounded) views.
+TEST(TensorMap, RingUseMatchesBruteForceScan) {
+  std::mt19937_64 rng(99);
+  const DeviceBuffer buffers[3] = {{0x40000, 1 << 16}, {0x80000, 1 << 16}, {0xc0000, 1 << 16}};
+  struct Model {
+    uint64_t addr;
+    TensorRegion region;
+    TaskId writer;
+    uint32_t entry;
+  };
+  std::vector<Model> model;
+  std::vector<std::pair<uint32_t, TaskId>> written;  // (entry, writer), oldest first
+  TensorMap map;
+  auto random_view = [&](const DeviceBuffer& buf) {
+    const Tensor m = Tensor::make(buf, {64, 48}, DataType::F32);
+    switch (rng() % 8) {
+      case 0:
+      case 1:
+      case 2: {  // any rectangle: many size groups
+        const uint64_t r = rng() % 64, c = rng() % 48;
+        return m.view({1 + rng() % (64 - r), 1 + rng() % (48 - c)}, {r, c});
+      }
+      case 3: {  // aligned tiles, rewritten often
+        const uint64_t t = 1 + rng() % 3;
+        const uint64_t edge = uint64_t{4} << (t - 1);
+        return m.view({edge, edge}, {edge * (rng() % (64 / edge)), edge * (rng() % (48 / edge))});
+      }
+      case 4: {  // 1-D run
+        const Tensor flat = Tensor::make(buf, {3072}, DataType::F32);
+        const uint64_t s = rng() % 3072;
+        return flat.view({1 + rng() % std::min<uint64_t>(3072 - s, 300)}, {s});
+      }
+      case 5:
+        return m.slice(1, rng() % 3, 48, 1 + rng() % 3).slice(0, rng() % 4, 64, 1 + rng() % 2);
+      case 6:
+        return Tensor::make(buf, {12288}, DataType::U8).slice(0, rng() % 100, 12288, 1 + rng() % 5);
+      default:
+        return m.transpose(0, 1).view({1 + rng() % 8, 1 + rng() % 8}, {rng() % 40, rng() % 56});
+    }
+  };
+  TaskId next_writer = 0;
+  for (int step = 0; step < 6000; ++step) {
+    const DeviceBuffer& buf = buffers[rng() % 3];
+    Tensor t = random_view(buf);
+    if (rng() % 300 == 0) {
+      t.shape[0] = UINT64_MAX;
+      t.strides[0] = UINT64_MAX / 2;
+    }
+    const TensorRegion region = TensorRegion::of(t);
+    std::vector<TaskId> expected, got;
+    for (const Model& m : model) {
+      if (m.addr == buf.addr && regions_may_overlap(m.region, region)) expected.push_back(m.writer);
+    }
+    map.lookup(t, [&](TaskId id) { got.push_back(id); });
+    std::sort(expected.begin(), expected.end());
+    std::sort(got.begin(), got.end());
+    got.erase(std::unique(got.begin(), got.end()), got.end());
+    ASSERT_EQ(got, expected) << "step " << step << ": " << t.to_string();
+    if (rng() % 2 == 0) {
+      const TaskId writer = next_writer++;
+      const uint32_t entry = map.record_write(t, writer);
+      if (region.empty()) {
+        ASSERT_EQ(entry, TensorMap::kNoEntry);
+      } else {
+        ASSERT_NE(entry, TensorMap::kNoEntry);
+        std::erase_if(model, [&](const Model& m) {
+          return m.addr == buf.addr && region_covers(region, m.region);
+        });
+        for (const Model& m : model) ASSERT_NE(m.entry, entry) << "a live entry id was reused";
+        model.push_back(Model{buf.addr, region, writer, entry});
+        written.emplace_back(entry, writer);
+      }
+    }
+    // Retire the oldest writers now and then, as a ring does; stale ids must be refused.
+    while (written.size() > 40 || (!written.empty() && rng() % 7 == 0)) {
+      const auto [entry, writer] = written.front();
+      written.erase(written.begin());
+      const auto it = std::find_if(model.begin(), model.end(), [&](const Model& m) {
+        return m.entry == entry && m.writer == writer;
+      });
+      ASSERT_EQ(map.erase_entry(entry, writer), it != model.end()) << "step " << step;
+      if (it != model.end()) model.erase(it);
+    }
+    if (step % 700 == 699) {
+      const uint64_t addr = buffers[rng() % 3].addr;
+      std::erase_if(model, [&](const Model& m) { return m.addr == addr; });
+      map.erase_buffer(addr);
+    }
+    ASSERT_EQ(map.entry_count(), model.size()) << "step " << step;
+  }
+  for (const DeviceBuffer& buf : buffers) {
+    const auto n = static_cast<std::size_t>(std::count_if(
+        model.begin(), model.end(), [&](const Model& m) { return m.addr == buf.addr; }));
+    EXPECT_EQ(map.entries_of(buf.addr), n);
+  }
+}
+
+// Rewriting the same view reuses its entry for the new writer: the old writer's erase_entry is
+// refused (its task retired after being superseded), the new writer's succeeds.
+TEST(TensorMap, IdenticalRewriteKeepsTheEntryForTheNewWriter) {
+  TensorMap map;
+  const Tensor tile = matrix(16, 16).view({4, 4}, {4, 8});
+  const uint32_t first = map.record_write(tile, 1);
+  const uint32_t second = map.record_write(tile, 2);
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(map.entry_count(), 1u);
+  EXPECT_FALSE(map.erase_entry(first, 1));
+  std::vector<TaskId> w;
+  map.lookup(tile, [&](TaskId id) { w.push_back(id); });
+  EXPECT_EQ(w, (std::vector<TaskId>{2}));
+  EXPECT_TRUE(map.erase_entry(second, 2));
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_EQ(map.buffer_count(), 0u);
+  EXPECT_FALSE(map.erase_entry(second, 2));
+  EXPECT_FALSE(map.erase_entry(12345, 2));  // never issued
+}
+
+// Thousands of buffers with tiles each share one cell table: growth and backward-shift
+// deletions (erase_entry in random order, erase_buffer) keep every other cell reachable.
+TEST(TensorMap, ManyBuffersSharingTheCellTable) {
+  TensorMap map;
+  constexpr uint64_t kBuffers = 1500;
+  struct Written {
+    uint64_t addr;
+    uint64_t tile;
+    uint32_t entry;
+    TaskId writer;
+  };
+  std::vector<Written> all;
+  auto tile_of = [](uint64_t addr, uint64_t k) {
+    const Tensor m = Tensor::make(DeviceBuffer{addr, 16 * 16 * 4}, {16, 16}, DataType::F32);
+    return m.view({4, 4}, {4 * (k / 4), 4 * (k % 4)});
+  };
+  TaskId id = 0;
+  for (uint64_t b = 0; b < kBuffers; ++b) {
+    const uint64_t addr = 0x1000000 + b * 0x1000;
+    for (uint64_t k = 0; k < 16; k += 3) {
+      all.push_back({addr, k, map.record_write(tile_of(addr, k), id), id});
+      ++id;
+    }
+  }
+  EXPECT_EQ(map.buffer_count(), kBuffers);
+  std::mt19937_64 rng(5);
+  std::shuffle(all.begin(), all.end(), rng);
+  const std::size_t half = all.size() / 2;
+  for (std::size_t i = 0; i < half; ++i) ASSERT_TRUE(map.erase_entry(all[i].entry, all[i].writer));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    std::vector<TaskId> w;
+    map.lookup(tile_of(all[i].addr, all[i].tile), [&](TaskId t) { w.push_back(t); });
+    if (i < half) {
+      ASSERT_TRUE(w.empty()) << i;
+    } else {
+      ASSERT_EQ(w, (std::vector<TaskId>{all[i].writer})) << i;
+    }
+  }
+  for (std::size_t i = half; i < all.size(); i += 2) map.erase_buffer(all[i].addr);
+  for (std::size_t i = half; i < all.size(); ++i) {
+    int seen = 0;
+    map.lookup(Tensor::make(DeviceBuffer{all[i].addr, 16 * 16 * 4}, {16, 16}, DataType::F32),
+               [&](TaskId) { ++seen; });
+    ASSERT_EQ(seen == 0, map.entries_of(all[i].addr) == 0) << i;
+  }
+  map.clear();
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_EQ(map.buffer_count(), 0u);
+  EXPECT_EQ(map.record_write(tile_of(0x1000000, 0), 7), 0u);  // storage restarts from scratch
+}
+
+// Regions spanning most of a huge buffer next to small ones at its far end: cell coordinates
+// and windows near the top of the 64-bit range neither overflow nor miss an overlap, and a
+// query covering far more cells than its groups hold entries walks the entries instead.
+TEST(TensorMap, HugeRegionsAndFarOffsets) {
+  TensorMap map;
+  const DeviceBuffer huge{0x1000, uint64_t{1} << 62};
+  const Tensor flat = Tensor::make(huge, {uint64_t{1} << 62}, DataType::U8);
+  const uint64_t far = (uint64_t{1} << 62) - 64;
+  map.record_write(flat.view({16}, {far}), 1);
+  map.record_write(flat.view({16}, {far + 32}), 2);
+  map.record_write(flat.view({uint64_t{1} << 61}, {0}), 3);
+  std::vector<TaskId> w;
+  map.lookup(flat.view({64}, {far}), [&](TaskId id) { w.push_back(id); });
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{1, 2}));
+  w.clear();
+  map.reset_stats();
+  map.lookup(flat, [&](TaskId id) { w.push_back(id); });
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{1, 2, 3}));
+  EXPECT_LE(map.stats().max_candidates, 3u);
+  w.clear();
+  map.lookup(flat.view({8}, {far + 16}), [&](TaskId id) { w.push_back(id); });
+  EXPECT_TRUE(w.empty());
+  // A matrix view of the same buffer re-indexes it by rows of the matrix pitch.
+  const Tensor rows = flat.view({uint64_t{1} << 40}, {0}).reshape({uint64_t{1} << 20, 1 << 20});
+  map.record_write(rows.view({2, 2}, {(uint64_t{1} << 20) - 2, (1 << 20) - 2}), 4);
+  w.clear();
+  map.lookup(rows.view({1, 1}, {(uint64_t{1} << 20) - 1, (1 << 20) - 1}),
+             [&](TaskId id) { w.push_back(id); });
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{3, 4}));
+  EXPECT_EQ(map.entries_of(huge.addr), 4u);
+}
+
+// Unbounded (forged) writes are reported by every lookup of their buffer, cover nothing, and go
+// through erase_entry and erase_buffer like the others.
+TEST(TensorMap, UnboundedEntriesThroughEveryPath) {
+  TensorMap map;
+  Tensor forged = matrix(8, 16);
+  forged.shape[0] = UINT64_MAX;
+  forged.strides[0] = UINT64_MAX / 2;
+  const uint32_t a = map.record_write(forged, 1);
+  const uint32_t b = map.record_write(forged, 2);
+  map.record_write(matrix(8, 16), 3);  // covers nothing unbounded
+  EXPECT_NE(a, b);
+  EXPECT_EQ(map.entry_count(), 3u);
+  std::vector<TaskId> w;
+  map.lookup(matrix(8, 16).view({1, 1}, {7, 15}), [&](TaskId id) { w.push_back(id); });
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{1, 2, 3}));
+  w.clear();
+  map.lookup(forged, [&](TaskId id) { w.push_back(id); });  // an unbounded query meets all
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{1, 2, 3}));
+  EXPECT_TRUE(map.erase_entry(a, 1));
+  EXPECT_FALSE(map.erase_entry(a, 1));
+  EXPECT_EQ(map.entry_count(), 2u);
+  map.erase_buffer(kBuf.addr);
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_FALSE(map.erase_entry(b, 2));
+}
+
+// Many sizes on one buffer (more than its size groups): each lookup still sees exactly the
+// overlapping writers, and a later whole-buffer write covers them all.
+TEST(TensorMap, ManyEntrySizesOnOneBuffer) {
+  TensorMap map;
+  const Tensor m = Tensor::make(kBuf, {256, 256}, DataType::F32);
+  struct Box {
+    uint64_t r, c, h, w;
+    bool meets(const Box& o) const {
+      return r < o.r + o.h && o.r < r + h && c < o.c + o.w && o.c < c + w;
+    }
+  };
+  TaskId id = 0;
+  std::vector<std::pair<Box, TaskId>> written;
+  for (uint64_t h = 1; h <= 128; h *= 2) {
+    for (uint64_t w = 1; w <= 64; w *= 4) {
+      const uint64_t k = static_cast<uint64_t>(id);
+      const Box box{(k * 37) % (256 - h), (k * 53) % (256 - w), h, w};
+      map.record_write(m.view({h, w}, {box.r, box.c}), id);
+      std::erase_if(written, [&](const auto& old) {  // covered: the new box holds it
+        const Box& o = old.first;
+        return box.r <= o.r && o.r + o.h <= box.r + box.h && box.c <= o.c &&
+               o.c + o.w <= box.c + box.w;
+      });
+      written.emplace_back(box, id++);
+    }
+  }
+  EXPECT_EQ(map.entry_count(), written.size());
+  std::mt19937_64 rng(3);
+  for (int q = 0; q < 400; ++q) {
+    const uint64_t r = rng() % 256, c = rng() % 256;
+    const Box probe{r, c, 1 + rng() % (256 - r), 1 + rng() % (256 - c)};
+    std::vector<TaskId> got, expected;
+    map.lookup(m.view({probe.h, probe.w}, {probe.r, probe.c}), [&](TaskId t) { got.push_back(t); });
+    for (const auto& [box, writer] : written) {
+      if (box.meets(probe)) expected.push_back(writer);
+    }
+    std::sort(got.begin(), got.end());
+    ASSERT_EQ(got, expected) << probe.r << "," << probe.c << " " << probe.h << "x" << probe.w;
+  }
+  map.record_write(m, id);
+  EXPECT_EQ(map.entry_count(), 1u);
 }
 
 // A 256 x 256 grid of tiles of one buffer, each task InOut on its tile and reading its left and

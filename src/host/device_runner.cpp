@@ -509,7 +509,10 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     throw_if(memory_.copy_to_device(image_region.addr, image->data(), image_size));
     if (bank == 0) prebuilt_image_resident_ = replayed || stored_prebuilt;
   }
-  throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
+  // Only the fixed-size head of the region: the chip formats its per-task arrays and queues
+  // itself, so zeroing them here would cost megabytes of writes per run for nothing.
+  throw_if(memory_.memset(shared_region.addr, 0,
+                          std::min(shared_bytes, scheduler::shared_state_cleared_bytes())));
 
   DeviceBuffer staging;
   throw_if(staging_.acquire(slot, kLaunchArgsBytes + kPhaseBufferBytes, &staging));

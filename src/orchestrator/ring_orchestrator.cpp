@@ -1,6 +1,7 @@
 #include "orchestrator/ring_orchestrator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -122,6 +123,20 @@ struct RingOrchestrator::State {
   struct Progress {
     uint64_t completed = 0;
     uint64_t since = 0;  // cycles
+  };
+
+  // A submission's tensor arguments, read once: TaskArgs' accessors are bounds-checked calls, and
+  // the checks and passes of a submit would otherwise repeat them several times per argument.
+  struct ArgRefs {
+    int tensor_count = 0;
+    std::array<ArgTag, kMaxTaskTensors> tags;
+    std::array<Tensor*, kMaxTaskTensors> tensors;
+    explicit ArgRefs(TaskArgs& args) : tensor_count(args.tensor_count()) {
+      for (int i = 0; i < tensor_count; ++i) {
+        tags[i] = args.tag(i);
+        tensors[i] = &args.tensor(i);
+      }
+    }
   };
 
   State(const RingMemory& memory, RingDriver& driver) : mem(memory), driver(driver) {}
@@ -278,10 +293,11 @@ struct RingOrchestrator::State {
                       "use it after that scope");
   }
   // A released output's memory may already belong to a later output: it must not reach a task.
-  Status check_released_outputs(uint64_t id, const TaskSpec* spec, const TaskArgs& args) const {
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      if (args.tag(i) != ArgTag::Out && released_output(args.tensor(i))) {
-        return released_error(task_label(id, spec) + " arg " + std::to_string(i), args.tensor(i));
+  Status check_released_outputs(uint64_t id, const TaskSpec* spec, const TaskArgs& args,
+                                const ArgRefs& refs) const {
+    for (int i = 0; i < refs.tensor_count; ++i) {
+      if (refs.tags[i] != ArgTag::Out && released_output(*refs.tensors[i])) {
+        return released_error(task_label(id, spec) + " arg " + std::to_string(i), *refs.tensors[i]);
       }
     }
     if (args.has_predicate() && released_output(args.predicate())) {
@@ -482,17 +498,22 @@ struct RingOrchestrator::State {
 
   // The common path of submit / submit_dummy / allocate. `spec` is null for dummy and
   // allocation-only tasks.
-  TaskId add_task(const TaskSpec* spec, TaskArgs& args) {
+  TaskId add_task(const TaskSpec* spec, TaskArgs& args, const ArgRefs& refs) {
     const uint64_t id = submitted;
     const uint32_t d = set_of_depth(depth);
     SetState& set = sets[d];
     const bool manual = in_manual();
 
+    const int tensor_count = refs.tensor_count;
+    const int scalar_count = args.scalar_count();
+    const auto& tags = refs.tags;
+    const auto& tensors = refs.tensors;
+
     // Outputs are packed into one heap range per task.
     uint64_t heap_bytes = 0;  // saturates: any sum above the heap is rejected the same way
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      if (args.tag(i) != ArgTag::Out) continue;
-      const uint64_t bytes = output_bytes(args.tensor(i));
+    for (int i = 0; i < tensor_count; ++i) {
+      if (tags[i] != ArgTag::Out) continue;
+      const uint64_t bytes = output_bytes(*tensors[i]);
       const uint64_t aligned = bytes > UINT64_MAX - kOutputAlign ? UINT64_MAX : align_output(bytes);
       heap_bytes = aligned > UINT64_MAX - heap_bytes ? UINT64_MAX : heap_bytes + aligned;
     }
@@ -513,17 +534,17 @@ struct RingOrchestrator::State {
     }
     if (!manual) {
       if (args.has_predicate()) lookup_writers(args.predicate());
-      for (int i = 0; i < args.tensor_count(); ++i) {
-        const ArgTag tag = args.tag(i);
+      for (int i = 0; i < tensor_count; ++i) {
+        const ArgTag tag = tags[i];
         if (tag == ArgTag::In || tag == ArgTag::InOut || tag == ArgTag::OutputExisting) {
-          lookup_writers(args.tensor(i));
+          lookup_writers(*tensors[i]);
         }
       }
     }
     // Producers [0, dependencies) are dependencies; the rest are only retained (output owners).
     std::size_t dependencies = producers.size();
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      if (args.tag(i) != ArgTag::Out) retain_owner(args.tensor(i));
+    for (int i = 0; i < tensor_count; ++i) {
+      if (tags[i] != ArgTag::Out) retain_owner(*tensors[i]);
     }
     if (args.has_predicate()) retain_owner(args.predicate());
     const uint64_t wanted = dependencies;
@@ -584,9 +605,9 @@ struct RingOrchestrator::State {
     // Outputs: placed in the packed range, written back into the caller's args.
     const uint64_t heap_base = mem.heap_addr + set.geo.heap_base;
     uint64_t cursor = heap_offset;
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      if (args.tag(i) != ArgTag::Out) continue;
-      Tensor& t = args.tensor(i);
+    for (int i = 0; i < tensor_count; ++i) {
+      if (tags[i] != ArgTag::Out) continue;
+      Tensor& t = *tensors[i];
       const uint64_t bytes = output_bytes(t);
       t = make_output(t, heap_base + cursor, bytes, static_cast<TaskId>(id));
       cursor += align_output(bytes);
@@ -619,13 +640,13 @@ struct RingOrchestrator::State {
       r.predicate_addr = flag.data_addr();
       r.predicate_bytes = static_cast<uint32_t>(flag.element_bytes());
     }
-    r.arg_count = static_cast<uint16_t>(args.tensor_count() + args.scalar_count());
+    r.arg_count = static_cast<uint16_t>(tensor_count + scalar_count);
     r.args_begin = uint64_t{slot} * kSlotArgs;
     int64_t* slot_args = mem.slot_args + r.args_begin;
-    for (int i = 0; i < args.tensor_count(); ++i) {
-      *slot_args++ = static_cast<int64_t>(args.tensor(i).data_addr());
+    for (int i = 0; i < tensor_count; ++i) {
+      *slot_args++ = static_cast<int64_t>(tensors[i]->data_addr());
     }
-    for (int i = 0; i < args.scalar_count(); ++i) {
+    for (int i = 0; i < scalar_count; ++i) {
       *slot_args++ = static_cast<int64_t>(args.scalar_bits(i));
     }
     mem.public_ids[slot] = static_cast<int64_t>(id);
@@ -680,9 +701,9 @@ struct RingOrchestrator::State {
     si.depth = static_cast<uint32_t>(depth);
     si.holds_scope_ref = holds_scope_ref;
     if (!manual) {
-      for (int i = 0; i < args.tensor_count(); ++i) {
-        if (!arg_tag_writes(args.tag(i))) continue;
-        const uint32_t entry = map.record_write(args.tensor(i), handle);
+      for (int i = 0; i < tensor_count; ++i) {
+        if (!arg_tag_writes(tags[i])) continue;
+        const uint32_t entry = map.record_write(*tensors[i], handle);
         if (entry != TensorMap::kNoEntry) si.entries[si.entry_count++] = entry;
       }
     } else {
@@ -845,24 +866,35 @@ TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
   if (!s.usable()) return kNoTask;
   Status status = check_task_spec(*s.mem.kernels, s.submitted, spec, args);
   if (status.is_ok()) status = check_task_args(s.submitted, &spec, args);
-  if (status.is_ok()) status = s.check_released_outputs(s.submitted, &spec, args);
   if (!status.is_ok()) {
     s.fail(std::move(status));
     return kNoTask;
   }
-  return s.add_task(&spec, args);
+  // Counts validated above, so the references are in range.
+  const State::ArgRefs refs(args);
+  status = s.check_released_outputs(s.submitted, &spec, args, refs);
+  if (!status.is_ok()) {
+    s.fail(std::move(status));
+    return kNoTask;
+  }
+  return s.add_task(&spec, args, refs);
 }
 
 TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
   Status status = check_task_args(s.submitted, nullptr, args);
-  if (status.is_ok()) status = s.check_released_outputs(s.submitted, nullptr, args);
   if (!status.is_ok()) {
     s.fail(std::move(status));
     return kNoTask;
   }
-  return s.add_task(nullptr, args);
+  const State::ArgRefs refs(args);
+  status = s.check_released_outputs(s.submitted, nullptr, args, refs);
+  if (!status.is_ok()) {
+    s.fail(std::move(status));
+    return kNoTask;
+  }
+  return s.add_task(nullptr, args, refs);
 }
 
 TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
@@ -883,7 +915,7 @@ TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
       return kNoTask;
     }
   }
-  return s.add_task(nullptr, outputs);
+  return s.add_task(nullptr, outputs, State::ArgRefs(outputs));
 }
 
 void RingOrchestrator::scope_begin(ScopeMode mode) {

@@ -24,6 +24,10 @@ uint64_t shared_state_bytes(uint64_t task_count, uint32_t cores) {
   return shared_layout(task_count).total_bytes;
 }
 
+uint64_t shared_state_cleared_bytes() {
+  return shared_cleared_bytes();
+}
+
 void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count) {
   auto* args = static_cast<ChipLaunchArgs*>(launch_args);
   if (!precheck_launch(args, thread_index, thread_count)) return;

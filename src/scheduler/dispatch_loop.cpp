@@ -152,7 +152,7 @@ bool SchedulerThread::take_task(int queue, uint32_t* task, uint32_t* pushed) {
     *task = held_[queue];
     return true;
   }
-  while (view_.queues[queue]->pop(task)) {
+  while (view_.pop(queue, task)) {
     const common::TaskRecord& record = view_.tasks[*task];
     // A SPMD task is popped once per batch of blocks; only the first pop starts it.
     if (!single_dispatch(record) && view_.next_block[*task].load(std::memory_order_relaxed) != 0) {
@@ -184,7 +184,7 @@ uint32_t SchedulerThread::claim_block(int queue, uint32_t task) {
 void SchedulerThread::return_held(uint32_t* pushed) {
   for (int q = 0; q < kQueueCount; ++q) {
     if (held_[q] == common::kTaskIdle) continue;
-    if (!view_.queues[q]->push(held_[q])) {
+    if (!view_.push(q, held_[q])) {
       latch_chip_error(&view_.args->result, StatusCode::InternalError,
                        "ready queue %d full while returning SPMD task %lld (capacity %llu)", q,
                        static_cast<long long>(view_.public_id(held_[q])),

@@ -4,7 +4,8 @@
 //
 // Lifetime: `init` (one thread, before any other thread uses the queue; publishing the queue to
 // them, e.g. by a release store, is the caller's job) formats the memory;
-// afterwards push/pop/maybe_nonempty are safe from any number of threads at once. The memory must
+// afterwards push/pop/maybe_nonempty are safe from any number of threads at once (push_exclusive /
+// pop_exclusive only while a single thread uses the queue at all). The memory must
 // stay alive and 64-byte aligned while the queue is used. Capacity is a power of two.
 #pragma once
 
@@ -82,6 +83,27 @@ class ReadyQueue {
         pos = control_.dequeue_pos.load(std::memory_order_relaxed);
       }
     }
+  }
+
+  // push / pop for a queue only one thread uses (a serial launch, whose one host thread runs every
+  // AICPU role and every core): the same cell protocol without the locked read-modify-writes.
+  bool push_exclusive(uint32_t value) {
+    const uint64_t pos = control_.enqueue_pos.load(std::memory_order_relaxed);
+    Cell& cell = cells()[pos & control_.mask];
+    if (cell.sequence.load(std::memory_order_relaxed) != pos) return false;  // full
+    cell.value = value;
+    cell.sequence.store(pos + 1, std::memory_order_relaxed);
+    control_.enqueue_pos.store(pos + 1, std::memory_order_relaxed);
+    return true;
+  }
+  bool pop_exclusive(uint32_t* value) {
+    const uint64_t pos = control_.dequeue_pos.load(std::memory_order_relaxed);
+    Cell& cell = cells()[pos & control_.mask];
+    if (cell.sequence.load(std::memory_order_relaxed) != pos + 1) return false;  // empty
+    *value = cell.value;
+    cell.sequence.store(pos + control_.mask + 1, std::memory_order_relaxed);
+    control_.dequeue_pos.store(pos + 1, std::memory_order_relaxed);
+    return true;
   }
 
   // True when a pop might succeed now (a cheap check used before parking; false means the queue

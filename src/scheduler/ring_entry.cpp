@@ -136,6 +136,7 @@ void attach_ring_view(ChipLaunchArgs* args, uint32_t thread_count, const RingLay
       reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(args->kernel_table_addr));
   view->task_count = layout.total_slots;
   view->thread_count = thread_count;
+  view->exclusive = args->serial && thread_count == 1;
 }
 
 // Thread 0, before the barrier: the common scheduler state with every slot idle (Completed, so

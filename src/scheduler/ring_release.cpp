@@ -14,7 +14,7 @@ void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed) {
   // before pushing the entry, so the decrement that reaches zero makes the consumer ready exactly
   // once (the orchestrator's own guard decrement may be that one instead).
   common::fanout_seal_and_walk(self, ring.dep_pool, [&](uint32_t consumer) {
-    if (view.fanin_remaining[consumer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (view.count_down(view.fanin_remaining[consumer]) == 1) {
       make_ready(view, consumer, pushed);
     }
   });

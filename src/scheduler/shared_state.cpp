@@ -1,6 +1,8 @@
 #include "scheduler/shared_state.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <iterator>
 
 #include "chiprt/orchestration.h"
 
@@ -146,10 +148,12 @@ bool validate_image(ChipLaunchArgs* args, RunView* view) {
                    args->shared_size, header->task_count, layout.total_bytes);
   }
 
+  std::fill(std::begin(view->queue_tasks), std::end(view->queue_tasks), 0u);
   for (uint32_t t = 0; t < header->task_count; ++t) {
     const TaskRecord& task = view->tasks[t];
     const bool dummy = (task.flags & common::kTaskFlagDummy) != 0;
     if (!dummy && !validate_record_kernels(args, t, task)) return false;
+    ++view->queue_tasks[queue_of(task)];
     if (task.arg_count > kMaxKernelArgs) {
       CHIPRT_INVALID(args, "task %u: arg_count %u exceeds the kernel argument limit %u", t,
                      task.arg_count, kMaxKernelArgs);
@@ -172,6 +176,12 @@ bool validate_image(ChipLaunchArgs* args, RunView* view) {
 // Counts incoming edges into fanin_remaining and compares with every TaskRecord::fanin_count, so
 // each task reaches zero exactly once; checks initial_ready is exactly the fan-in-zero set.
 bool validate_edges(ChipLaunchArgs* args, const RunView& view) {
+  // The host does not zero the per-task arrays (see shared_cleared_bytes): start the counts and
+  // the duplicate markers here.
+  for (uint32_t t = 0; t < view.task_count; ++t) {
+    view.fanin_remaining[t].store(0, std::memory_order_relaxed);
+    view.task_state[t].store(0, std::memory_order_relaxed);
+  }
   for (uint32_t t = 0; t < view.task_count; ++t) {
     const TaskRecord& task = view.tasks[t];
     for (uint32_t i = 0; i < task.fanout_count; ++i) {
@@ -241,6 +251,10 @@ SharedLayout shared_layout(uint64_t task_count) {
   return layout;
 }
 
+uint64_t shared_cleared_bytes() {
+  return align64(sizeof(common::SharedPrefix)) + align64(sizeof(SchedulerGlobals));
+}
+
 void bind_shared_region(ChipLaunchArgs* args, uint32_t task_count, RunView* view) {
   auto* region = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(args->shared_addr));
   const SharedLayout layout = shared_layout(task_count);
@@ -285,6 +299,7 @@ bool precheck_launch(ChipLaunchArgs* args, uint32_t thread_index, uint32_t threa
 bool validate_launch(ChipLaunchArgs* args, uint32_t thread_count, RunView* view) {
   view->args = args;
   view->thread_count = thread_count;
+  view->exclusive = args->serial && thread_count == 1;
   view->services =
       reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   if (args->variant != RuntimeVariant::HostBuildGraph) {
@@ -319,6 +334,7 @@ bool validate_launch(ChipLaunchArgs* args, uint32_t thread_count, RunView* view)
 void attach_view(ChipLaunchArgs* args, uint32_t thread_count, RunView* view) {
   view->args = args;
   view->thread_count = thread_count;
+  view->exclusive = args->serial && thread_count == 1;
   view->services =
       reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   view->kernel_table =
@@ -338,7 +354,9 @@ void init_shared_state(const RunView& view) {
   const SharedLayout layout = shared_layout(view.task_count);
   auto* region = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(view.args->shared_addr));
   for (int q = 0; q < kQueueCount; ++q) {
-    ReadyQueue::init(region + layout.queue_offset[q], layout.queue_capacity);
+    // A task is in its queue at most once at a time, so its shape's task count bounds the queue.
+    ReadyQueue::init(region + layout.queue_offset[q],
+                     ReadyQueue::capacity_for(view.queue_tasks[q]));
   }
   view.globals->completed.store(0, std::memory_order_relaxed);
   view.globals->published.store(view.task_count, std::memory_order_relaxed);

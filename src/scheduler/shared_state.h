@@ -13,6 +13,12 @@
 //   atomic<uint32_t>[task_count]  next_block: SPMD blocks claimed so far
 //   atomic<uint8_t>[task_count]   TaskState
 //
+// host_build_graph: the host zeroes only the prefix and the globals (shared_cleared_bytes); thread
+// 0 formats everything after them itself (the region grows with the graph, and zeroing megabytes
+// the chip rewrites anyway is a per-run cost of every replay). Each ready queue is formatted with
+// the capacity its own tasks need (pow2 >= the tasks of its shape), inside the slot laid out for
+// task_count, so a graph of one shape touches one queue's worth of cells.
+//
 // Lifetime: RunView is a per-thread value (pointers into the image and the region) rebuilt by
 // every AICPU thread; it owns nothing. validate_launch and init_shared_state run on thread 0 only,
 // before the start barrier opens.
@@ -66,6 +72,9 @@ struct SharedLayout {
   uint64_t total_bytes = 0;  // UINT64_MAX when task_count is beyond what the image can index
 };
 SharedLayout shared_layout(uint64_t task_count);
+// Bytes at the start of the region (prefix and globals) a host_build_graph launch needs zeroed;
+// thread 0 formats the rest.
+uint64_t shared_cleared_bytes();
 
 // tensormap_ringbuffer state the scheduler reaches through RunView (layout and protocol in
 // scheduler/ring_state_view.h, owned by the ring runtime).
@@ -93,9 +102,16 @@ struct RunView {
   const int64_t* task_args = nullptr;
   const uint32_t* initial_ready = nullptr;
   uint32_t initial_ready_count = 0;
+  // host_build_graph, thread 0 only (validate_launch): tasks per ready queue, which bound what
+  // each queue holds at once and so its formatted capacity.
+  uint32_t queue_tasks[kQueueCount] = {};
   const uint64_t* kernel_table = nullptr;
   uint32_t task_count = 0;
   uint32_t thread_count = 0;
+  // Serial launch: one host thread runs every AICPU role and, inline, every core, so per-task
+  // counters and ready queues are touched by that thread alone and need no locked
+  // read-modify-writes (several per task otherwise). Never set for a threaded launch.
+  bool exclusive = false;
 
   uint64_t now() const { return services->cycles(services->ctx); }
   bool failed() const { return common::chip_error_latched(args->result); }
@@ -108,6 +124,21 @@ struct RunView {
   // The TaskId a message should name for task index `task`.
   int64_t public_id(uint32_t task) const {
     return public_ids != nullptr ? public_ids[task] : static_cast<int64_t>(task);
+  }
+  // Decrements a per-task counter; returns the value before.
+  uint32_t count_down(std::atomic<uint32_t>& counter) const {
+    if (exclusive) {
+      const uint32_t value = counter.load(std::memory_order_relaxed);
+      counter.store(value - 1, std::memory_order_relaxed);
+      return value;
+    }
+    return counter.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  bool push(int queue, uint32_t task) const {
+    return exclusive ? queues[queue]->push_exclusive(task) : queues[queue]->push(task);
+  }
+  bool pop(int queue, uint32_t* task) const {
+    return exclusive ? queues[queue]->pop_exclusive(task) : queues[queue]->pop(task);
   }
 };
 

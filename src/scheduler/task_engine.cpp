@@ -16,12 +16,15 @@ void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed) {
     const common::TaskRecord& record = view.tasks[task];
     for (uint32_t i = 0; i < record.fanout_count; ++i) {
       const uint32_t consumer = view.fanout[record.fanout_begin + i];
-      if (view.fanin_remaining[consumer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (view.count_down(view.fanin_remaining[consumer]) == 1) {
         make_ready(view, consumer, pushed);
       }
     }
   }
-  const uint64_t done = view.globals->completed.fetch_add(1, std::memory_order_seq_cst) + 1;
+  std::atomic<uint64_t>& completed = view.globals->completed;
+  const uint64_t done = view.exclusive ? completed.load(std::memory_order_relaxed) + 1
+                                       : completed.fetch_add(1, std::memory_order_seq_cst) + 1;
+  if (view.exclusive) completed.store(done, std::memory_order_relaxed);
   // The ring orchestrator's waits re-check this counter: its wake-up must follow the count.
   if (view.ring != nullptr) ring_notify_orchestrator(view);
   if (done >= view.globals->total.load(std::memory_order_seq_cst)) {
@@ -55,7 +58,7 @@ void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
   }
   // Capacity >= task_count and every task is pushed at most once, so this cannot fail unless the
   // shared state was corrupted.
-  if (!view.queues[queue]->push(task)) {
+  if (!view.push(queue, task)) {
     common::latch_chip_error(&view.args->result, StatusCode::InternalError,
                              "ready queue %d full while pushing task %u (capacity %llu)", queue,
                              task, static_cast<unsigned long long>(view.queues[queue]->capacity()));
@@ -67,7 +70,7 @@ void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
 
 void drain_dummies(const RunView& view, uint32_t* pushed) {
   uint32_t dummy = 0;
-  while (view.queues[kQueueDummy]->pop(&dummy)) {
+  while (view.pop(kQueueDummy, &dummy)) {
     transition(view, dummy, TaskState::Ready, TaskState::Completed);
     release_consumers(view, dummy, pushed);
   }

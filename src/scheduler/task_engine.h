@@ -74,8 +74,7 @@ void complete_task(const RunView& view, uint32_t task, uint32_t* pushed,
 
 // One dispatch of `task` finished on a core; completes the task when it was the last.
 inline void finish_dispatch(const RunView& view, uint32_t task, uint32_t* pushed) {
-  if (single_dispatch(view.tasks[task]) ||
-      view.parts_remaining[task].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  if (single_dispatch(view.tasks[task]) || view.count_down(view.parts_remaining[task]) == 1) {
     complete_task(view, task, pushed);
   }
 }

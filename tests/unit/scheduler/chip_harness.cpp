@@ -258,7 +258,10 @@ ChipRun::ChipRun(const ImageWriter& writer, const RunOptions& options) : options
   phases_ = std::make_unique<common::PhaseBuffer>();
   shared_bytes_ = shared_state_bytes(n, options.device_clusters * 3);
   shared_ = static_cast<uint8_t*>(::operator new(shared_bytes_, std::align_val_t(64)));
-  std::memset(shared_, 0, shared_bytes_);
+  // As the device runner does: only the head is zeroed; garbage in the rest proves the chip
+  // formats its per-task arrays and queues itself.
+  std::memset(shared_, 0xA5, shared_bytes_);
+  std::memset(shared_, 0, shared_state_cleared_bytes());
   chip_ = std::make_unique<FakeChip>(options.service_threads, options.serial);
   args_ = std::make_unique<common::ChipLaunchArgs>();
   common::ChipLaunchArgs& a = *args_;

@@ -77,6 +77,33 @@ TEST(ReadyQueue, WrapsAroundManyTimes) {
   }
 }
 
+// The single-thread operations keep the same cell protocol: FIFO order, full and empty detection,
+// wrap-around, and they interleave with the shared operations on one queue.
+TEST(ReadyQueue, ExclusiveOpsKeepTheProtocolOfTheSharedOps) {
+  QueueMemory m(4);
+  uint32_t value = 0;
+  EXPECT_FALSE(m.queue->pop_exclusive(&value));
+  for (uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(m.queue->push_exclusive(i));
+  EXPECT_FALSE(m.queue->push_exclusive(99));
+  EXPECT_FALSE(m.queue->push(99));
+  ASSERT_TRUE(m.queue->pop(&value));
+  EXPECT_EQ(value, 0u);
+  ASSERT_TRUE(m.queue->push_exclusive(4));
+  EXPECT_FALSE(m.queue->push_exclusive(5));
+  for (uint32_t expect = 1; expect <= 4; ++expect) {
+    ASSERT_TRUE(m.queue->pop_exclusive(&value));
+    EXPECT_EQ(value, expect);
+  }
+  EXPECT_FALSE(m.queue->pop_exclusive(&value));
+  EXPECT_FALSE(m.queue->maybe_nonempty());
+  for (uint32_t i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(i % 2 == 0 ? m.queue->push_exclusive(i) : m.queue->push(i));
+    EXPECT_TRUE(m.queue->maybe_nonempty());
+    ASSERT_TRUE(i % 3 == 0 ? m.queue->pop(&value) : m.queue->pop_exclusive(&value));
+    EXPECT_EQ(value, i);
+  }
+}
+
 TEST(ReadyQueue, ConcurrentProducersConsumersStressEveryItemExactlyOnce) {
   constexpr uint32_t kProducers = 3;
   constexpr uint32_t kConsumers = 3;

@@ -392,6 +392,35 @@ TEST(SchedulerRun, SharedStateBytesCoversEverySection) {
   EXPECT_GE(big.total_bytes, big.state_offset + 1000);
   EXPECT_EQ(shared_state_bytes(1000, 24), big.total_bytes);
   EXPECT_EQ(shared_layout(common::kMaxRunTasks).total_bytes, UINT64_MAX);
+  // The host zeroes the prefix and the globals only: exactly what precedes the first queue.
+  EXPECT_EQ(shared_state_cleared_bytes(), small.queue_offset[0]);
+  EXPECT_EQ(shared_state_cleared_bytes(), big.queue_offset[0]);
+}
+
+// Each ready queue is formatted for the tasks of its own shape (inside the slot laid out for all
+// tasks), and serial and threaded runs of such a graph complete on a region the harness filled
+// with garbage beyond the zeroed head.
+TEST(SchedulerRun, QueuesAreFormattedForTheTasksOfTheirShape) {
+  ImageWriter w;
+  for (uint32_t i = 0; i < 40; ++i) w.add(test::kRecordFunc, CoreType::AIV);
+  for (uint32_t i = 0; i < 5; ++i) w.add(test::kRecordFunc, CoreType::AIC, {i});
+  w.add_dummy({0, 40});
+  for (bool serial : {true, false}) {
+    RunOptions o;
+    o.threads = serial ? 1 : 2;
+    o.serial = serial;
+    ChipRun run(w, o);
+    expect_clean_run(w, o, &run);
+    const SharedLayout layout = shared_layout(46);
+    auto capacity = [&](int q) {
+      return ReadyQueue::at(run.shared() + layout.queue_offset[q])->capacity();
+    };
+    EXPECT_EQ(capacity(kQueueAiv), 64u);
+    EXPECT_EQ(capacity(kQueueAic), 8u);
+    EXPECT_EQ(capacity(kQueueMix), 2u);
+    EXPECT_EQ(capacity(kQueueDummy), 2u);
+    EXPECT_EQ(layout.queue_capacity, 64u);
+  }
 }
 
 }  // namespace

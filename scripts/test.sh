@@ -32,5 +32,10 @@ for config in "${configs[@]}"; do
     export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
   fi
   ctest --preset "$config" -j"$jobs"
+  # The simulator runs kernels on executor threads or on the AICPU threads (SimCoreExecution);
+  # Auto picks by core count, so run the example scenes in both modes whatever this host has.
+  for cores in aicpu executors; do
+    CHIPRT_SIM_CORES=$cores ctest --preset "$config" -j"$jobs" -L scene
+  done
   echo "=== chiprt: ${config} done in $(( $(date +%s) - start )) s ==="
 done

@@ -50,6 +50,7 @@ struct RunOptions {
   int aicpu_threads = 0;  // 0 = auto
   int rounds = 1;
   bool serial = false;
+  std::string core_execution = "auto";
   // tensormap_ringbuffer ring sizes as given ("" = not given).
   std::string ring_window;
   std::string ring_heap;
@@ -180,6 +181,8 @@ int run_example(const RunOptions& options) {
   }
   config.aicpu_thread_num = options.aicpu_threads;
   config.serial = options.serial;
+  // Checked by CLI11 against the valid names.
+  chiprt::parse_sim_core_execution(options.core_execution, &worker_options.sim.core_execution);
   const struct {
     const std::string& text;
     const char* option;
@@ -234,9 +237,15 @@ int run_example(const RunOptions& options) {
               max_error, last.tolerance, static_cast<unsigned long long>(last.task_count),
               static_cast<unsigned long long>(last.kernel_tasks));
   if (!all_passed) std::printf("  %s\n", first_failure.c_str());
+  const chiprt::SimCoreExecution kernels_on =
+      chiprt::resolve_sim_core_execution(worker_options.sim);
   std::printf("runtime %s, %u cores, %u AICPU threads%s, %d round(s)\n",
               std::string(chiprt::runtime_variant_name(worker_options.runtime)).c_str(),
-              report.cores, report.aicpu_threads, report.serial ? ", serial" : "", options.rounds);
+              report.cores, report.aicpu_threads,
+              report.serial                                   ? ", serial"
+              : kernels_on == chiprt::SimCoreExecution::Aicpu ? ", kernels on the AICPU threads"
+                                                              : ", kernels on executor threads",
+              options.rounds);
   print_timing(reports);
   return all_passed ? 0 : kExitFailure;
 }
@@ -300,6 +309,11 @@ int main(int argc, char** argv) {
       ->check(at_least(1));
   run->add_flag("--serial", options.serial,
                 "run the chip side on one host thread in a deterministic order");
+  run->add_option("--cores-on", options.core_execution,
+                  "where the simulated cores' kernels run: aicpu (on the scheduler thread owning "
+                  "the core), executors (on executor threads), auto (aicpu when the host has no "
+                  "more hardware threads than AICPU threads; default, or CHIPRT_SIM_CORES)")
+      ->check(CLI::IsMember({"auto", "aicpu", "executors"}));
   run->add_option("--ring-window", options.ring_window,
                   "tensormap_ringbuffer task slots per scope depth: N or N,N,... (power of two "
                   "in [16, 1048576]; default 1024 or CHIPRT_RING_TASK_WINDOW)");

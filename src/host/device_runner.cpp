@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -39,9 +40,12 @@ static_assert(std::is_trivially_copyable_v<orchestrator::KernelTable>);
 static_assert(std::is_trivially_copyable_v<TaskArgs>);
 constexpr uint64_t kKernelInfoBytes = round_up(sizeof(orchestrator::KernelTable), kDeviceAlign);
 constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceAlign);
-// Once the AICPU threads returned with an error latched, the cores get this long (at most the
-// stream-sync timeout) to drain before the launch is abandoned: a stuck kernel will not return.
+// Once the chip latched an error, the rest of the launch (the cores, or an AICPU thread inside a
+// kernel) gets this long, at most the stream-sync timeout, before it is abandoned: a stuck kernel
+// will not return.
 constexpr uint64_t kFaultDrainGraceMs = 1000;
+// How often the host looks for a latched chip error while it waits for the AICPU threads.
+constexpr uint64_t kAicpuWaitSliceMs = 20;
 
 std::string hex(uint64_t value) {
   char text[32];
@@ -640,8 +644,10 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   report->host_prepare_ns = ns_between(t_entry, t_launch);
   throw_if(platform_->launch(programs));
   ++launches_;
-  // AICPU threads first: when they return with an error latched (a scheduler gave up on a stuck
-  // task), the cores get only a short grace instead of the whole stream-sync timeout.
+  // AICPU threads first, then the cores. Once the chip latched an error (a scheduler gave up on a
+  // stuck task) the rest gets only a short grace instead of the whole stream-sync timeout: the
+  // cores, and, when kernels run on the AICPU threads, the thread stuck in that kernel. So the
+  // AICPU threads are waited for in slices, reading the chip's status between them.
   auto result = std::make_unique<common::ChipLaunchArgs>();
   auto read_chip_code = [&]() {
     Status read =
@@ -650,14 +656,40 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
                ? static_cast<StatusCode>(result->result.code.load(std::memory_order_acquire))
                : StatusCode::Ok;
   };
-  uint64_t drain_budget_ms = timeouts_.stream_sync_ms;
-  Status waited = platform_->wait_aicpu(timeouts_.stream_sync_ms);
-  if (waited.is_ok()) {
+  // While the AICPU threads run, only the status word may be read (they write the rest).
+  static_assert(std::is_standard_layout_v<common::ChipLaunchArgs>);
+  static_assert(sizeof(common::ChipResult::code) == sizeof(uint32_t));
+  const uint64_t code_addr = launch_args_addr + offsetof(common::ChipLaunchArgs, result) +
+                             offsetof(common::ChipResult, code);
+  auto peek_chip_code = [&]() {
+    uint32_t word = 0;
+    return platform_->load_device_word(code_addr, &word).is_ok() ? static_cast<StatusCode>(word)
+                                                                 : StatusCode::Ok;
+  };
+  auto left_ms = [&]() -> uint64_t {
     const uint64_t spent_ms = ns_between(t_launch, Clock::now()) / 1'000'000;
-    const uint64_t left_ms =
-        spent_ms < timeouts_.stream_sync_ms ? timeouts_.stream_sync_ms - spent_ms : 0;
-    drain_budget_ms =
-        read_chip_code() != StatusCode::Ok ? std::min(left_ms, kFaultDrainGraceMs) : left_ms;
+    return spent_ms < timeouts_.stream_sync_ms ? timeouts_.stream_sync_ms - spent_ms : 0;
+  };
+  uint64_t drain_budget_ms = timeouts_.stream_sync_ms;
+  bool chip_failed = false;
+  Status waited;
+  for (;;) {
+    const uint64_t left = left_ms();
+    const uint64_t slice = std::min(left, kAicpuWaitSliceMs);
+    waited = platform_->wait_aicpu(slice);
+    if (waited.code() != StatusCode::StreamSyncTimeout || slice == left) break;
+    if (peek_chip_code() != StatusCode::Ok) {
+      chip_failed = true;
+      drain_budget_ms = std::min(left_ms(), kFaultDrainGraceMs);
+      waited = platform_->wait_aicpu(drain_budget_ms);
+      break;
+    }
+  }
+  if (waited.is_ok()) {
+    if (!chip_failed) {
+      drain_budget_ms =
+          peek_chip_code() != StatusCode::Ok ? std::min(left_ms(), kFaultDrainGraceMs) : left_ms();
+    }
     waited = platform_->wait(drain_budget_ms);
   }
   const Clock::time_point t_done = Clock::now();

@@ -1,6 +1,7 @@
 // Worker: the public host API over one DeviceRunner (see include/chiprt/worker.h).
 #include "chiprt/worker.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -50,7 +51,82 @@ void check_buffer_range(const char* what, const DeviceBuffer& buffer, uint64_t o
   }
 }
 
+platform::SimCoreExecution to_platform(SimCoreExecution mode) {
+  switch (mode) {
+    case SimCoreExecution::Aicpu:
+      return platform::SimCoreExecution::Aicpu;
+    case SimCoreExecution::Executors:
+      return platform::SimCoreExecution::Executors;
+    case SimCoreExecution::Auto:
+      break;
+  }
+  return platform::SimCoreExecution::Auto;
+}
+
+// options.core_execution, or CHIPRT_SIM_CORES when that is Auto.
+SimCoreExecution requested_core_execution(const SimOptions& options) {
+  if (options.core_execution != SimCoreExecution::Auto) {
+    if (options.core_execution != SimCoreExecution::Aicpu &&
+        options.core_execution != SimCoreExecution::Executors) {
+      throw Error(StatusCode::InvalidConfig,
+                  "SimOptions.core_execution " +
+                      std::to_string(static_cast<int>(options.core_execution)) +
+                      " is unknown; use Auto, Aicpu or Executors");
+    }
+    return options.core_execution;
+  }
+  const char* text = std::getenv("CHIPRT_SIM_CORES");
+  if (text == nullptr || *text == '\0') return SimCoreExecution::Auto;
+  SimCoreExecution mode = SimCoreExecution::Auto;
+  if (!parse_sim_core_execution(text, &mode)) {
+    throw Error(StatusCode::InvalidConfig, std::string("CHIPRT_SIM_CORES='") + text +
+                                               "' is not one of auto, aicpu, executors");
+  }
+  return mode;
+}
+
+platform::SimConfig sim_config_of(const SimOptions& options) {
+  platform::SimConfig sim;
+  sim.clusters = options.clusters;
+  sim.aicpu_threads = options.aicpu_threads;
+  sim.host_threads = options.host_threads;
+  sim.memory_bytes = options.memory_bytes;
+  sim.serial = options.serial;
+  sim.core_execution = to_platform(requested_core_execution(options));
+  return sim;
+}
+
 }  // namespace
+
+std::string_view sim_core_execution_name(SimCoreExecution mode) noexcept {
+  switch (mode) {
+    case SimCoreExecution::Auto:
+      return "auto";
+    case SimCoreExecution::Aicpu:
+      return "aicpu";
+    case SimCoreExecution::Executors:
+      return "executors";
+  }
+  return "unknown";
+}
+
+bool parse_sim_core_execution(std::string_view name, SimCoreExecution* out) noexcept {
+  for (const SimCoreExecution mode :
+       {SimCoreExecution::Auto, SimCoreExecution::Aicpu, SimCoreExecution::Executors}) {
+    if (name == sim_core_execution_name(mode)) {
+      *out = mode;
+      return true;
+    }
+  }
+  return false;
+}
+
+SimCoreExecution resolve_sim_core_execution(const SimOptions& options) {
+  return platform::resolve_sim_core_execution(sim_config_of(options)) ==
+                 platform::SimCoreExecution::Aicpu
+             ? SimCoreExecution::Aicpu
+             : SimCoreExecution::Executors;
+}
 
 Worker::Worker() : impl_(std::make_unique<Impl>()) {}
 
@@ -89,12 +165,7 @@ void Worker::init(const WorkerOptions& options) {
     throw Error(StatusCode::InvalidConfig,
                 "runtime variant " + std::to_string(static_cast<int>(runtime)) + " is unknown");
   }
-  platform::SimConfig sim;
-  sim.clusters = options.sim.clusters;
-  sim.aicpu_threads = options.sim.aicpu_threads;
-  sim.host_threads = options.sim.host_threads;
-  sim.memory_bytes = options.sim.memory_bytes;
-  sim.serial = options.sim.serial;
+  const platform::SimConfig sim = sim_config_of(options.sim);
   std::unique_ptr<platform::Platform> platform;
   throw_if_error(platform::create_sim_platform(sim, &platform));
   host::RunnerOptions runner_options;

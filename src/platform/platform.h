@@ -82,6 +82,10 @@ class Platform {
   virtual Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes) = 0;
   virtual Status copy_from_device(void* dst, uint64_t src, uint64_t bytes) = 0;
   virtual Status memset(uint64_t dst, int value, uint64_t bytes) = 0;
+  // Reads the 4-byte-aligned 32-bit word at `src` while chip threads may be writing it with
+  // atomic operations (a launch's status word): an atomic acquire load, unlike copy_from_device,
+  // which may only read memory no chip thread is writing.
+  virtual Status load_device_word(uint64_t src, uint32_t* out) = 0;
   virtual uint64_t bytes_in_use() const = 0;
   virtual uint64_t capacity() const = 0;
   // Forgets every allocation without touching it (after a device fault).
@@ -111,13 +115,24 @@ class Platform {
   virtual Status recover() = 0;
 };
 
+// Where the simulated chip runs the cores' kernels (see sim/launch_engine.h).
+enum class SimCoreExecution : uint8_t {
+  Auto = 0,       // Aicpu when the host's hardware threads do not exceed aicpu_threads
+  Aicpu = 1,      // inline on the AICPU (scheduler) thread that owns the core
+  Executors = 2,  // on host_threads executor threads, concurrently with the schedulers
+};
+
 struct SimConfig {
   uint32_t clusters = 8;
   uint32_t aicpu_threads = 4;
   uint32_t host_threads = 0;  // 0 = std::thread::hardware_concurrency()
   uint64_t memory_bytes = 4ull << 30;
   bool serial = false;
+  SimCoreExecution core_execution = SimCoreExecution::Auto;
 };
+
+// Auto resolved against this host (never returns Auto). `hardware_threads` 0 = this host's.
+SimCoreExecution resolve_sim_core_execution(const SimConfig& config, unsigned hardware_threads = 0);
 
 // Creates the simulated chip. Returns InvalidConfig for out-of-range values.
 Status create_sim_platform(const SimConfig& config, std::unique_ptr<Platform>* out);

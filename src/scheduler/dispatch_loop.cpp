@@ -68,6 +68,14 @@ void SchedulerThread::kick(const CoreLink& link) {
   view_.services->kick_core(view_.services->ctx, link.core());
 }
 
+// A kick may run the kernel inline on this thread (SimCoreExecution::Aicpu) and this pass may
+// then run several kernels back to back: wake a parked scheduler for work still queued before
+// each kick, not only after the pass. Costs a few loads when no scheduler is parked.
+void SchedulerThread::share_surplus(int queue) {
+  if (view_.exclusive) return;  // the only thread: nobody to wake
+  if (view_.queues[queue]->maybe_nonempty()) wake_for_work(view_, self_, queue_bit(queue));
+}
+
 bool SchedulerThread::step() {
   bool progress = open_ready_cores();
   uint32_t pushed = 0;
@@ -215,6 +223,7 @@ bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
     for (int k = 0; k < 3; ++k) {
       if (funcs[k] != -1) payloads[k] = payload_of(task, funcs[k], block);
     }
+    share_surplus(kQueueMix);
     // The record is not read past this point: the last part may finish (and the task complete)
     // as soon as it is handed out.
     for (int k = 0; k < 3; ++k) {
@@ -255,6 +264,7 @@ bool SchedulerThread::dispatch(uint32_t* pushed) {
       } else {
         link.dispatch_pending(task, payload);
       }
+      share_surplus(queue);
       kick(link);
       any = true;
     }

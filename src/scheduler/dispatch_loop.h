@@ -69,6 +69,9 @@ class SchedulerThread {
   void run(PhaseStamps* stamps);
   // Orders every owned core to exit and waits (bounded) for the acknowledgements.
   void shut_down();
+  // True (after latching SchedulerTimeout, naming the stuck task) when tasks were published but
+  // none completed for the scheduler timeout. Also usable by a thread that owns no cores.
+  bool watchdog_expired();
 
  private:
   struct Cluster {
@@ -76,6 +79,7 @@ class SchedulerThread {
   };
 
   void kick(const CoreLink& link);
+  void share_surplus(int queue);
   bool open_ready_cores();
   bool collect_finishes(uint32_t* pushed);
   bool dispatch(uint32_t* pushed);
@@ -90,7 +94,6 @@ class SchedulerThread {
   uint32_t wanted_queues() const;
   bool has_work(uint32_t wants) const;
   void park();
-  bool watchdog_expired();
   void report_stuck(uint64_t now, uint64_t completed);
 
   const RunView& view_;

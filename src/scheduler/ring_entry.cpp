@@ -375,7 +375,12 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* serial_thread, PhaseS
 // failed); the last completion and every error ring all doorbells.
 void wait_for_drain(const RunView& view) {
   common::Doorbell& bell = view.prefix->doorbells[kOrchestratorThread];
+  // The orchestrator watches too: when kernels run on the scheduler threads
+  // (SimCoreExecution::Aicpu), a kernel that never returns blocks its scheduler, and with a
+  // single scheduler nobody else would name it. Owns no cores (they all belong to schedulers).
+  SchedulerThread watchdog(view, kOrchestratorThread);
   while (!view.failed() && !view.all_completed()) {
+    if (watchdog.watchdog_expired()) break;
     const uint32_t seen = bell.prepare_park(0);
     if (view.failed() || view.all_completed()) {
       bell.unpark();

@@ -541,11 +541,12 @@ std::string compare(const char* what, const Plan& plan,
   return "";
 }
 
-std::unique_ptr<platform::Platform> make_chip() {
+std::unique_ptr<platform::Platform> make_chip(platform::SimCoreExecution cores) {
   platform::SimConfig config;
   config.clusters = 4;
   config.aicpu_threads = 4;
   config.host_threads = 2;
+  config.core_execution = cores;
   std::unique_ptr<platform::Platform> chip;
   const Status created = platform::create_sim_platform(config, &chip);
   EXPECT_TRUE(created.is_ok()) << created.to_string();
@@ -593,8 +594,12 @@ TEST(RingStress, PlansNestScopesDeeplyAndNameWriteAfterRead) {
   EXPECT_EQ(deep, 4u);
 }
 
-TEST(RingStress, RandomScopedDagsOnTinyRingsMatchSerialAndReference) {
-  std::unique_ptr<platform::Platform> chip = make_chip();
+class RingStressCores : public ::testing::TestWithParam<platform::SimCoreExecution> {};
+
+// Kernels on executor threads (concurrent with their scheduler) and on the AICPU threads (inline
+// in the scheduler's dispatch): the same orchestration must give the same buffers either way.
+TEST_P(RingStressCores, RandomScopedDagsOnTinyRingsMatchSerialAndReference) {
+  std::unique_ptr<platform::Platform> chip = make_chip(GetParam());
   ASSERT_NE(chip, nullptr);
   int failures = 0;
   for (uint64_t seed : stress::stress_seeds(kDefaultSeeds)) {
@@ -619,6 +624,15 @@ TEST(RingStress, RandomScopedDagsOnTinyRingsMatchSerialAndReference) {
   }
   chip->stop_streams();
 }
+
+INSTANTIATE_TEST_SUITE_P(KernelsOn, RingStressCores,
+                         ::testing::Values(platform::SimCoreExecution::Executors,
+                                           platform::SimCoreExecution::Aicpu),
+                         [](const ::testing::TestParamInfo<platform::SimCoreExecution>& info) {
+                           return info.param == platform::SimCoreExecution::Aicpu
+                                      ? std::string("AicpuThreads")
+                                      : std::string("ExecutorThreads");
+                         });
 
 }  // namespace
 }  // namespace chiprt::ring_stress

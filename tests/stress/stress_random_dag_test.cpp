@@ -96,8 +96,25 @@ StressConfig make_config(const char* name, void (*tweak)(StressConfig&)) {
 
 const StressConfig kConfigs[] = {
     make_config("Threaded", [](StressConfig&) {}),
-    make_config("HostThreads1", [](StressConfig& c) { c.sim.host_threads = 1; }),
-    make_config("HostThreads2", [](StressConfig& c) { c.sim.host_threads = 2; }),
+    make_config("KernelsOnAicpuThreads",
+                [](StressConfig& c) { c.sim.core_execution = SimCoreExecution::Aicpu; }),
+    make_config("KernelsOnExecutors",
+                [](StressConfig& c) { c.sim.core_execution = SimCoreExecution::Executors; }),
+    make_config("HostThreads1",
+                [](StressConfig& c) {
+                  c.sim.core_execution = SimCoreExecution::Executors;
+                  c.sim.host_threads = 1;
+                }),
+    make_config("HostThreads2",
+                [](StressConfig& c) {
+                  c.sim.core_execution = SimCoreExecution::Executors;
+                  c.sim.host_threads = 2;
+                }),
+    make_config("OneSchedulerKernelsOnIt",
+                [](StressConfig& c) {
+                  c.sim.core_execution = SimCoreExecution::Aicpu;
+                  c.call.aicpu_thread_num = 2;
+                }),
     make_config("SimSerial", [](StressConfig& c) { c.sim.serial = true; }),
     make_config("CallSerial", [](StressConfig& c) { c.call.serial = true; }),
     make_config("OneClusterOfEight", [](StressConfig& c) { c.call.cluster_count = 1; }),

@@ -1,5 +1,6 @@
 #include "platform/sim/device_memory.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -144,6 +145,19 @@ Status DeviceMemory::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
   std::lock_guard lock(mutex_);
   if (Status status = check_range("copy_from_device", src, bytes); !status) return status;
   if (bytes != 0) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return Status::ok();
+}
+
+Status DeviceMemory::load_word(uint64_t src, uint32_t* out) {
+  if (out == nullptr) return Status(StatusCode::InvalidArgument, "load_word: out is null");
+  if (src % alignof(uint32_t) != 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "load_word: address " + std::to_string(src) + " is not 4-byte aligned");
+  }
+  std::lock_guard lock(mutex_);
+  if (Status status = check_range("load_word", src, sizeof(uint32_t)); !status) return status;
+  *out =
+      std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(src)).load(std::memory_order_acquire);
   return Status::ok();
 }
 

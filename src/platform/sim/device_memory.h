@@ -37,6 +37,7 @@ class DeviceMemory {
   Status free(uint64_t addr);
   Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes);
   Status copy_from_device(void* dst, uint64_t src, uint64_t bytes);
+  Status load_word(uint64_t src, uint32_t* out);
   Status memset(uint64_t dst, int value, uint64_t bytes);
   uint64_t bytes_in_use() const;
   uint64_t capacity() const noexcept { return capacity_; }

@@ -95,7 +95,7 @@ Status LaunchEngine::start() {
   stopping_ = false;
   stopping_flag_.store(false, std::memory_order_relaxed);
   started_ = true;  // so that stop() joins whatever was started even if a start below fails
-  if (!options_.serial) {
+  if (!options_.serial && !options_.kernels_on_aicpu) {
     for (uint32_t i = 0; i < options_.executor_threads; ++i) {
       if (Status status = start_thread_locked(&executors_, false, i); !status) return status;
     }
@@ -171,7 +171,7 @@ void LaunchEngine::kick_core(uint32_t core) noexcept {
     ignored_kicks_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (serial_launch_.load(std::memory_order_relaxed)) {
+  if (inline_kicks_.load(std::memory_order_relaxed)) {
     run_inline(core);
     return;
   }
@@ -222,7 +222,8 @@ void LaunchEngine::run_queued(uint32_t core) noexcept {
   enqueue(core);
 }
 
-// A serial launch has one host thread: every kick comes from it, so the core state needs no
+// Inline kicks of one core all come from one thread (a serial launch has one host thread; with
+// kernels_on_aicpu only the core's owning scheduler kicks it), so the core state needs no
 // read-modify-write (two locked instructions per task otherwise).
 void LaunchEngine::run_inline(uint32_t core) noexcept {
   std::atomic<uint32_t>& state = core_state_[core].value;
@@ -294,7 +295,7 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   // the AICPU threads started below find them.
   core_ctx_ = programs.ctx;
   core_service_ = programs.core_service;
-  serial_launch_.store(serial, std::memory_order_relaxed);
+  inline_kicks_.store(serial || options_.kernels_on_aicpu, std::memory_order_relaxed);
   launch_cores_.store(programs.cores, std::memory_order_release);
   launch_programs_ = programs;
   aicpu_running_ = programs.aicpu_threads;
@@ -368,7 +369,7 @@ Status LaunchEngine::wait(uint64_t timeout_ms) {
   }
   lock.lock();
   launch_cores_.store(0, std::memory_order_release);
-  serial_launch_.store(false, std::memory_order_relaxed);
+  inline_kicks_.store(false, std::memory_order_relaxed);
   launch_active_ = false;
   launch_timed_out_ = false;
   return Status::ok();

@@ -10,6 +10,12 @@
 //   once), or Running to RunningKicked so the executor re-queues the core when core_service
 //   returns. Thus core_service runs at least once after every kick and never concurrently with
 //   itself for one core. Idle executors spin briefly, then park on a futex eventcount.
+// - With kernels_on_aicpu there are no executor threads: a kick runs core_service inline on the
+//   kicking AICPU thread, as in a serial launch. Every core is kicked only by the one AICPU thread
+//   that owns it (the scheduler that dispatches to it), so each AICPU thread runs its own cores'
+//   kernels and the chip uses exactly one host thread per AICPU thread: on a host with fewer
+//   hardware threads than AICPU threads plus executors, hand-offs between a scheduler and an
+//   executor would each cost a context switch.
 // - Serial launches (a serial platform, or LaunchPrograms::serial) run aicpu_entry on AICPU thread
 //   0 only and run core_service inline inside kick_core on the kicking thread; a kick of a core
 //   already running on the stack marks it kicked and it is re-run after it returns.
@@ -45,6 +51,8 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
     uint32_t max_aicpu_threads = 8;
     uint32_t executor_threads = 1;
     bool serial = false;
+    // Run each core's kernels on the AICPU thread that kicks it (see the model above).
+    bool kernels_on_aicpu = false;
     // How long stop() waits for a running launch and for threads to exit before detaching them.
     uint64_t stop_grace_ms = 2000;
   };
@@ -74,7 +82,11 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   uint64_t ignored_kicks() const noexcept { return ignored_kicks_.load(std::memory_order_relaxed); }
   // True once stop() had to detach threads stuck in chip code; the engine refuses further work.
   bool faulted() const;
-  uint32_t executor_threads() const noexcept { return options_.executor_threads; }
+  // Executor threads this engine runs (0 for a serial engine or with kernels_on_aicpu).
+  uint32_t executor_threads() const noexcept {
+    return options_.serial || options_.kernels_on_aicpu ? 0 : options_.executor_threads;
+  }
+  bool kernels_on_aicpu() const noexcept { return options_.kernels_on_aicpu; }
 
  private:
   // The first phase of wait (and all of wait_aicpu): the AICPU threads returned by `deadline`.
@@ -123,7 +135,8 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   void* core_ctx_ = nullptr;  // written before launch_cores_ is published
   void (*core_service_)(void*, uint32_t) = nullptr;
   std::atomic<uint32_t> launch_cores_{0};
-  std::atomic<bool> serial_launch_{false};
+  // Kicks run the core inline on the kicking thread (a serial launch, or kernels_on_aicpu).
+  std::atomic<bool> inline_kicks_{false};
   std::atomic<bool> stopping_flag_{false};
   std::unique_ptr<PaddedState[]> core_state_;
   CoreQueue queue_;

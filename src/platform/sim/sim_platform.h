@@ -47,6 +47,7 @@ class SimPlatform final : public Platform {
   Status free(uint64_t addr) override;
   Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes) override;
   Status copy_from_device(void* dst, uint64_t src, uint64_t bytes) override;
+  Status load_device_word(uint64_t src, uint32_t* out) override;
   Status memset(uint64_t dst, int value, uint64_t bytes) override;
   uint64_t bytes_in_use() const override;
   uint64_t capacity() const override;

@@ -138,25 +138,55 @@ TEST_F(FaultRecovery, ResetAfterAStuckKernelReturnedMakesTheRunnerUsable) {
   EXPECT_EQ(g_quick_runs.load(), before + 1);
 }
 
-TEST_F(FaultRecovery, StuckKernelFaultsWithoutWaitingTheWholeStreamSyncTimeout) {
-  // A 30 s stream-sync timeout; the schedulers give up after 100 ms and the cores then get only
-  // a short grace, so the run fails long before the stream timeout.
-  DeviceRunner runner(make_sim(), timeouts("100", "30000"));
+struct StuckCase {
+  platform::SimCoreExecution cores;
+  RuntimeVariant runtime;
+  int aicpu_threads;
+};
+
+class StuckKernel : public FaultRecovery, public ::testing::WithParamInterface<StuckCase> {};
+
+// A 30 s stream-sync timeout; a scheduler (or, when kernels run on the only scheduler, the ring
+// orchestrator) gives up after 100 ms and the rest of the launch then gets only a short grace, so
+// the run fails long before the stream timeout, naming the stuck task.
+TEST_P(StuckKernel, FaultsWithoutWaitingTheWholeStreamSyncTimeout) {
+  const StuckCase& param = GetParam();
+  DeviceRunner runner(test::make_sim(1, false, 256ull << 20, 2, param.cores),
+                      timeouts("100", "30000"));
   ReleaseKernelAtExit release;
   runner.attach(0);
   ASSERT_EQ(runner.timeouts().stream_sync_ms, 30000u);
   runner.register_callable(0, one_task_callable(&blocking_kernel));
+  CallConfig config = small_config();
+  config.runtime = param.runtime;
+  config.aicpu_thread_num = param.aicpu_threads;
   const Clock::time_point start = Clock::now();
   try {
-    runner.run(0, TaskArgs{}, small_config());
+    runner.run(0, TaskArgs{}, config);
     ADD_FAILURE() << "the stuck kernel should fault the run";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), StatusCode::SchedulerTimeout) << e.what();
+    EXPECT_THAT(e.message(), HasSubstr("func_id 0"));
     EXPECT_THAT(e.message(), HasSubstr("a kernel is stuck"));
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(15)) << "waited for the stream timeout";
   EXPECT_TRUE(runner.faulted());
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    KernelsOn, StuckKernel,
+    ::testing::Values(
+        StuckCase{platform::SimCoreExecution::Executors, RuntimeVariant::HostBuildGraph, 0},
+        StuckCase{platform::SimCoreExecution::Aicpu, RuntimeVariant::HostBuildGraph, 2},
+        StuckCase{platform::SimCoreExecution::Executors, RuntimeVariant::TensormapRingbuffer, 0},
+        StuckCase{platform::SimCoreExecution::Aicpu, RuntimeVariant::TensormapRingbuffer, 2},
+        StuckCase{platform::SimCoreExecution::Aicpu, RuntimeVariant::TensormapRingbuffer, 4}),
+    [](const ::testing::TestParamInfo<StuckCase>& info) {
+      std::string name =
+          info.param.cores == platform::SimCoreExecution::Aicpu ? "Aicpu" : "Executors";
+      name += info.param.runtime == RuntimeVariant::TensormapRingbuffer ? "Ring" : "HostBuildGraph";
+      return name + "Threads" + std::to_string(info.param.aicpu_threads);
+    });
 
 TEST(SimRecover, LaunchAfterATimedOutWaitIsAFaultNotMisuse) {
   std::unique_ptr<platform::Platform> sim = make_sim();

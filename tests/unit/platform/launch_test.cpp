@@ -25,12 +25,16 @@ bool contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
 }
 
-SimConfig make_config(uint32_t clusters, uint32_t host_threads, bool serial = false) {
+// Executor threads unless told otherwise: most tests here kick any core from any thread, which
+// only the executor model allows (with kernels on the AICPU threads a core has one kicker).
+SimConfig make_config(uint32_t clusters, uint32_t host_threads, bool serial = false,
+                      SimCoreExecution cores = SimCoreExecution::Executors) {
   SimConfig config;
   config.clusters = clusters;
   config.host_threads = host_threads;
   config.memory_bytes = 1ull << 20;
   config.serial = serial;
+  config.core_execution = cores;
   return config;
 }
 
@@ -421,8 +425,9 @@ void block_core(void* ctx, uint32_t) {
   program->serviced = true;
 }
 
-TEST(SimWaitTest, ConcurrentWaitTimesOutOnStuckCoreAfterAicpuReturned) {
-  sim::SimPlatform platform(make_config(1, 1));
+// A kernel that blocks until released: wait() times out naming what is late, then succeeds.
+void expect_wait_times_out_on_stuck_core(SimCoreExecution cores, const std::string& late) {
+  sim::SimPlatform platform(make_config(1, 1, false, cores));
   ASSERT_TRUE(platform.start_streams().is_ok());
   StuckCoreProgram program;
   program.services = &platform.services();
@@ -430,10 +435,95 @@ TEST(SimWaitTest, ConcurrentWaitTimesOutOnStuckCoreAfterAicpuReturned) {
   ASSERT_TRUE(platform.launch(programs).is_ok());
   const Status timeout = platform.wait(30);
   EXPECT_EQ(timeout.code(), StatusCode::StreamSyncTimeout);
-  EXPECT_TRUE(contains(timeout, "1 cores were still running or queued")) << timeout.message();
+  EXPECT_TRUE(contains(timeout, late)) << timeout.message();
   program.release = true;
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   EXPECT_TRUE(program.serviced.load());
+}
+
+TEST(SimWaitTest, ConcurrentWaitTimesOutOnStuckCoreAfterAicpuReturned) {
+  expect_wait_times_out_on_stuck_core(SimCoreExecution::Executors,
+                                      "1 cores were still running or queued");
+}
+
+// ---- kernels on the AICPU threads -----------------------------------------------------------
+
+// Each AICPU thread owns cores i with i % threads == thread and kicks only those, as the scheduler
+// does; every service run must happen on the owner, inline, once per kick.
+struct OwnedKickProgram {
+  const ChipServices* services = nullptr;
+  uint32_t cores = 0;
+  uint32_t kicks_per_core = 0;
+  std::array<std::atomic<uint32_t>, 24> kicks_served{};
+  std::array<std::thread::id, 24> owner{};  // written by the owner before its first kick
+  std::atomic<uint32_t> wrong_thread{0};
+  std::atomic<uint32_t> depth_violations{0};
+  std::array<int, 24> depth{};
+};
+
+void kick_owned(void* ctx, uint32_t thread, uint32_t threads) {
+  auto* program = static_cast<OwnedKickProgram*>(ctx);
+  for (uint32_t core = thread; core < program->cores; core += threads) {
+    program->owner[core] = std::this_thread::get_id();
+  }
+  for (uint32_t round = 0; round < program->kicks_per_core; ++round) {
+    for (uint32_t core = thread; core < program->cores; core += threads) {
+      const uint32_t before = program->kicks_served[core].load(std::memory_order_relaxed);
+      program->services->kick_core(program->services->ctx, core);
+      // Inline: the run has happened by the time the kick returns.
+      if (program->kicks_served[core].load(std::memory_order_relaxed) != before + 1) {
+        program->wrong_thread.fetch_add(1);
+      }
+    }
+  }
+}
+
+void serve_owned(void* ctx, uint32_t core) {
+  auto* program = static_cast<OwnedKickProgram*>(ctx);
+  if (program->owner[core] != std::this_thread::get_id()) program->wrong_thread.fetch_add(1);
+  if (++program->depth[core] != 1) program->depth_violations.fetch_add(1);
+  program->kicks_served[core].fetch_add(1, std::memory_order_relaxed);
+  --program->depth[core];
+}
+
+TEST(SimAicpuCoresTest, ConcurrentKernelsRunInlineOnTheOwningAicpuThread) {
+  sim::SimPlatform platform(make_config(8, 2, false, SimCoreExecution::Aicpu));
+  EXPECT_EQ(platform.executor_threads(), 0u);
+  ASSERT_TRUE(platform.start_streams().is_ok());
+  for (uint32_t threads : {1u, 3u, 8u}) {
+    auto program = std::make_unique<OwnedKickProgram>();
+    program->services = &platform.services();
+    program->cores = 24;
+    program->kicks_per_core = 200;
+    LaunchPrograms programs{program.get(), &kick_owned, &serve_owned, threads, 24, false};
+    ASSERT_TRUE(platform.launch(programs).is_ok());
+    ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
+    EXPECT_EQ(program->wrong_thread.load(), 0u) << threads << " AICPU threads";
+    EXPECT_EQ(program->depth_violations.load(), 0u);
+    for (uint32_t core = 0; core < 24; ++core) {
+      EXPECT_EQ(program->kicks_served[core].load(), 200u) << "core " << core;
+    }
+  }
+}
+
+TEST(SimAicpuCoresTest, AutoPicksAicpuOnlyWhenTheAicpuThreadsFillTheHost) {
+  SimConfig config;
+  config.aicpu_threads = 4;
+  EXPECT_EQ(resolve_sim_core_execution(config, 2), SimCoreExecution::Aicpu);
+  EXPECT_EQ(resolve_sim_core_execution(config, 4), SimCoreExecution::Aicpu);
+  EXPECT_EQ(resolve_sim_core_execution(config, 5), SimCoreExecution::Executors);
+  EXPECT_EQ(resolve_sim_core_execution(config, 16), SimCoreExecution::Executors);
+  config.core_execution = SimCoreExecution::Executors;
+  EXPECT_EQ(resolve_sim_core_execution(config, 2), SimCoreExecution::Executors);
+  config.core_execution = SimCoreExecution::Aicpu;
+  EXPECT_EQ(resolve_sim_core_execution(config, 16), SimCoreExecution::Aicpu);
+  sim::SimPlatform executors(make_config(1, 3, false, SimCoreExecution::Executors));
+  EXPECT_EQ(executors.executor_threads(), 3u);
+}
+
+TEST(SimAicpuCoresTest, ConcurrentWaitTimesOutOnAKernelStuckOnItsAicpuThread) {
+  // The kernel blocks the AICPU thread that kicked it, so the launch's AICPU thread is late.
+  expect_wait_times_out_on_stuck_core(SimCoreExecution::Aicpu, "AICPU threads are still running");
 }
 
 TEST(SimLaunchTest, LaunchBeforeStartStreamsIsNotInitialized) {

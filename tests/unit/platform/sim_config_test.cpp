@@ -72,10 +72,18 @@ TEST(SimConfigTest, HostThreadsOutOfRangeNamesFieldAndRange) {
 TEST(SimConfigTest, HostThreadsZeroMeansHardwareThreads) {
   SimConfig config;
   config.host_threads = 0;
+  config.core_execution = SimCoreExecution::Executors;
   sim::SimPlatform platform(config);
   EXPECT_GE(platform.executor_threads(), 1u);
   EXPECT_EQ(sim::resolve_host_threads(0), platform.executor_threads());
   EXPECT_EQ(sim::resolve_host_threads(3), 3u);
+}
+
+TEST(SimConfigTest, UnknownCoreExecutionNamesFieldAndValues) {
+  SimConfig config;
+  config.core_execution = static_cast<SimCoreExecution>(7);
+  expect_invalid(config, "SimConfig.core_execution",
+                 "0 (auto), 1 (aicpu) or 2 (executors) (got 7)");
 }
 
 TEST(SimConfigTest, MemoryBelowOneMiBNamesFieldAndMinimum) {

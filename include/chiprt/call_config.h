@@ -69,6 +69,11 @@ struct CallConfig {
   // arguments and the sizing are identical, skipping orchestration (for recorded graphs). A graph
   // whose orchestration called get/set_tensor_data is never cached (a replay would skip them).
   bool replay_graph = false;
+  // Sum each kernel's execution time into RunReport::kernel_ns; costs two clock reads per task.
+  // The time is the executing thread's CPU time (CLOCK_THREAD_CPUTIME_ID), not wall time: on a
+  // host with fewer cores than chip threads a preempted kernel would otherwise count the time it
+  // spent descheduled.
+  bool measure_kernel_time = false;
   // Pipelining (single run at a time for now): which prepare slot and arena bank to use.
   uint32_t pipeline_slot = 0;
   uint32_t arena_bank = 0;

@@ -41,6 +41,10 @@ struct RunReport {
   uint32_t aicpu_threads = 0;
   uint32_t cores = 0;
   bool serial = false;
+  // CallConfig::measure_kernel_time: the sum over all cores of the kernels' execution time
+  // (per-thread CPU time, see CallConfig), and whether it was measured (0 and false otherwise).
+  uint64_t kernel_ns = 0;
+  bool kernel_time_measured = false;
   const PhaseSpan& phase(Phase p) const { return phases[static_cast<int>(p)]; }
 };
 

@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstring>
+#include <ctime>
 
 #include "chiprt/callable.h"
 #include "chiprt/task_args.h"
@@ -28,6 +29,14 @@ void promote(HandshakeCell& cell, uint32_t task) {
   cell.running_payload = cell.pending_payload;
   cell.running.store(task, std::memory_order_release);
   cell.pending.store(common::kTaskIdle, std::memory_order_release);
+}
+
+// The executing thread's CPU time, not wall time: on a host with fewer cores than chip threads a
+// kernel that is preempted mid-run would otherwise be charged the time it was not running.
+uint64_t thread_cpu_ns() {
+  timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
 }
 
 void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell& cell,
@@ -61,7 +70,16 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
     scratch[payload.arg_count + 1] = payload.block_num;
     const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(payload.kernel_addr));
     try {
-      entry(scratch);
+      if (args->measure_kernel_time) {
+        const uint64_t start = thread_cpu_ns();
+        entry(scratch);
+        const uint64_t spent = thread_cpu_ns() - start;
+        // One writer per cell (this core), so a load + store suffices; no RMW.
+        cell.kernel_ns.store(cell.kernel_ns.load(std::memory_order_relaxed) + spent,
+                             std::memory_order_relaxed);
+      } else {
+        entry(scratch);
+      }
     } catch (...) {
       common::latch_chip_error(&args->result, StatusCode::KernelFault,
                                "kernel func_id %d of task %u threw an exception on core %u",

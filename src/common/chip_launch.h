@@ -59,6 +59,9 @@ struct ChipLaunchArgs {
   uint32_t magic = kLaunchMagic;
   RuntimeVariant variant = RuntimeVariant::HostBuildGraph;
   bool serial = false;
+  // CallConfig::measure_kernel_time: cores add each kernel's CPU time to
+  // HandshakeCell::kernel_ns. Sits in the padding before aicpu_threads (layout unchanged).
+  bool measure_kernel_time = false;
   uint32_t aicpu_threads = 0;
   uint32_t clusters = 0;  // clusters this run uses; cores are numbered as in platform::Geometry
   uint32_t device_clusters = 0;

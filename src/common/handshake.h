@@ -90,6 +90,10 @@ struct alignas(64) HandshakeCell {
   std::atomic<uint32_t> finished_task;
   std::atomic<uint64_t> finished_count;
   std::atomic<uint64_t> started_cycles;  // chip cycles when `executing` was acknowledged
+  // ChipLaunchArgs::measure_kernel_time: this core's summed kernel CPU time in ns. Only this
+  // core's core_service writes it (relaxed load + store, no RMW: one writer); the host reads it
+  // after the launch completed. On the core's own cache line, so cores never share it.
+  std::atomic<uint64_t> kernel_ns;
 };
 static_assert(sizeof(HandshakeCell) == 192);
 

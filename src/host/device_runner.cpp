@@ -11,6 +11,7 @@
 #include "aicore/core_executor.h"
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
+#include "common/handshake.h"
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
@@ -223,6 +224,7 @@ LaunchShape DeviceRunner::resolve_launch_shape(const CallConfig& config) {
   config.validate_or_throw(limits());
   LaunchShape shape;
   shape.serial = platform_->serial() || config.serial;
+  shape.measure_kernel_time = config.measure_kernel_time;
   const uint32_t usable = std::min(geometry_.max_aicpu_threads, common::kMaxAicpuThreads);
   const uint32_t desired = config.aicpu_thread_num > 0
                                ? static_cast<uint32_t>(config.aicpu_thread_num)
@@ -607,6 +609,7 @@ std::unique_ptr<common::ChipLaunchArgs> DeviceRunner::base_launch_args(
   auto launch_args = std::make_unique<common::ChipLaunchArgs>();
   launch_args->variant = variant;
   launch_args->serial = shape.serial;
+  launch_args->measure_kernel_time = shape.measure_kernel_time;
   launch_args->aicpu_threads = shape.aicpu_threads;
   launch_args->clusters = shape.clusters;
   launch_args->device_clusters = geometry_.clusters;
@@ -733,7 +736,28 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
     if (p == static_cast<int>(Phase::GraphBuild) && !device_phases[p].present) continue;
     report->phases[p] = device_phases[p];
   }
+  if (shape.measure_kernel_time) {
+    // The accumulators start at zero: they live in the handshake cells of the SharedPrefix, which
+    // the host zeroes before every launch (the core protocol needs it too).
+    report->kernel_ns = read_kernel_ns(result->shared_addr, programs.cores);
+    report->kernel_time_measured = true;
+  }
   return result->result.tasks_completed;
+}
+
+uint64_t DeviceRunner::read_kernel_ns(uint64_t shared_addr, uint32_t cores) {
+  const uint32_t readable = std::min(cores, common::kMaxCores);
+  uint64_t sum = 0;
+  for (uint32_t core = 0; core < readable; ++core) {
+    // Only the accumulator is read, not the whole cell (its atomics are not copyable values).
+    const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
+                          core * sizeof(common::HandshakeCell) +
+                          offsetof(common::HandshakeCell, kernel_ns);
+    uint64_t core_ns = 0;
+    throw_if(memory_.copy_from_device(&core_ns, addr, sizeof(core_ns)));
+    sum += core_ns;
+  }
+  return sum;
 }
 
 void DeviceRunner::release_device_resources() {

@@ -48,6 +48,7 @@ struct LaunchShape {
   uint32_t clusters = 0;  // clusters the run uses
   uint32_t cores = 0;     // cores of those clusters (3 per cluster)
   bool serial = false;
+  bool measure_kernel_time = false;  // CallConfig::measure_kernel_time
 };
 
 class DeviceRunner {
@@ -160,6 +161,9 @@ class DeviceRunner {
   uint64_t launch_and_collect(int32_t callable_id, const LaunchShape& shape,
                               uint64_t launch_args_addr, uint64_t phase_buffer_addr,
                               std::chrono::steady_clock::time_point t_entry, RunReport* report);
+  // Sums the per-core kernel time accumulators (HandshakeCell::kernel_ns) of cores [0, cores) in
+  // the shared region at shared_addr, after the launch completed.
+  uint64_t read_kernel_ns(uint64_t shared_addr, uint32_t cores);
   void release_device_resources();
 
   std::unique_ptr<platform::Platform> platform_;

@@ -3,47 +3,42 @@
 // variants and the peer runtimes found at configure time (OpenMP depend, oneTBB flow graph,
 // StarPU). Named BM_Suite/<workload>/<column>/tasks:N. A peer that was not built is skipped with
 // the reason. Worker threads: CHIPRT_BENCH_THREADS, default the host's hardware threads.
-// The reported time is the manual time of one graph build + execution; ns_per_task is a counter.
+// The reported time is the manual time of one graph build + execution; ns_per_task is a counter,
+// and the chiprt columns add their phase split (build_ns_per_task, exec_ns_per_task,
+// total_ns_per_task; bench_support.h).
 //   chiprt_bench --benchmark_filter=BM_Suite --benchmark_format=json
+// The real-kernel rows (bgemm, paged_attention: the examples' `bench` case) are
+// BM_KernelSuite/<workload>/<chiprt column>, timed by the run's wall time, with efficiency
+// ((kernel CPU time / host threads used) / wall) and kernel_ns as counters.
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
-#include <map>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "bench_support.h"
+#include "chiprt_runner.h"
+#include "kernel_workloads.h"
 #include "runners.h"
 #include "workloads.h"
 
 namespace {
 
 using namespace chiprt::perf;
+using chiprt::bench::bench_threads;
+using chiprt::bench::PhaseCounters;
+using chiprt::bench::suite_workload;
 
 constexpr uint64_t kMaxSuiteTasks = 100000;
-
-unsigned suite_threads() {
-  const char* env = std::getenv("CHIPRT_BENCH_THREADS");
-  const long requested = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-  if (requested > 0) return static_cast<unsigned>(requested);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // Created on first use and kept for the whole process (each peer runtime starts once, at its
 // first case).
 std::vector<RunnerColumn>& suite_columns() {
-  static std::vector<RunnerColumn> columns = make_runners({suite_threads(), kMaxSuiteTasks, true});
+  static std::vector<RunnerColumn> columns = make_runners({bench_threads(), kMaxSuiteTasks, true});
   return columns;
-}
-
-const Workload& suite_workload(Shape shape, uint64_t tasks) {
-  static std::map<std::pair<Shape, uint64_t>, Workload> cache;
-  auto it = cache.find({shape, tasks});
-  if (it == cache.end())
-    it = cache.emplace(std::pair{shape, tasks}, make_workload(shape, tasks)).first;
-  return it->second;
 }
 
 void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
@@ -51,7 +46,7 @@ void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
   if (c.runner == nullptr && c.start != nullptr) {
     // A peer starts on its first case and then stays up (its cases are registered together).
     try {
-      c.runner = c.start(suite_threads());
+      c.runner = c.start(bench_threads());
     } catch (const std::exception& e) {
       c.note = std::string("failed to start: ") + e.what();
       c.start = nullptr;
@@ -63,6 +58,9 @@ void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
   }
   const Workload& workload = suite_workload(shape, static_cast<uint64_t>(state.range(0)));
   double ns_per_task = 0;
+  // chiprt columns also report their phase split.
+  const auto* chiprt = dynamic_cast<const ChiprtRunner*>(c.runner.get());
+  PhaseCounters phases;
   try {
     c.runner->prepare(workload);
     for (auto _ : state) {
@@ -70,6 +68,7 @@ void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
       state.SetIterationTime(static_cast<double>(r.wall_ns) * 1e-9);
       ns_per_task +=
           static_cast<double>(r.wall_ns) / static_cast<double>(std::max<uint64_t>(r.tasks, 1));
+      if (chiprt != nullptr) phases.add(chiprt->last_report(), chiprt->config().runtime);
     }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -77,8 +76,38 @@ void BM_Suite(benchmark::State& state, Shape shape, std::size_t column) {
   }
   state.counters["ns_per_task"] =
       benchmark::Counter(ns_per_task, benchmark::Counter::kAvgIterations);
+  if (chiprt != nullptr) phases.set(state);
   state.counters["tasks"] = static_cast<double>(workload.tasks);
-  state.counters["threads"] = static_cast<double>(suite_threads());
+  state.counters["threads"] = static_cast<double>(bench_threads());
+}
+
+void BM_KernelSuite(benchmark::State& state, KernelWorkload workload, std::string column_id) {
+  const std::optional<chiprt::CallConfig> config = kernel_column_config(column_id);
+  if (!config.has_value()) {
+    state.SkipWithError(("no real-kernel configuration for column " + column_id).c_str());
+    return;
+  }
+  // One chip for every real-kernel case, created on first use.
+  static KernelBenchDevice device(bench_threads());
+  const double threads_used = config->serial ? 1.0 : static_cast<double>(bench_threads());
+  double efficiency = 0;
+  double kernel_ns = 0;
+  try {
+    device.run(workload, *config);  // warm-up: loads the chip objects
+    for (auto _ : state) {
+      const KernelRunResult r = device.run(workload, *config);
+      const double wall = static_cast<double>(std::max<uint64_t>(r.wall_ns, 1));
+      state.SetIterationTime(wall * 1e-9);
+      efficiency += static_cast<double>(r.kernel_ns) / threads_used / wall;
+      kernel_ns += static_cast<double>(r.kernel_ns);
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.counters["efficiency"] = benchmark::Counter(efficiency, benchmark::Counter::kAvgIterations);
+  state.counters["kernel_ns"] = benchmark::Counter(kernel_ns, benchmark::Counter::kAvgIterations);
+  state.counters["threads"] = threads_used;
 }
 
 const bool kRegistered = [] {
@@ -91,6 +120,16 @@ const bool kRegistered = [] {
           ->ArgName("tasks")
           ->Arg(10000)
           ->Arg(static_cast<int64_t>(kMaxSuiteTasks))
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  for (const std::string& id : ids) {
+    if (!kernel_column_config(id).has_value()) continue;  // peers: chiprt only
+    for (const KernelWorkload workload : kAllKernelWorkloads) {
+      const std::string name =
+          "BM_KernelSuite/" + std::string(kernel_workload_name(workload)) + "/" + id;
+      benchmark::RegisterBenchmark(name.c_str(), BM_KernelSuite, workload, id)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
     }

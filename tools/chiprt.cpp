@@ -6,13 +6,17 @@
 //              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
 //              [--ring-window N[,N...]] [--ring-heap N[,N...]] [--ring-dep-pool N[,N...]]
 //   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
+//                [--workloads NAME[,NAME...]] [--scaling [--scaling-sizes N,N[,N...]]]
 //
 // The ring options size the tensormap_ringbuffer rings per scope depth 0..3 (CallConfig::rings:
 // one value for every depth, or a list whose last value repeats); unset, the CHIPRT_RING_*
 // variables and then the defaults apply.
 //
 // `bench` runs the performance suite (tools/perf/suite.h) on chiprt's variants and the peer
-// runtimes that were found at configure time, and prints one table of ns per task.
+// runtimes that were found at configure time, and prints one table of ns per task (the
+// real-kernel rows bgemm and paged_attention: wall time and efficiency, chiprt columns only).
+// `bench --scaling` runs the graph workloads at several sizes instead (tools/perf/scaling.h): ns
+// per task at each size, its growth, and chiprt's memory per in-flight task.
 //
 // Exit codes: 0 every round passed (bench: every available cell measured), 1 a round failed or
 // the runtime reported an error, 2 usage error (bad option, unknown example or case).
@@ -31,6 +35,7 @@
 #include "chiprt/worker.h"
 #include "example.h"
 #include "host/ring_sizing.h"
+#include "scaling.h"
 #include "suite.h"
 
 namespace {
@@ -257,9 +262,63 @@ struct BenchOptions {
   int tasks = 0;        // 0 = the suite's size (100000, --quick 10000)
   int repetitions = 0;  // 0 = 5, --quick 3
   bool no_peers = false;
+  std::vector<std::string> workloads;  // empty = every row
+  bool scaling = false;
+  std::vector<std::string>
+      scaling_sizes;  // empty = 10000,100000,1000000 (--quick 1000,10000,100000)
 };
 
+bool write_json(const std::string& path, const nlohmann::json& json) {
+  std::ofstream out(path);
+  out << json.dump(2) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "error: cannot write the JSON table to '%s'\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+int run_bench_scaling(const BenchOptions& options) {
+  chiprt::perf::ScalingOptions scaling;
+  scaling.quick = options.quick;
+  scaling.threads = static_cast<unsigned>(options.threads);
+  if (options.quick) scaling.sizes = {1000, 10000, 100000};
+  std::string error;
+  if (!options.scaling_sizes.empty() &&
+      !chiprt::perf::parse_scaling_sizes(options.scaling_sizes, &scaling.sizes, &error)) {
+    std::fprintf(stderr, "error: --scaling-sizes: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  if (options.repetitions > 0) scaling.repetitions = options.repetitions;
+  scaling.cell_budget_s = options.quick ? 2.0 : scaling.cell_budget_s;
+  scaling.peers = !options.no_peers;
+  if (!options.workloads.empty()) {
+    chiprt::perf::SuiteOptions selection;
+    if (!chiprt::perf::select_workloads(options.workloads, &selection, &error)) {
+      std::fprintf(stderr, "error: --workloads: %s\n", error.c_str());
+      return kExitUsage;
+    }
+    if (!selection.kernel_workloads.empty()) {
+      std::fprintf(
+          stderr,
+          "error: --workloads: %s is a real-kernel row of fixed size; --scaling runs the "
+          "graph workloads (independent, chain, fan, wavefront, random_dag)\n",
+          std::string(chiprt::perf::kernel_workload_name(selection.kernel_workloads[0])).c_str());
+      return kExitUsage;
+    }
+    scaling.shapes = selection.shapes;
+  }
+  const chiprt::perf::ScalingResult result = chiprt::perf::run_scaling(scaling, stderr);
+  std::printf("%s", chiprt::perf::format_scaling_table(result).c_str());
+  if (!options.json_path.empty() &&
+      !write_json(options.json_path, chiprt::perf::scaling_to_json(result))) {
+    return kExitFailure;
+  }
+  return chiprt::perf::all_scaling_cells_measured(result) ? 0 : kExitFailure;
+}
+
 int run_bench(const BenchOptions& options) {
+  if (options.scaling) return run_bench_scaling(options);
   chiprt::perf::SuiteOptions suite;
   suite.quick = options.quick;
   suite.threads = static_cast<unsigned>(options.threads);
@@ -268,23 +327,18 @@ int run_bench(const BenchOptions& options) {
   suite.repetitions = options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 5);
   suite.cell_budget_s = options.quick ? 2.0 : 30.0;
   suite.peers = !options.no_peers;
+  std::string selection_error;
+  if (!options.workloads.empty() &&
+      !chiprt::perf::select_workloads(options.workloads, &suite, &selection_error)) {
+    std::fprintf(stderr, "error: --workloads: %s\n", selection_error.c_str());
+    return kExitUsage;
+  }
   const chiprt::perf::SuiteResult result = chiprt::perf::run_suite(suite, stderr);
   std::printf("%s", chiprt::perf::format_table(result).c_str());
-  if (!options.json_path.empty()) {
-    std::ofstream out(options.json_path);
-    out << chiprt::perf::to_json(result).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "error: cannot write the JSON table to '%s'\n",
-                   options.json_path.c_str());
-      return kExitFailure;
-    }
+  if (!options.json_path.empty() && !write_json(options.json_path, chiprt::perf::to_json(result))) {
+    return kExitFailure;
   }
-  for (const chiprt::perf::Row& row : result.rows) {
-    for (std::size_t c = 0; c < result.columns.size(); ++c) {
-      if (result.columns[c].available && !row.cells[c].measured) return kExitFailure;
-    }
-  }
-  return 0;
+  return chiprt::perf::all_cells_measured(result) ? 0 : kExitFailure;
 }
 
 }  // namespace
@@ -335,11 +389,28 @@ int main(int argc, char** argv) {
                    "worker threads of chiprt (simulated chip host threads) and of every peer; "
                    "0 = host hardware threads")
       ->check(at_least(0));
-  bench->add_option("--tasks", bench_options.tasks, "tasks per workload (default 100000)")
-      ->check(at_least(1));
+  CLI::Option* tasks_option =
+      bench->add_option("--tasks", bench_options.tasks, "tasks per workload (default 100000)")
+          ->check(at_least(1));
   bench->add_option("--repetitions", bench_options.repetitions, "timed runs per cell (default 5)")
       ->check(at_least(1));
   bench->add_flag("--no-peers", bench_options.no_peers, "run the chiprt columns only");
+  bench
+      ->add_option("--workloads", bench_options.workloads,
+                   "run only these rows, comma separated (" + chiprt::perf::workload_names() +
+                       "; default all)")
+      ->delimiter(',');
+  CLI::Option* scaling_option = bench->add_flag(
+      "--scaling", bench_options.scaling,
+      "run the graph workloads at several sizes (--scaling-sizes) and print ns per task at each, "
+      "its growth from the smallest to the largest size, and chiprt's memory per in-flight task");
+  scaling_option->excludes(tasks_option);
+  bench
+      ->add_option("--scaling-sizes", bench_options.scaling_sizes,
+                   "task counts of --scaling, comma separated, at least two (default "
+                   "10000,100000,1000000; --quick 1000,10000,100000)")
+      ->delimiter(',')
+      ->needs(scaling_option);
 
   try {
     app.parse(argc, argv);

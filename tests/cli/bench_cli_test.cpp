@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/cli_support.h"
 
@@ -28,11 +30,13 @@ std::filesystem::path temp_json(const char* name) {
          (std::string(name) + "-" + std::to_string(getpid()) + ".json");
 }
 
-const std::set<std::string> kWorkloads = {"independent", "chain", "fan", "wavefront", "random_dag"};
+const std::set<std::string> kGraphWorkloads = {"independent", "chain", "fan", "wavefront",
+                                               "random_dag"};
+const std::set<std::string> kKernelWorkloads = {"bgemm", "paged_attention"};
 const std::set<std::string> kChiprtColumns = {"host_build_graph", "host_build_graph_serial",
                                               "host_build_graph_replay", "tensormap_ringbuffer",
                                               "tensormap_ringbuffer_serial"};
-const std::set<std::string> kPeerColumns = {"openmp", "tbb_flow_graph", "starpu"};
+const std::set<std::string> kPeerColumns = {"openmp", "llvm_openmp", "tbb_flow_graph", "starpu"};
 
 // A measured cell: numbers in order, one sample per timed repetition.
 void expect_measured_cell(const nlohmann::json& cell, bool peer, const std::string& where) {
@@ -50,6 +54,32 @@ void expect_measured_cell(const nlohmann::json& cell, bool peer, const std::stri
   }
 }
 
+std::set<std::string> all_workloads() {
+  std::set<std::string> all = kGraphWorkloads;
+  all.insert(kKernelWorkloads.begin(), kKernelWorkloads.end());
+  return all;
+}
+
+// A real-kernel row's chiprt cell: wall and kernel time, the threads the efficiency divides by
+// (1 for serial columns) and an efficiency that is a fraction of the threads' capacity.
+void expect_kernel_cell(const nlohmann::json& cell, const std::string& column, unsigned threads,
+                        const std::string& where) {
+  expect_measured_cell(cell, false, where);
+  EXPECT_GT(cell.at("wall_ns").get<double>(), 0.0) << where;
+  EXPECT_GT(cell.at("kernel_ns").get<double>(), 0.0) << where;
+  const double efficiency = cell.at("efficiency").get<double>();
+  EXPECT_GT(efficiency, 0.0) << where;
+  EXPECT_LE(efficiency, 1.5) << where;
+  const bool serial = column.ends_with("_serial");
+  EXPECT_EQ(cell.at("threads").get<unsigned>(), serial ? 1u : threads) << where;
+  EXPECT_EQ(cell.at("wall_ns_samples").size(), cell.at("samples").size()) << where;
+  EXPECT_EQ(cell.at("efficiency_samples").size(), cell.at("samples").size()) << where;
+  EXPECT_EQ(cell.contains("replayed_runs"), column == "host_build_graph_replay") << where;
+  if (cell.contains("replayed_runs")) {
+    EXPECT_LE(cell.at("replayed_runs").get<std::size_t>(), cell.at("samples").size()) << where;
+  }
+}
+
 TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
   ASSERT_TRUE(std::filesystem::exists(chiprt_binary())) << chiprt_binary();
   const std::filesystem::path json_path = temp_json("chiprt-bench-quick");
@@ -58,9 +88,12 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
       run_bench("--quick --tasks 300 --repetitions 1 --threads 2 --json " + json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("2 worker threads for every runtime"), std::string::npos) << r.output;
-  for (const std::string& workload : kWorkloads) {
+  for (const std::string& workload : all_workloads()) {
     EXPECT_NE(r.output.find(workload), std::string::npos) << workload << "\n" << r.output;
   }
+  EXPECT_NE(r.output.find("efficiency = (sum of kernel CPU time / host threads used) / wall time"),
+            std::string::npos)
+      << r.output;
 
   std::ifstream in(json_path);
   ASSERT_TRUE(in) << "no JSON written at " << json_path;
@@ -95,19 +128,33 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
     EXPECT_GT(row.at("tasks").get<uint64_t>(), 0u) << workload;
     ASSERT_TRUE(row.at("best_chiprt").is_string()) << workload;
     EXPECT_TRUE(kChiprtColumns.count(row.at("best_chiprt").get<std::string>())) << workload;
+    const bool real_kernels = kKernelWorkloads.count(workload) != 0;
+    EXPECT_EQ(row.at("kind"), real_kernels ? "real_kernels" : "graph") << workload;
     for (const std::string& id : chiprt_ids) {
-      expect_measured_cell(row.at("cells").at(id), false, workload + "/" + id);
+      if (real_kernels) {
+        EXPECT_EQ(row.at("case"), "bench") << workload;
+        expect_kernel_cell(row.at("cells").at(id), id, 2, workload + "/" + id);
+      } else {
+        expect_measured_cell(row.at("cells").at(id), false, workload + "/" + id);
+      }
     }
     for (const std::string& id : peer_ids) {
       const nlohmann::json& cell = row.at("cells").at(id);
-      if (available.count(id)) {
+      if (real_kernels) {
+        // Peers do not run the real-kernel rows, and say so.
+        EXPECT_EQ(cell.at("status"), "unavailable") << workload << "/" << id;
+        if (available.count(id)) {
+          EXPECT_EQ(cell.at("note"), "real-kernel rows run on chiprt only")
+              << workload << "/" << id;
+        }
+      } else if (available.count(id)) {
         expect_measured_cell(cell, true, workload + "/" + id);
       } else {
         EXPECT_EQ(cell.at("status"), "unavailable") << workload << "/" << id;
       }
     }
   }
-  EXPECT_EQ(workloads, kWorkloads);
+  EXPECT_EQ(workloads, all_workloads());
 }
 
 TEST(ChiprtBenchCli, NoPeersLeavesPeerColumnsUnavailable) {
@@ -127,6 +174,25 @@ TEST(ChiprtBenchCli, NoPeersLeavesPeerColumnsUnavailable) {
   EXPECT_NE(r.output.find("not run:"), std::string::npos) << r.output;
 }
 
+TEST(ChiprtBenchCli, WorkloadsSelectsRowsInSuiteOrder) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-workloads");
+  const CommandResult r = run_bench(
+      "--quick --tasks 100 --repetitions 1 --threads 1 --no-peers --workloads "
+      "paged_attention,chain --json " +
+      json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json_path);
+  ASSERT_TRUE(in) << "no JSON written at " << json_path;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(json_path);
+  ASSERT_EQ(j.at("rows").size(), 2u) << j.dump(1);
+  EXPECT_EQ(j.at("rows")[0].at("workload"), "chain");
+  EXPECT_EQ(j.at("rows")[1].at("workload"), "paged_attention");
+  for (const std::string& id : kChiprtColumns) {
+    expect_kernel_cell(j.at("rows")[1].at("cells").at(id), id, 1, "paged_attention/" + id);
+  }
+}
+
 TEST(ChiprtBenchCli, RejectsInvalidOptions) {
   for (const char* args : {"--repetitions 0", "--tasks 0", "--threads -1", "--bogus"}) {
     const CommandResult r = run_bench(args);
@@ -134,11 +200,218 @@ TEST(ChiprtBenchCli, RejectsInvalidOptions) {
   }
 }
 
+TEST(ChiprtBenchCli, UnknownWorkloadIsAUsageErrorNamingTheValidOnes) {
+  const CommandResult r = run_bench("--quick --no-peers --workloads chain,matmul");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown workload 'matmul'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bgemm, paged_attention"), std::string::npos) << r.output;
+}
+
 TEST(ChiprtBenchCli, UnwritableJsonPathFails) {
-  const CommandResult r =
-      run_bench("--quick --tasks 50 --repetitions 1 --no-peers --json /nonexistent-dir/out.json");
+  const CommandResult r = run_bench(
+      "--quick --tasks 50 --repetitions 1 --no-peers --workloads chain --json "
+      "/nonexistent-dir/out.json");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("/nonexistent-dir/out.json"), std::string::npos) << r.output;
+}
+
+// The LLVM libomp column runs chiprt_peer_libomp, built next to chiprt when clang and libomp were
+// found at configure time. Pointing CHIPRT_PEER_LIBOMP at a missing file leaves the column, right
+// after "openmp", unavailable with a note naming that path (or, without clang / libomp, the
+// configure-time reason); the other columns still run.
+TEST(ChiprtBenchCli, LlvmOpenmpColumnSaysWhyItsExecutableIsMissing) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-no-libomp");
+  const std::string missing = "/nonexistent-dir/chiprt_peer_libomp";
+  const CommandResult r = chiprt::cli_test::run_chiprt(
+      "bench --quick --tasks 100 --repetitions 1 --threads 1 --json " + json_path.string(),
+      "CHIPRT_PEER_LIBOMP=" + missing);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json_path);
+  ASSERT_TRUE(in) << "no JSON written at " << json_path;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(json_path);
+  std::vector<std::string> ids;
+  for (const nlohmann::json& column : j.at("columns")) ids.push_back(column.at("id"));
+  const auto openmp = std::find(ids.begin(), ids.end(), "openmp");
+  ASSERT_NE(openmp, ids.end());
+  ASSERT_NE(openmp + 1, ids.end());
+  EXPECT_EQ(*(openmp + 1), "llvm_openmp");
+  const nlohmann::json& column = j.at("columns").at(openmp + 1 - ids.begin());
+  EXPECT_EQ(column.at("kind"), "peer");
+  EXPECT_EQ(column.at("label"), "omp/llvm");
+  EXPECT_FALSE(column.at("available").get<bool>());
+  const std::string note = column.at("note");
+  EXPECT_TRUE(note.find("CHIPRT_PEER_LIBOMP=" + missing) != std::string::npos ||
+              note.find("not found at configure time") != std::string::npos)
+      << note;
+  for (const nlohmann::json& row : j.at("rows")) {
+    EXPECT_EQ(row.at("cells").at("llvm_openmp").at("status"), "unavailable") << row.dump();
+  }
+  EXPECT_NE(r.output.find("omp/llvm"), std::string::npos) << r.output;
+}
+
+// Runs `command` through the shell; stdout and stderr together, split into lines.
+std::vector<std::string> shell_lines(const std::string& command, int* exit_code) {
+  std::vector<std::string> lines;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {"popen failed for: " + command};
+  std::array<char, 4096> line{};
+  while (std::fgets(line.data(), line.size(), pipe) != nullptr) {
+    lines.emplace_back(line.data());
+    if (lines.back().ends_with('\n')) lines.back().pop_back();
+  }
+  const int status = pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return lines;
+}
+
+// The child speaks the line protocol of tools/perf/llvm_omp/peer_libomp_main.cpp: a bad request
+// gets an error line and the process keeps serving; bad arguments exit 2 with a usage line.
+TEST(ChiprtBenchCli, LlvmOpenmpChildAnswersBadRequestsWithErrors) {
+  const std::filesystem::path child =
+      std::filesystem::path(chiprt_binary()).parent_path() / "chiprt_peer_libomp";
+  if (!std::filesystem::exists(child)) {
+    GTEST_SKIP() << child << " not built (clang++ with LLVM libomp not found at configure time)";
+  }
+  int exit_code = -1;
+  const std::vector<std::string> lines = shell_lines(
+      "printf 'prepare chain 20\\nrun chain 20\\nrun bogus 5\\nrun chain -1\\nfly\\n"
+      "run fan 7\\nrun wavefront 200\\n' | " +
+          child.string() + " --threads 2",
+      &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  ASSERT_EQ(lines.size(), 8u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0], "ready");
+  EXPECT_EQ(lines[1], "ok");
+  EXPECT_TRUE(lines[2].starts_with("ok 20 ")) << lines[2];
+  EXPECT_TRUE(lines[3].starts_with("error unknown shape 'bogus'")) << lines[3];
+  EXPECT_TRUE(lines[4].starts_with("error bad request 'run chain -1'")) << lines[4];
+  EXPECT_TRUE(lines[5].starts_with("error bad request 'fly'")) << lines[5];
+  // A fan is whole stages of 1002 tasks: 7 is no task count chiprt bench would send.
+  EXPECT_TRUE(lines[6].starts_with("error fan cannot have exactly 7 tasks")) << lines[6];
+  EXPECT_TRUE(lines[7].starts_with("ok 200 ")) << lines[7];
+
+  for (const char* args : {"", "--threads 0", "--threads x", "--threads 2 extra"}) {
+    const std::vector<std::string> usage =
+        shell_lines(child.string() + " " + args + " </dev/null", &exit_code);
+    EXPECT_EQ(exit_code, 2) << args;
+    ASSERT_EQ(usage.size(), 1u) << args << ": " << ::testing::PrintToString(usage);
+    EXPECT_TRUE(usage[0].starts_with("chiprt_peer_libomp: usage: chiprt_peer_libomp --threads N"))
+        << usage[0];
+  }
+}
+
+// `bench --scaling`: one row per workload x column with a cell per size and the growth, and the
+// memory of the chiprt columns (graph tasks in flight for host_build_graph, window slots for the
+// ring). Tiny sizes keep it short; values are only checked for being present and positive.
+TEST(ChiprtBenchCli, ScalingReportsEverySizeGrowthAndMemory) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-scaling");
+  const CommandResult r = run_bench(
+      "--scaling --scaling-sizes 400,200 --workloads chain,independent --no-peers --repetitions 1 "
+      "--threads 2 --json " +
+      json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("chiprt bench --scaling: ns per task"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory per in-flight task"), std::string::npos) << r.output;
+  for (const char* label : {"hbg", "hbg/ser", "hbg/replay", "ring", "ring/ser"}) {
+    for (const char* workload : {"chain", "independent"}) {
+      // A table line starts with the workload and names the column next.
+      bool found = false;
+      std::size_t at = 0;
+      while (!found &&
+             (at = r.output.find(std::string("\n") + workload + " ", at)) != std::string::npos) {
+        const std::size_t eol = r.output.find('\n', at + 1);
+        const std::string line = r.output.substr(at + 1, eol - at - 1);
+        found = line.find(std::string(" ") + label + " ") != std::string::npos;
+        ++at;
+      }
+      EXPECT_TRUE(found) << workload << " / " << label << "\n" << r.output;
+    }
+  }
+
+  std::ifstream in(json_path);
+  ASSERT_TRUE(in) << "no JSON written at " << json_path;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(json_path);
+  EXPECT_EQ(j.at("mode"), "scaling");
+  EXPECT_EQ(j.at("worker_threads"), 2);
+  EXPECT_EQ(j.at("sizes"), nlohmann::json::array({200, 400}));  // sorted
+  EXPECT_EQ(j.at("repetitions"), 1);
+  EXPECT_EQ(j.at("unit"), "ns_per_task");
+  EXPECT_TRUE(j.at("growth_flag_above").is_number());
+
+  std::set<std::string> available;
+  for (const nlohmann::json& column : j.at("columns")) {
+    if (column.at("available").get<bool>()) available.insert(column.at("id"));
+  }
+  EXPECT_EQ(available, kChiprtColumns);  // --no-peers
+
+  std::set<std::pair<std::string, std::string>> rows;
+  for (const nlohmann::json& row : j.at("rows")) {
+    const std::string workload = row.at("workload");
+    const std::string column = row.at("column");
+    const std::string where = workload + "/" + column;
+    rows.insert({workload, column});
+    const nlohmann::json& cells = row.at("cells");
+    ASSERT_EQ(cells.size(), 2u) << where;
+    if (!available.count(column)) {
+      EXPECT_EQ(cells[0].at("status"), "unavailable") << where;
+      EXPECT_TRUE(row.at("growth").is_null()) << where;
+      continue;
+    }
+    ASSERT_TRUE(row.at("growth").is_number()) << where << ": " << row.dump();
+    EXPECT_GT(row.at("growth").get<double>(), 0.0) << where;
+    EXPECT_TRUE(row.at("growth_flagged").is_boolean()) << where;
+    const bool ring = column.starts_with("tensormap_ringbuffer");
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const nlohmann::json& cell = cells[i];
+      EXPECT_EQ(cell.at("requested_tasks"), i == 0 ? 200 : 400) << where;
+      expect_measured_cell(cell, false, where);
+      EXPECT_EQ(cell.at("tasks"), cell.at("requested_tasks")) << where;
+      const nlohmann::json& memory = cell.at("memory");
+      EXPECT_EQ(memory.at("in_flight_unit"), ring ? "window_slot" : "graph_task") << where;
+      if (ring) {
+        EXPECT_GT(memory.at("in_flight").get<uint64_t>(), 0u) << where;
+      } else {
+        EXPECT_EQ(memory.at("in_flight"), cell.at("tasks")) << where;
+      }
+      // The run committed its arenas beyond the output heap on a chip of its own.
+      EXPECT_GT(memory.at("device_bytes").get<uint64_t>(),
+                memory.at("output_heap_bytes").get<uint64_t>())
+          << where;
+      EXPECT_GT(memory.at("device_bytes_per_in_flight").get<double>(), 0.0) << where;
+      EXPECT_GE(memory.at("peak_rss_bytes_per_task").get<double>(), 0.0) << where;
+      EXPECT_TRUE(memory.at("peak_rss_reset").is_boolean()) << where;
+    }
+  }
+  for (const std::string& column : kChiprtColumns) {
+    for (const char* workload : {"chain", "independent"}) {
+      EXPECT_TRUE(rows.count({workload, column})) << workload << "/" << column;
+    }
+  }
+  // Only the selected workloads, every column listed.
+  EXPECT_EQ(rows.size(), 2 * (kChiprtColumns.size() + kPeerColumns.size()));
+}
+
+TEST(ChiprtBenchCli, ScalingRejectsBadSizesAndRealKernelRows) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"--scaling --scaling-sizes 1000", "at least two different sizes"},
+           Case{"--scaling --scaling-sizes 1000,1000", "at least two different sizes"},
+           Case{"--scaling --scaling-sizes 0,1000", "size '0'"},
+           Case{"--scaling --scaling-sizes 10k,1000", "size '10k'"},
+           Case{"--scaling --scaling-sizes 1000,99999999999", "size '99999999999'"},
+           Case{"--scaling --workloads chain,bgemm", "bgemm is a real-kernel row"},
+           Case{"--scaling --tasks 1000", "--tasks"},
+           Case{"--scaling-sizes 1000,2000", "--scaling"},
+       }) {
+    const CommandResult r = run_bench(std::string(c.args) + " --no-peers");
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
 }
 
 }  // namespace

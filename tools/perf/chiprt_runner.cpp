@@ -1,5 +1,6 @@
 // The chiprt columns: the suite's graphs submitted by an in-process orchestration function with an
-// empty in-process kernel, on one simulated chip whose host_threads is the suite's thread count.
+// empty in-process kernel, on one simulated chip sized for the suite's thread count
+// (bench_worker_options).
 // Dependencies come from tensor regions only (views of one device buffer).
 #include <algorithm>
 #include <memory>
@@ -12,6 +13,9 @@
 #include "chiprt/task_args.h"
 #include "chiprt/tensor.h"
 #include "chiprt/worker.h"
+#include "chiprt_options.h"
+#include "chiprt_runner.h"
+#include "host/device_runner.h"
 #include "runners.h"
 
 namespace chiprt::perf {
@@ -104,67 +108,65 @@ void suite_orchestration(Orchestration& orch, const TaskArgs& args) {
 
 }  // namespace
 
-class ChiprtDevice {
- public:
-  ChiprtDevice(unsigned threads, uint64_t max_tasks) : elements_(buffer_elements(max_tasks)) {
-    WorkerOptions options;
-    options.sim.host_threads = threads;
-    worker_.init(options);
-    worker_.register_callable(
-        kSuiteCallable,
-        CallableBuilder()
-            .orchestration_function(suite_orchestration, ArgSignature{})
-            .kernel_function(kEmptyFunc, CoreType::AIV, empty_kernel, ArgSignature{})
-            .build());
-    buffer_ = worker_.malloc(elements_ * sizeof(float));
-    worker_.memset(buffer_, 0, elements_ * sizeof(float));
+ChiprtDevice::ChiprtDevice(unsigned threads, uint64_t max_tasks)
+    : max_tasks_(max_tasks), elements_(buffer_elements(max_tasks)) {
+  worker_.init(bench_worker_options(threads));
+  worker_.register_callable(
+      kSuiteCallable, CallableBuilder()
+                          .orchestration_function(suite_orchestration, ArgSignature{})
+                          .kernel_function(kEmptyFunc, CoreType::AIV, empty_kernel, ArgSignature{})
+                          .build());
+  buffer_ = worker_.malloc(elements_ * sizeof(float));
+  worker_.memset(buffer_, 0, elements_ * sizeof(float));
+}
+
+RunReport ChiprtDevice::run(const Workload& workload, const CallConfig& config) {
+  TaskArgs args;
+  args.in(Tensor::make(buffer_, {elements_}, DataType::F32));
+  // Shape and task count make the arguments differ between workloads, so a replay never reuses
+  // another workload's graph recorded at the same Workload address.
+  args.scalar(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&workload)))
+      .scalar(static_cast<uint64_t>(workload.shape))
+      .scalar(workload.tasks);
+  return worker_.run(kSuiteCallable, args, config);
+}
+
+ChiprtDeviceMemory ChiprtDevice::memory() {
+  ChiprtDeviceMemory m;
+  m.bytes_in_use = worker_.device_bytes_in_use();
+  // Both variants carve the output heap from arena bank 0 (the suite never pipelines).
+  m.output_heap_bytes = worker_.runner().arenas().committed_sizes(0).output_heap;
+  m.ring_slots = worker_.runner().last_ring_sizes().total_slots();
+  return m;
+}
+
+CallConfig chiprt_mode_config(ChiprtMode mode) {
+  CallConfig config;
+  const bool ring = mode == ChiprtMode::Ringbuffer || mode == ChiprtMode::RingbufferSerial;
+  config.runtime = ring ? RuntimeVariant::TensormapRingbuffer : RuntimeVariant::HostBuildGraph;
+  config.serial = mode == ChiprtMode::HostBuildGraphSerial || mode == ChiprtMode::RingbufferSerial;
+  config.replay_graph = mode == ChiprtMode::HostBuildGraphReplay;
+  return config;
+}
+
+ChiprtRunner::ChiprtRunner(std::shared_ptr<ChiprtDevice> device, const CallConfig& config)
+    : device_(std::move(device)), config_(config) {
+  if (config_.max_tasks == 0 && device_->max_tasks() > CallConfig::kDefaultMaxTasks) {
+    config_.max_tasks = device_->max_tasks();
   }
+}
 
-  RunResult run(const Workload& workload, const CallConfig& config) {
-    TaskArgs args;
-    args.in(Tensor::make(buffer_, {elements_}, DataType::F32));
-    // Shape and task count make the arguments differ between workloads, so a replay never reuses
-    // another workload's graph recorded at the same Workload address.
-    args.scalar(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&workload)))
-        .scalar(static_cast<uint64_t>(workload.shape))
-        .scalar(workload.tasks);
-    const RunReport report = worker_.run(kSuiteCallable, args, config);
-    return {report.task_count, report.host_total_ns};
-  }
-
- private:
-  Worker worker_;
-  uint64_t elements_;
-  DeviceBuffer buffer_;
-};
-
-namespace {
-
-class ChiprtRunner final : public Runner {
- public:
-  ChiprtRunner(std::shared_ptr<ChiprtDevice> device, ChiprtMode mode) : device_(std::move(device)) {
-    const bool ring = mode == ChiprtMode::Ringbuffer || mode == ChiprtMode::RingbufferSerial;
-    config_.runtime = ring ? RuntimeVariant::TensormapRingbuffer : RuntimeVariant::HostBuildGraph;
-    config_.serial =
-        mode == ChiprtMode::HostBuildGraphSerial || mode == ChiprtMode::RingbufferSerial;
-    config_.replay_graph = mode == ChiprtMode::HostBuildGraphReplay;
-  }
-
-  RunResult run(const Workload& workload) override { return device_->run(workload, config_); }
-
- private:
-  std::shared_ptr<ChiprtDevice> device_;
-  CallConfig config_;
-};
-
-}  // namespace
+RunResult ChiprtRunner::run(const Workload& workload) {
+  last_report_ = device_->run(workload, config_);
+  return {last_report_.task_count, last_report_.host_total_ns};
+}
 
 std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks) {
   return std::make_shared<ChiprtDevice>(threads, max_tasks);
 }
 
 std::unique_ptr<Runner> make_chiprt_runner(std::shared_ptr<ChiprtDevice> device, ChiprtMode mode) {
-  return std::make_unique<ChiprtRunner>(std::move(device), mode);
+  return std::make_unique<ChiprtRunner>(std::move(device), chiprt_mode_config(mode));
 }
 
 }  // namespace chiprt::perf

@@ -14,18 +14,23 @@ struct PeerSpec {
   const char* description;
   PeerFactory factory;  // null: not found at configure time
   const char* missing;  // why it is null
+  // Set for a peer that was built but may be absent at run time (a separate executable): returns
+  // why it cannot run now, or "".
+  std::string (*unavailable)() = nullptr;
 };
+
+#ifdef CHIPRT_PEER_LLVM_OPENMP
+std::string llvm_openmp_unavailable() {
+  std::string why;
+  locate_llvm_openmp_peer(why);
+  return why;
+}
+#endif
 
 constexpr const char* kInstallHint =
     "; run scripts/install-peers.sh and reconfigure (CHIPRT_BENCH_PEERS=ON, no sanitizer)";
 
-struct ChiprtSpec {
-  const char* id;
-  const char* label;
-  const char* description;
-  ChiprtMode mode;
-};
-const ChiprtSpec kChiprtColumns[] = {
+const ChiprtColumnSpec kChiprtColumns[] = {
     {"host_build_graph", "hbg", "chiprt host_build_graph, threaded", ChiprtMode::HostBuildGraph},
     {"host_build_graph_serial", "hbg/ser", "chiprt host_build_graph, serial mode",
      ChiprtMode::HostBuildGraphSerial},
@@ -45,6 +50,16 @@ const PeerSpec kPeers[] = {
 #else
     {"openmp", "omp", "OpenMP tasks with depend clauses", nullptr, "OpenMP not found"},
 #endif
+#ifdef CHIPRT_PEER_LLVM_OPENMP
+    {"llvm_openmp", "omp/llvm",
+     "OpenMP tasks with depend clauses, the omp column's code in a child process "
+     "(" CHIPRT_PEER_LLVM_OPENMP ")",
+     make_llvm_openmp_runner, "", llvm_openmp_unavailable},
+#else
+    {"llvm_openmp", "omp/llvm",
+     "OpenMP tasks with depend clauses, the omp column's code in a child process (LLVM libomp)",
+     nullptr, "clang++ with LLVM libomp not found"},
+#endif
 #ifdef CHIPRT_PEER_TBB
     {"tbb_flow_graph", "tbb", "oneTBB flow graph, explicit edges (" CHIPRT_PEER_TBB ")",
      make_tbb_runner, ""},
@@ -62,18 +77,25 @@ const PeerSpec kPeers[] = {
 
 }  // namespace
 
+std::span<const ChiprtColumnSpec> chiprt_columns() noexcept {
+  return kChiprtColumns;
+}
+
 std::vector<std::string> column_ids() {
   std::vector<std::string> ids;
-  for (const ChiprtSpec& c : kChiprtColumns) ids.emplace_back(c.id);
+  for (const ChiprtColumnSpec& c : kChiprtColumns) ids.emplace_back(c.id);
   for (const PeerSpec& p : kPeers) ids.emplace_back(p.id);
   return ids;
 }
 
 std::vector<RunnerColumn> make_runners(const RunnerOptions& options) {
   std::vector<RunnerColumn> columns;
+  // The chiprt columns share one chip, made only when they are wanted.
   const std::shared_ptr<ChiprtDevice> device =
-      make_chiprt_device(options.threads, options.max_tasks);
-  for (const ChiprtSpec& c : kChiprtColumns) {
+      options.chiprt ? make_chiprt_device(options.threads, options.max_tasks) : nullptr;
+  const std::span<const ChiprtColumnSpec> chiprt =
+      options.chiprt ? chiprt_columns() : std::span<const ChiprtColumnSpec>{};
+  for (const ChiprtColumnSpec& c : chiprt) {
     RunnerColumn column;
     column.id = c.id;
     column.label = c.label;
@@ -92,6 +114,8 @@ std::vector<RunnerColumn> make_runners(const RunnerOptions& options) {
       column.note = std::string(p.missing) + " at configure time" + kInstallHint;
     } else if (!options.peers) {
       column.note = "skipped (--no-peers)";
+    } else if (std::string why = p.unavailable != nullptr ? p.unavailable() : ""; !why.empty()) {
+      column.note = std::move(why);
     } else {
       column.start = p.factory;
     }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ struct RunnerOptions {
   unsigned threads = 1;    // worker threads of every runtime (chiprt: SimOptions::host_threads)
   uint64_t max_tasks = 1;  // largest workload that will be run (sizes chiprt's buffer)
   bool peers = true;       // false: the peer columns are listed but not created
+  bool chiprt = true;      // false: no chiprt column (callers that make their own chiprt runners)
 };
 
 // The chiprt columns first (host_build_graph threaded / serial / replay, tensormap_ringbuffer
@@ -62,6 +64,13 @@ std::unique_ptr<Runner> make_openmp_runner(unsigned threads);
 std::unique_ptr<Runner> make_tbb_runner(unsigned threads);
 std::unique_ptr<Runner> make_starpu_runner(unsigned threads);
 
+// LLVM libomp runs the OpenMP peer in a child process, the chiprt_peer_libomp executable
+// (peer_libomp.cpp; libomp and libgomp cannot share a process). Its path: $CHIPRT_PEER_LIBOMP when
+// set, else next to the running binary, else where the build tree puts it. Returns "" and sets
+// `why` when there is none.
+std::unique_ptr<Runner> make_llvm_openmp_runner(unsigned threads);
+std::string locate_llvm_openmp_peer(std::string& why);
+
 // Chiprt runners sharing one simulated chip (defined in chiprt_runner.cpp).
 class ChiprtDevice;
 std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks);
@@ -73,5 +82,14 @@ enum class ChiprtMode : uint8_t {
   RingbufferSerial
 };
 std::unique_ptr<Runner> make_chiprt_runner(std::shared_ptr<ChiprtDevice> device, ChiprtMode mode);
+
+// The chiprt columns of make_runners(), in order, for callers that give each cell its own device.
+struct ChiprtColumnSpec {
+  const char* id;
+  const char* label;
+  const char* description;
+  ChiprtMode mode;
+};
+std::span<const ChiprtColumnSpec> chiprt_columns() noexcept;
 
 }  // namespace chiprt::perf

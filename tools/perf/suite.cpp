@@ -3,32 +3,133 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <thread>
 
+#include "chiprt_options.h"
 #include "runners.h"
 
 namespace chiprt::perf {
 
 namespace {
 
+Cell measure(Runner& runner, const Workload& workload, const SuiteOptions& options) {
+  return time_cell([&] { runner.prepare(workload); }, [&] { return runner.run(workload); },
+                   options.repetitions, options.cell_budget_s);
+}
+
+// One real-kernel cell: an untimed warm-up run (loads the chip objects; records the graph for the
+// replay column), then the timed runs. Summarised like a graph cell (ns per task) plus wall time,
+// kernel time and efficiency, each the median of the repetitions.
+Cell measure_kernels(KernelBenchDevice& device, KernelWorkload workload, const CallConfig& config,
+                     unsigned threads_used, const SuiteOptions& options) {
+  std::vector<double> wall_ns, kernel_ns, efficiency;
+  uint64_t replayed_runs = 0;
+  Cell cell =
+      time_cell([&] { device.run(workload, config); },
+                [&] {
+                  const KernelRunResult r = device.run(workload, config);
+                  const double wall = static_cast<double>(std::max<uint64_t>(r.wall_ns, 1));
+                  if (r.replayed) ++replayed_runs;
+                  wall_ns.push_back(wall);
+                  kernel_ns.push_back(static_cast<double>(r.kernel_ns));
+                  efficiency.push_back(static_cast<double>(r.kernel_ns) / threads_used / wall);
+                  return RunResult{r.tasks, r.wall_ns};
+                },
+                options.repetitions, options.cell_budget_s);
+  cell.threads = threads_used;
+  cell.replayed_runs = replayed_runs;
+  cell.wall_ns_median = median_of(wall_ns);
+  cell.kernel_ns_median = median_of(kernel_ns);
+  cell.efficiency_median = median_of(efficiency);
+  cell.wall_ns = std::move(wall_ns);
+  cell.kernel_ns = std::move(kernel_ns);
+  cell.efficiency = std::move(efficiency);
+  return cell;
+}
+
+// The real-kernel rows, after the graph rows (no peer is running any more).
+void run_kernel_rows(const std::vector<ColumnInfo>& columns, const SuiteOptions& options,
+                     std::FILE* progress, std::vector<Row>* rows) {
+  if (options.kernel_workloads.empty()) return;
+  KernelBenchDevice device(options.threads);
+  for (const KernelWorkload workload : options.kernel_workloads) {
+    Row row;
+    row.workload = std::string(kernel_workload_name(workload));
+    row.real_kernels = true;
+    row.example_case = std::string(kKernelBenchCase);
+    row.cells.resize(columns.size());
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const ColumnInfo& column = columns[c];
+      Cell& cell = row.cells[c];
+      if (!column.available) continue;
+      if (!column.chiprt) {
+        cell.not_run = kRealKernelPeerNote;
+        continue;
+      }
+      const std::optional<CallConfig> config = kernel_column_config(column.id);
+      if (!config.has_value()) {
+        cell.error = "chiprt column '" + column.id +
+                     "' has no real-kernel configuration (tools/perf/kernel_workloads.cpp)";
+      } else {
+        cell = measure_kernels(device, workload, *config, config->serial ? 1u : options.threads,
+                               options);
+      }
+      if (cell.measured && row.tasks == 0) row.tasks = cell.tasks;
+      if (progress != nullptr) {
+        char text[96];
+        std::snprintf(text, sizeof(text), "%.2f ms, efficiency %.0f%% (%u threads)",
+                      cell.wall_ns_median / 1e6, cell.efficiency_median * 100, cell.threads);
+        std::fprintf(progress, "bench: %-12s %-28s %s\n", row.workload.c_str(), column.id.c_str(),
+                     cell.measured ? text : ("error: " + cell.error).c_str());
+        std::fflush(progress);
+      }
+    }
+    rows->push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
 double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   const std::size_t mid = values.size() / 2;
   return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
 }
 
-Cell measure(Runner& runner, const Workload& workload, const SuiteOptions& options) {
+nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ColumnInfo& c : columns) {
+    out.push_back({{"id", c.id},
+                   {"label", c.label},
+                   {"kind", c.chiprt ? "chiprt" : "peer"},
+                   {"description", c.description},
+                   {"available", c.available},
+                   {"note", c.note}});
+  }
+  return out;
+}
+
+std::string format_ns(double ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), ns >= 100 ? "%.0f" : "%.1f", ns);
+  return text;
+}
+
+Cell time_cell(const std::function<void()>& warm_up, const std::function<RunResult()>& run,
+               int repetitions, double budget_s) {
   Cell cell;
   try {
     const auto start = std::chrono::steady_clock::now();
-    runner.prepare(workload);
-    for (int rep = 0; rep < options.repetitions; ++rep) {
-      const RunResult r = runner.run(workload);
+    warm_up();
+    for (int rep = 0; rep < repetitions; ++rep) {
+      const RunResult r = run();
       cell.tasks = r.tasks;
       cell.ns_per_task.push_back(static_cast<double>(r.wall_ns) /
                                  static_cast<double>(std::max<uint64_t>(r.tasks, 1)));
       const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
-      if (spent.count() > options.cell_budget_s) break;
+      if (spent.count() > budget_s) break;
     }
   } catch (const std::exception& e) {
     cell.error = e.what();
@@ -41,14 +142,6 @@ Cell measure(Runner& runner, const Workload& workload, const SuiteOptions& optio
   cell.max = *hi;
   return cell;
 }
-
-std::string format_ns(double ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), ns >= 100 ? "%.0f" : "%.1f", ns);
-  return text;
-}
-
-}  // namespace
 
 SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
   SuiteResult result;
@@ -77,7 +170,7 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
   for (std::size_t c = 0; c < runners.size(); ++c) {
     RunnerColumn& column = runners[c];
     std::unique_ptr<Runner> started;
-    if (column.runner == nullptr && column.start != nullptr) {
+    if (column.runner == nullptr && column.start != nullptr && !workloads.empty()) {
       try {
         started = column.start(options.threads);
       } catch (const std::exception& e) {
@@ -102,26 +195,80 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
   for (const RunnerColumn& r : runners) {
     result.columns.push_back({r.id, r.label, r.chiprt, r.description, r.available(), r.note});
   }
+  // The graph rows' chip and any peer go before the real-kernel rows get their own chip.
+  runners.clear();
+  run_kernel_rows(result.columns, options, progress, &result.rows);
 
+  const std::vector<ColumnInfo>& columns = result.columns;
   for (Row& row : result.rows) {
-    for (std::size_t c = 0; c < runners.size(); ++c) {
+    for (std::size_t c = 0; c < columns.size(); ++c) {
       const Cell& cell = row.cells[c];
-      if (cell.measured && runners[c].chiprt &&
+      if (cell.measured && columns[c].chiprt &&
           (row.best_chiprt < 0 || cell.median < row.cells[row.best_chiprt].median)) {
         row.best_chiprt = static_cast<int>(c);
       }
     }
     if (row.best_chiprt >= 0) {
       const double best = row.cells[row.best_chiprt].median;
-      for (std::size_t c = 0; c < runners.size(); ++c) {
+      for (std::size_t c = 0; c < columns.size(); ++c) {
         Cell& cell = row.cells[c];
-        if (!runners[c].chiprt && cell.measured && best > 0) {
+        if (!columns[c].chiprt && cell.measured && best > 0) {
           cell.ratio_to_best_chiprt = cell.median / best;
         }
       }
     }
   }
   return result;
+}
+
+std::string workload_names() {
+  std::string text;
+  for (const Shape shape : kAllShapes)
+    text += std::string(text.empty() ? "" : ", ") + std::string(shape_name(shape));
+  for (const KernelWorkload w : kAllKernelWorkloads)
+    text += ", " + std::string(kernel_workload_name(w));
+  return text;
+}
+
+bool select_workloads(const std::vector<std::string>& names, SuiteOptions* options,
+                      std::string* error) {
+  std::vector<Shape> shapes;
+  std::vector<KernelWorkload> kernel_workloads;
+  for (const std::string& name : names) {
+    Shape shape;
+    KernelWorkload kernel_workload;
+    if (parse_shape(name, &shape)) {
+      shapes.push_back(shape);
+    } else if (parse_kernel_workload(name, &kernel_workload)) {
+      kernel_workloads.push_back(kernel_workload);
+    } else {
+      *error = "unknown workload '" + name + "' (workloads: " + workload_names() + ")";
+      return false;
+    }
+  }
+  // Suite order, each once.
+  options->shapes.clear();
+  for (const Shape shape : kAllShapes) {
+    if (std::find(shapes.begin(), shapes.end(), shape) != shapes.end())
+      options->shapes.push_back(shape);
+  }
+  options->kernel_workloads.clear();
+  for (const KernelWorkload w : kAllKernelWorkloads) {
+    if (std::find(kernel_workloads.begin(), kernel_workloads.end(), w) != kernel_workloads.end()) {
+      options->kernel_workloads.push_back(w);
+    }
+  }
+  return true;
+}
+
+bool all_cells_measured(const SuiteResult& result) {
+  for (const Row& row : result.rows) {
+    for (std::size_t c = 0; c < result.columns.size(); ++c) {
+      const Cell& cell = row.cells[c];
+      if (result.columns[c].available && !cell.measured && cell.not_run.empty()) return false;
+    }
+  }
+  return true;
 }
 
 std::string format_table(const SuiteResult& result) {
@@ -135,6 +282,7 @@ std::string format_table(const SuiteResult& result) {
                 o.repetitions, o.threads, result.hardware_threads,
                 static_cast<unsigned long long>(o.tasks));
   out += line;
+  out += describe_chiprt_threads(o.threads) + "; serial columns: 1 thread\n";
   out +=
       "peer cells end with their ratio to the best chiprt cell of the row (x > 1: chiprt "
       "faster); * marks that best cell\n\n";
@@ -149,10 +297,16 @@ std::string format_table(const SuiteResult& result) {
     for (std::size_t c = 0; c < result.columns.size(); ++c) {
       const Cell& cell = row.cells[c];
       std::string text;
-      if (!result.columns[c].available) {
+      if (!result.columns[c].available || !cell.not_run.empty()) {
         text = "n/a";
       } else if (!cell.measured) {
         text = "error";
+      } else if (row.real_kernels) {
+        char wall[48];
+        std::snprintf(wall, sizeof(wall), "%.1f ms %.0f%%", cell.wall_ns_median / 1e6,
+                      cell.efficiency_median * 100);
+        text = wall;
+        if (static_cast<int>(c) == row.best_chiprt) text += "*";
       } else {
         text =
             format_ns(cell.median) + " (" + format_ns(cell.min) + "-" + format_ns(cell.max) + ")";
@@ -184,6 +338,39 @@ std::string format_table(const SuiteResult& result) {
     }
     out += text_line + "\n";
   }
+  bool any_real_kernels = false;
+  for (const Row& row : result.rows) any_real_kernels = any_real_kernels || row.real_kernels;
+  if (any_real_kernels) {
+    out += "\nreal-kernel rows (";
+    bool first = true;
+    for (const Row& row : result.rows) {
+      if (!row.real_kernels) continue;
+      out += (first ? "" : ", ") + row.workload + "/" + row.example_case;
+      first = false;
+    }
+    out +=
+        "): wall time (median) and efficiency = (sum of kernel CPU time / host threads used) / "
+        "wall time; host threads used = " +
+        std::to_string(o.threads) + " threaded, 1 serial; " + kRealKernelPeerNote + "\n";
+    std::string not_replayed;
+    for (const Row& row : result.rows) {
+      for (std::size_t c = 0; c < result.columns.size(); ++c) {
+        const Cell& cell = row.cells[c];
+        if (row.real_kernels && result.columns[c].id == "host_build_graph_replay" &&
+            cell.measured && cell.replayed_runs < cell.wall_ns.size()) {
+          not_replayed += std::string(not_replayed.empty() ? "" : ", ") + row.workload + " " +
+                          std::to_string(cell.wall_ns.size() - cell.replayed_runs) + " of " +
+                          std::to_string(cell.wall_ns.size());
+        }
+      }
+    }
+    if (!not_replayed.empty()) {
+      out += "hbg/replay built the graph instead of replaying it in timed runs of " + not_replayed +
+             " (each example run uploads its callable and buffers anew, so the cached graph "
+             "matches only when they land at the same addresses; an orchestration that reads "
+             "tensor data is never cached)\n";
+    }
+  }
   out += "\ncolumns:\n";
   for (const ColumnInfo& c : result.columns) {
     out += "  " + c.label + std::string(c.label.size() < 10 ? 10 - c.label.size() : 0, ' ') + " " +
@@ -191,7 +378,7 @@ std::string format_table(const SuiteResult& result) {
   }
   for (const Row& row : result.rows) {
     for (std::size_t c = 0; c < result.columns.size(); ++c) {
-      if (result.columns[c].available && !row.cells[c].measured) {
+      if (result.columns[c].available && !row.cells[c].measured && row.cells[c].not_run.empty()) {
         out += "error: " + row.workload + " on " + result.columns[c].id + ": " +
                row.cells[c].error + "\n";
       }
@@ -209,20 +396,15 @@ nlohmann::json to_json(const SuiteResult& result) {
   j["repetitions"] = o.repetitions;
   j["quick"] = o.quick;
   j["unit"] = "ns_per_task";
-  j["columns"] = nlohmann::json::array();
-  for (const ColumnInfo& c : result.columns) {
-    j["columns"].push_back({{"id", c.id},
-                            {"label", c.label},
-                            {"kind", c.chiprt ? "chiprt" : "peer"},
-                            {"description", c.description},
-                            {"available", c.available},
-                            {"note", c.note}});
-  }
+  j["chiprt_threads"] = describe_chiprt_threads(o.threads);
+  j["columns"] = columns_to_json(result.columns);
   j["rows"] = nlohmann::json::array();
   for (const Row& row : result.rows) {
     nlohmann::json r;
     r["workload"] = row.workload;
     r["tasks"] = row.tasks;
+    r["kind"] = row.real_kernels ? "real_kernels" : "graph";
+    if (row.real_kernels) r["case"] = row.example_case;
     r["best_chiprt"] = row.best_chiprt >= 0 ? nlohmann::json(result.columns[row.best_chiprt].id)
                                             : nlohmann::json(nullptr);
     r["cells"] = nlohmann::json::object();
@@ -232,11 +414,23 @@ nlohmann::json to_json(const SuiteResult& result) {
       nlohmann::json v;
       if (!column.available) {
         v = {{"status", "unavailable"}};
+      } else if (!cell.not_run.empty()) {
+        v = {{"status", "unavailable"}, {"note", cell.not_run}};
       } else if (!cell.measured) {
         v = {{"status", "error"}, {"error", cell.error}};
       } else {
         v = {{"status", "measured"}, {"median", cell.median},       {"min", cell.min},
              {"max", cell.max},      {"samples", cell.ns_per_task}, {"tasks", cell.tasks}};
+        if (row.real_kernels) {
+          v["wall_ns"] = cell.wall_ns_median;
+          v["kernel_ns"] = cell.kernel_ns_median;
+          v["efficiency"] = cell.efficiency_median;
+          v["threads"] = cell.threads;
+          v["wall_ns_samples"] = cell.wall_ns;
+          v["kernel_ns_samples"] = cell.kernel_ns;
+          v["efficiency_samples"] = cell.efficiency;
+          if (column.id == "host_build_graph_replay") v["replayed_runs"] = cell.replayed_runs;
+        }
         if (!column.chiprt) {
           v["ratio_to_best_chiprt"] = cell.ratio_to_best_chiprt > 0
                                           ? nlohmann::json(cell.ratio_to_best_chiprt)

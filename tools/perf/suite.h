@@ -1,6 +1,8 @@
 // The `chiprt bench` suite: every workload of workloads.h on every runner column of runners.h,
 // N timed repetitions each (after one untimed warm-up run), summarised as ns per task (median,
-// min, max) with each peer's ratio to the best chiprt column of the row.
+// min, max) with each peer's ratio to the best chiprt column of the row. Then the real-kernel rows
+// (kernel_workloads.h: bgemm, paged_attention) on the chiprt columns only, summarised as wall time
+// and efficiency = (summed kernel CPU time / host threads used) / wall time.
 //
 // run_suite() is synchronous and single-threaded from the caller's view (runtimes start their own
 // workers); the result is a plain value.
@@ -8,11 +10,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "kernel_workloads.h"
+#include "runners.h"
 #include "workloads.h"
 
 namespace chiprt::perf {
@@ -25,7 +30,12 @@ struct SuiteOptions {
   bool peers = true;
   bool quick = false;  // recorded in the result only; the caller picks the sizes
   std::vector<Shape> shapes = {std::begin(kAllShapes), std::end(kAllShapes)};
+  std::vector<KernelWorkload> kernel_workloads = {std::begin(kAllKernelWorkloads),
+                                                  std::end(kAllKernelWorkloads)};
 };
+
+// Why a peer cell of a real-kernel row is empty.
+inline constexpr const char* kRealKernelPeerNote = "real-kernel rows run on chiprt only";
 
 struct ColumnInfo {
   std::string id;
@@ -45,10 +55,24 @@ struct Cell {
   double min = 0;
   double max = 0;
   double ratio_to_best_chiprt = 0;  // peers only: median / best chiprt median of the row
+  // Set when the column is available but does not run this row (peers on real-kernel rows).
+  std::string not_run;
+  // Real-kernel rows: one value per timed repetition, medians, and the host threads the
+  // efficiency divides by (the suite's thread count, 1 for serial columns).
+  std::vector<double> wall_ns;
+  std::vector<double> kernel_ns;
+  std::vector<double> efficiency;
+  double wall_ns_median = 0;
+  double kernel_ns_median = 0;
+  double efficiency_median = 0;
+  unsigned threads = 0;
+  std::size_t replayed_runs = 0;  // host_build_graph_replay: timed runs that replayed a graph
 };
 
 struct Row {
   std::string workload;
+  bool real_kernels = false;  // a kernel_workloads.h row (cells: wall time and efficiency)
+  std::string example_case;   // real-kernel rows: the example case run
   uint64_t tasks = 0;
   int best_chiprt = -1;     // column index of the lowest chiprt median, -1 if none measured
   std::vector<Cell> cells;  // one per column
@@ -61,10 +85,33 @@ struct SuiteResult {
   std::vector<Row> rows;
 };
 
+// Restricts `options` to the named rows (graph workloads and real-kernel rows, in suite order).
+// Returns false with `error` naming the unknown name and the valid ones.
+bool select_workloads(const std::vector<std::string>& names, SuiteOptions* options,
+                      std::string* error);
+// "independent, chain, ..., bgemm, paged_attention".
+std::string workload_names();
+
 // Runs the suite; `progress` (may be null) gets one line per cell as it completes.
 SuiteResult run_suite(const SuiteOptions& options, std::FILE* progress);
 
+// True when every cell of an available column was measured (cells a column does not run, such as
+// peers on real-kernel rows, excepted).
+bool all_cells_measured(const SuiteResult& result);
+
 std::string format_table(const SuiteResult& result);
 nlohmann::json to_json(const SuiteResult& result);
+
+// Shared with the scaling report (scaling.h).
+// Times one cell: warm_up() untimed, then up to `repetitions` runs, stopping once the cell has
+// spent `budget_s` (warm-up included, after at least one timed run); an exception becomes the
+// cell's error. Fills ns_per_task, tasks, median, min, max.
+Cell time_cell(const std::function<void()>& warm_up, const std::function<RunResult()>& run,
+               int repetitions, double budget_s);
+double median_of(std::vector<double> values);  // 0 for none
+std::string format_ns(double ns);              // "1234", "56.7"
+// The table's columns as the JSON array both reports write (id, label, kind, description,
+// available, note).
+nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns);
 
 }  // namespace chiprt::perf

@@ -32,6 +32,16 @@ std::string_view shape_name(Shape shape) noexcept {
   return "unknown";
 }
 
+bool parse_shape(std::string_view name, Shape* out) noexcept {
+  for (const Shape shape : kAllShapes) {
+    if (shape_name(shape) == name) {
+      *out = shape;
+      return true;
+    }
+  }
+  return false;
+}
+
 Workload make_workload(Shape shape, uint64_t requested_tasks) {
   Workload w;
   w.shape = shape;

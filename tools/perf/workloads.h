@@ -17,6 +17,7 @@ inline constexpr Shape kAllShapes[] = {Shape::Independent, Shape::Chain, Shape::
                                        Shape::Wavefront, Shape::RandomDag};
 
 std::string_view shape_name(Shape shape) noexcept;  // "independent", "chain", ...
+bool parse_shape(std::string_view name, Shape* out) noexcept;
 
 inline constexpr uint64_t kFanWidth = 1000;         // fan: 1 -> 1000 -> 1 per stage
 inline constexpr uint64_t kWavefrontColumns = 100;  // wavefront: (tasks / 100) x 100 tiles

@@ -235,6 +235,11 @@ Example make_paged_attention_example() {
       {"small", case_params(2, 2, 2, 16, 8, 37)},
       {"medium", case_params(4, 4, 4, 32, 16, 100)},
       {"large", case_params(8, 8, 4, 64, 16, 300), true},
+      // `chiprt bench`'s paged_attention row: 32 query rows, head_dim 128 and 128-token blocks
+      // make the QK and PV kernels about a hundred microseconds each (softmax and update tens),
+      // so kernels dominate the runtime's per-task cost; 16 (sequence, head) pairs run in
+      // parallel, each a chain of 5-8 block updates.
+      {"bench", case_params(4, 4, 32, 128, 128, 1024), true},
       // Window 64, 8 KiB heaps and 64 dependency entries per depth (tensormap_ringbuffer;
       // host_build_graph has no rings). The 52 block scopes submit 208 tasks and 57 KiB of
       // intermediates at depth 2, so the orchestrator can only finish by waiting for retirement

@@ -1,0 +1,41 @@
+// How `chiprt bench` configures chiprt's simulated chip for a worker-thread count, shared by every
+// chiprt runner so that each column runs on the same shape of chip.
+//
+// Stateless; callable from any thread.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "chiprt/worker.h"
+
+namespace chiprt::perf {
+
+// `threads` worker threads. When the kernels run on the AICPU threads (SimCoreExecution resolved
+// on this host, see chiprt/worker.h), the chip gets `threads` AICPU threads (at least the 2 a
+// threaded run needs, at most 8) and no executor threads, so it uses exactly as many host threads
+// as the peers; otherwise it keeps its default AICPU threads and runs kernels on `threads`
+// executor threads.
+inline WorkerOptions bench_worker_options(unsigned threads) {
+  WorkerOptions options;
+  options.sim.host_threads = threads;
+  if (resolve_sim_core_execution(options.sim) == SimCoreExecution::Aicpu) {
+    options.sim.aicpu_threads = std::clamp(threads, 2u, 8u);
+  }
+  return options;
+}
+
+// How bench_worker_options(threads) uses the host's threads, for the table's header.
+inline std::string describe_chiprt_threads(unsigned threads) {
+  const WorkerOptions options = bench_worker_options(threads);
+  const std::string aicpu = std::to_string(options.sim.aicpu_threads);
+  if (resolve_sim_core_execution(options.sim) == SimCoreExecution::Aicpu) {
+    return "chiprt threaded: " + aicpu +
+           " AICPU threads running the kernels of their own cores (tensormap_ringbuffer: 1 of "
+           "them orchestrates), no executor threads";
+  }
+  return "chiprt threaded: " + aicpu + " AICPU threads + " + std::to_string(threads) +
+         " executor threads running the kernels";
+}
+
+}  // namespace chiprt::perf

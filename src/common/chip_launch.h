@@ -62,6 +62,8 @@ struct ChipLaunchArgs {
   // CallConfig::measure_kernel_time: cores add each kernel's CPU time to
   // HandshakeCell::kernel_ns. Sits in the padding before aicpu_threads (layout unchanged).
   bool measure_kernel_time = false;
+  // platform::Geometry::kicks_run_kernels: a kick runs the kernel inline on the scheduler.
+  bool kicks_run_kernels = false;
   uint32_t aicpu_threads = 0;
   uint32_t clusters = 0;  // clusters this run uses; cores are numbered as in platform::Geometry
   uint32_t device_clusters = 0;

@@ -130,14 +130,14 @@ struct alignas(64) Doorbell {
   void ring() {
     if (sleeping.load(std::memory_order_seq_cst) != 0) ring_parked();
   }
-  // For a caller that already saw `sleeping` set. The first ringer clears the flag and makes the
-  // wake-up system call; ringers after it, until the owner parks again, cost one load: the owner
-  // is already waking (it needs microseconds to run again, and a producer may ring many times in
-  // that window) and re-checks every source of work before it parks again.
+  // For a caller that already saw `sleeping` set. Every ringer bumps `seq` (what the parked owner
+  // waits on, so a park that read the old value cannot sleep through it); only the first ringer
+  // clears the flag and makes the wake-up system call. Ringers after it, until the owner parks
+  // again, skip the call: the owner is already waking (it needs microseconds to run again, and a
+  // producer may ring many times in that window) and re-checks every source of work.
   void ring_parked() {
-    if (sleeping.exchange(0, std::memory_order_seq_cst) == 0) return;
     seq.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake_all(&seq);
+    if (sleeping.exchange(0, std::memory_order_seq_cst) != 0) futex_wake_all(&seq);
   }
   // Parker protocol, step 1: announce; returns the sequence to wait on. The caller then
   // re-checks for work (seq_cst loads) and either calls unpark() or wait().

@@ -610,6 +610,7 @@ std::unique_ptr<common::ChipLaunchArgs> DeviceRunner::base_launch_args(
   launch_args->variant = variant;
   launch_args->serial = shape.serial;
   launch_args->measure_kernel_time = shape.measure_kernel_time;
+  launch_args->kicks_run_kernels = geometry_.kicks_run_kernels;
   launch_args->aicpu_threads = shape.aicpu_threads;
   launch_args->clusters = shape.clusters;
   launch_args->device_clusters = geometry_.clusters;

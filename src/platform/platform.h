@@ -24,6 +24,9 @@ struct Geometry {
   uint32_t max_aicpu_threads = 8;
   uint32_t default_aicpu_threads = 4;  // 1 orchestrator + 3 schedulers
   uint64_t clock_hz = 0;               // cycles per second of ChipServices::cycles
+  // A kick runs the core's loop on the kicking AICPU thread before returning (sim's
+  // SimCoreExecution::Aicpu), so kernels run inside the scheduler's dispatch pass.
+  bool kicks_run_kernels = false;
 };
 
 // Core numbering: cores [0, clusters) are AIC, [clusters, 3*clusters) are AIV; cluster c owns

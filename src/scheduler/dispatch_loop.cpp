@@ -68,11 +68,12 @@ void SchedulerThread::kick(const CoreLink& link) {
   view_.services->kick_core(view_.services->ctx, link.core());
 }
 
-// A kick may run the kernel inline on this thread (SimCoreExecution::Aicpu) and this pass may
-// then run several kernels back to back: wake a parked scheduler for work still queued before
-// each kick, not only after the pass. Costs a few loads when no scheduler is parked.
+// When a kick runs the kernel inline on this thread (kicks_run_kernels) this pass may run several
+// kernels back to back: wake a parked scheduler for work still queued before each kick, not only
+// after the pass. Costs a few loads when no scheduler is parked. With executor threads a kick
+// returns at once and the pass ends soon, so the wake-up after the pass suffices.
 void SchedulerThread::share_surplus(int queue) {
-  if (view_.exclusive) return;  // the only thread: nobody to wake
+  if (!args_.kicks_run_kernels || view_.exclusive) return;
   if (view_.queues[queue]->maybe_nonempty()) wake_for_work(view_, self_, queue_bit(queue));
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "chiprt_options.h"
 #include "chiprt_runner.h"
 
 namespace chiprt::perf {
@@ -348,6 +349,7 @@ std::string format_scaling_table(const ScalingResult& result) {
                 "threads for every runtime (host has %u hardware threads)\n",
                 o.repetitions, o.cell_budget_s, o.threads, result.hardware_threads);
   out += line;
+  out += describe_chiprt_threads(o.threads) + "; serial columns: 1 thread\n";
   std::snprintf(line, sizeof(line),
                 "growth = ns per task at the largest size / at the smallest (flat: ~1); ! marks "
                 "growth above %.1f\n\n",

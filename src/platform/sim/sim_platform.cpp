@@ -86,6 +86,7 @@ SimPlatform::SimPlatform(const SimConfig& config, const SimTuning& tuning) : con
   options.executor_threads = resolve_host_threads(config.host_threads);
   options.serial = config.serial;
   options.kernels_on_aicpu = resolve_sim_core_execution(config) == SimCoreExecution::Aicpu;
+  geometry_.kicks_run_kernels = options.kernels_on_aicpu;
   options.stop_grace_ms = tuning.stop_grace_ms;
   engine_ = std::make_shared<LaunchEngine>(options);
   engine_->keep_alive(memory_);

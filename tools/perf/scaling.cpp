@@ -507,12 +507,7 @@ nlohmann::json scaling_to_json(const ScalingResult& result) {
         v["status"] = "error";
         v["error"] = t.error;
       } else {
-        v["status"] = "measured";
-        v["tasks"] = t.tasks;
-        v["median"] = t.median;
-        v["min"] = t.min;
-        v["max"] = t.max;
-        v["samples"] = t.ns_per_task;
+        v.update(measured_cell_json(t));
       }
       const CellMemory& m = point.memory;
       if (m.measured) {

@@ -111,6 +111,11 @@ nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns) {
   return out;
 }
 
+nlohmann::json measured_cell_json(const Cell& cell) {
+  return {{"status", "measured"}, {"tasks", cell.tasks}, {"median", cell.median},
+          {"min", cell.min},      {"max", cell.max},     {"samples", cell.ns_per_task}};
+}
+
 std::string format_ns(double ns) {
   char text[32];
   std::snprintf(text, sizeof(text), ns >= 100 ? "%.0f" : "%.1f", ns);
@@ -419,8 +424,7 @@ nlohmann::json to_json(const SuiteResult& result) {
       } else if (!cell.measured) {
         v = {{"status", "error"}, {"error", cell.error}};
       } else {
-        v = {{"status", "measured"}, {"median", cell.median},       {"min", cell.min},
-             {"max", cell.max},      {"samples", cell.ns_per_task}, {"tasks", cell.tasks}};
+        v = measured_cell_json(cell);
         if (row.real_kernels) {
           v["wall_ns"] = cell.wall_ns_median;
           v["kernel_ns"] = cell.kernel_ns_median;

@@ -113,5 +113,7 @@ std::string format_ns(double ns);              // "1234", "56.7"
 // The table's columns as the JSON array both reports write (id, label, kind, description,
 // available, note).
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns);
+// A measured cell's timing as both reports write it (status, tasks, median, min, max, samples).
+nlohmann::json measured_cell_json(const Cell& cell);
 
 }  // namespace chiprt::perf

@@ -86,7 +86,6 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   uint32_t executor_threads() const noexcept {
     return options_.serial || options_.kernels_on_aicpu ? 0 : options_.executor_threads;
   }
-  bool kernels_on_aicpu() const noexcept { return options_.kernels_on_aicpu; }
 
  private:
   // The first phase of wait (and all of wait_aicpu): the AICPU threads returned by `deadline`.

@@ -519,6 +519,11 @@ TEST(SimAicpuCoresTest, AutoPicksAicpuOnlyWhenTheAicpuThreadsFillTheHost) {
   EXPECT_EQ(resolve_sim_core_execution(config, 16), SimCoreExecution::Aicpu);
   sim::SimPlatform executors(make_config(1, 3, false, SimCoreExecution::Executors));
   EXPECT_EQ(executors.executor_threads(), 3u);
+  EXPECT_FALSE(executors.geometry().kicks_run_kernels);
+  sim::SimPlatform aicpu(make_config(1, 3, false, SimCoreExecution::Aicpu));
+  EXPECT_EQ(aicpu.executor_threads(), 0u);
+  // The scheduler shares queued work before each kick only when kicks run kernels.
+  EXPECT_TRUE(aicpu.geometry().kicks_run_kernels);
 }
 
 TEST(SimAicpuCoresTest, ConcurrentWaitTimesOutOnAKernelStuckOnItsAicpuThread) {

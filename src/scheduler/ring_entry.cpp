@@ -24,6 +24,16 @@ using common::latch_chip_error;
 
 // The orchestrator is AICPU thread 0 in both modes.
 constexpr uint32_t kOrchestratorThread = 0;
+
+// Whether thread 0 owns cores too (RunView::first_scheduler 0): always in serial mode, and in a
+// threaded run when kicks run kernels inline (SimCoreExecution::Aicpu). There the AICPU threads
+// are the chip's only compute, so an orchestrator that idled after orchestrating would leave a
+// 2-thread run one thread of kernels; owning cores, it schedules them in its waits and after
+// orchestrating. It needs a cluster of its own beside every scheduler's. With executor threads
+// the cores compute and thread 0 stays a pure orchestrator, so no core waits on its submissions.
+bool orchestrator_owns_cores(const ChipLaunchArgs& args, uint32_t thread_count) {
+  return args.serial || (args.kicks_run_kernels && args.clusters >= thread_count);
+}
 // Re-checks before the orchestrator parks (threaded) or scheduling passes before it parks
 // (serial); short: each costs far less than a futex round trip, but a park is what frees the
 // host core on an oversubscribed host.
@@ -123,7 +133,7 @@ void attach_ring_view(ChipLaunchArgs* args, uint32_t thread_count, const RingLay
   view->args = args;
   view->ring = ring;
   view->public_ids = ring->public_ids;
-  view->first_scheduler = args->serial ? 0 : 1;
+  view->first_scheduler = orchestrator_owns_cores(*args, thread_count) ? 0 : 1;
   view->services =
       reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   bind_shared_region(args, layout.total_slots, view);
@@ -204,15 +214,16 @@ void init_ring_state(const RunView& view, const RingLayout& layout) {
   control.orchestrator_wake_at.store(0, std::memory_order_relaxed);
 }
 
-// The orchestrator's side of the chip: readiness, progress, clock, and waiting. Threaded: parks
-// on the orchestrator thread's doorbell. Serial: the waits run this thread's dispatch loop.
+// The orchestrator's side of the chip: readiness, progress, clock, and waiting. When thread 0
+// owns cores (orchestrator_owns_cores) its waits run its dispatch loop over them; otherwise they
+// park on its doorbell.
 class ChipRingDriver final : public orchestrator::RingDriver {
  public:
-  ChipRingDriver(const RunView& view, SchedulerThread* serial_thread)
+  ChipRingDriver(const RunView& view, SchedulerThread* own_cores)
       : view_(view),
         control_(*view.ring->control),
         bell_(view.prefix->doorbells[kOrchestratorThread]),
-        serial_thread_(serial_thread) {}
+        own_cores_(own_cores) {}
 
   void publish_ready(uint32_t slot) override {
     uint32_t pushed = 0;
@@ -237,8 +248,8 @@ class ChipRingDriver final : public orchestrator::RingDriver {
   }
 
   void wait(uint64_t deadline_cycles, bool (*recheck)(void*), void* recheck_ctx) override {
-    if (serial_thread_ != nullptr) {
-      wait_serial(deadline_cycles, recheck, recheck_ctx);
+    if (own_cores_ != nullptr) {
+      wait_scheduling(deadline_cycles, recheck, recheck_ctx);
     } else {
       wait_threaded(deadline_cycles, recheck, recheck_ctx);
     }
@@ -274,16 +285,17 @@ class ChipRingDriver final : public orchestrator::RingDriver {
     park(deadline_cycles, recheck, recheck_ctx, [] { return false; });
   }
 
-  // One scheduling pass; when nothing moved for a few passes, parks on this thread's doorbell,
-  // which the cores it owns ring on every finish and ready report. A pass run after announcing
-  // the park is the re-check of the cores (its loads of finish counts and core status).
-  void wait_serial(uint64_t deadline_cycles, bool (*recheck)(void*), void* recheck_ctx) {
+  // One scheduling pass over thread 0's cores; when nothing moved for a few passes, parks on
+  // this thread's doorbell, which the cores it owns ring on every finish and ready report (and
+  // completers, while orchestrator_waiting is set). A pass run after announcing the park is the
+  // re-check of the cores (its loads of finish counts and core status).
+  void wait_scheduling(uint64_t deadline_cycles, bool (*recheck)(void*), void* recheck_ctx) {
     for (int i = 0; i < kOrchestratorSpins; ++i) {
-      if (serial_thread_->step() || view_.failed() || recheck(recheck_ctx)) return;
+      if (own_cores_->step() || view_.failed() || recheck(recheck_ctx)) return;
       if (view_.now() >= deadline_cycles) return;
       cpu_relax();
     }
-    park(deadline_cycles, recheck, recheck_ctx, [this] { return serial_thread_->step(); });
+    park(deadline_cycles, recheck, recheck_ctx, [this] { return own_cores_->step(); });
   }
 
   // One task was pushed onto `queue` (a seq_cst store): one parked scheduler that can take it is
@@ -313,13 +325,13 @@ class ChipRingDriver final : public orchestrator::RingDriver {
   const RunView& view_;
   common::RingControl& control_;
   common::Doorbell& bell_;
-  SchedulerThread* serial_thread_;
-  uint32_t next_wake_ = 0;  // rotation of wake_one_scheduler, relative to first_scheduler
+  SchedulerThread* own_cores_;  // thread 0's dispatch loop when it owns cores, else null
+  uint32_t next_wake_ = 0;      // rotation of wake_one_scheduler, relative to first_scheduler
 };
 
 // Thread 0: runs the orchestration function, latches its error and publishes the run's total.
 // Returns the cycle count when the function (and the orchestrator's end-of-run work) finished.
-uint64_t orchestrate(const RunView& view, SchedulerThread* serial_thread, PhaseStamps* stamps) {
+uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamps* stamps) {
   ChipLaunchArgs* args = view.args;
   const RingView& ring = *view.ring;
   orchestrator::RingMemory memory;
@@ -344,7 +356,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* serial_thread, PhaseS
   const auto& orchestration_args =
       *reinterpret_cast<const TaskArgs*>(static_cast<uintptr_t>(args->orchestration_args_addr));
 
-  ChipRingDriver driver(view, serial_thread);
+  ChipRingDriver driver(view, own_cores);
   const uint64_t start = view.now();
   uint64_t submitted = 0;
   try {
@@ -371,8 +383,8 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* serial_thread, PhaseS
   return end;
 }
 
-// Threaded thread 0 after orchestrating: parks until the schedulers drained the run (or it
-// failed); the last completion and every error ring all doorbells.
+// Threaded thread 0 without cores, after orchestrating: parks until the schedulers drained the
+// run (or it failed); the last completion and every error ring all doorbells.
 void wait_for_drain(const RunView& view) {
   common::Doorbell& bell = view.prefix->doorbells[kOrchestratorThread];
   // The orchestrator watches too: when kernels run on the scheduler threads
@@ -417,11 +429,14 @@ void ring_aicpu_entry(ChipLaunchArgs* args, uint32_t thread_index, uint32_t thre
       stamps.stamp(Phase::RunWall, entry, services.cycles(services.ctx));
       return;
     }
-    if (args->serial) {
-      SchedulerThread scheduler(view, 0);
-      // Solicit the cores' ready reports now: the orchestrator's waits schedule before run().
+    if (view.first_scheduler == kOrchestratorThread) {
+      SchedulerThread scheduler(view, kOrchestratorThread);
+      // Solicit its cores' ready reports now: the orchestrator's waits schedule before run().
       for (uint32_t i = 0; i < run_core_count(*args); ++i) {
-        services.kick_core(services.ctx, run_core(*args, i));
+        const uint32_t core = run_core(*args, i);
+        if (prefix->cells[core].owner == kOrchestratorThread) {
+          services.kick_core(services.ctx, core);
+        }
       }
       const uint64_t orchestrated = orchestrate(view, &scheduler, &stamps);
       scheduler.run(&stamps);

@@ -31,8 +31,8 @@ inline std::string describe_chiprt_threads(unsigned threads) {
   const std::string aicpu = std::to_string(options.sim.aicpu_threads);
   if (resolve_sim_core_execution(options.sim) == SimCoreExecution::Aicpu) {
     return "chiprt threaded: " + aicpu +
-           " AICPU threads running the kernels of their own cores (tensormap_ringbuffer: 1 of "
-           "them orchestrates), no executor threads";
+           " AICPU threads running the kernels of their own cores (tensormap_ringbuffer: thread 0 "
+           "orchestrates, then schedules its cores), no executor threads";
   }
   return "chiprt threaded: " + aicpu + " AICPU threads + " + std::to_string(threads) +
          " executor threads running the kernels";

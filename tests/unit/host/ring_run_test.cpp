@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -586,6 +588,62 @@ TEST_F(RingRunTest, EveryOrchestrationErrorComesBackWithItsCodeAndMessage) {
   worker_->register_callable(60, callable_with(&chain_orchestration));
   EXPECT_EQ(worker_->run(60, chain_args(1)).task_count, 2u);
   expect_acc(1);
+}
+
+// Kernels of RendezvousTest: each records its host thread, then waits (bounded, parking) until
+// kRendezvousTasks kernels have started. With kernels inline on the AICPU threads, they can all
+// start only when as many AICPU threads run kernels at once.
+constexpr int kRendezvousTasks = 2;
+std::atomic<int> g_rendezvous_started{0};
+std::mutex g_rendezvous_mutex;
+std::set<std::thread::id> g_rendezvous_threads;
+
+void rendezvous_kernel(int64_t*) {
+  {
+    std::lock_guard<std::mutex> lock(g_rendezvous_mutex);
+    g_rendezvous_threads.insert(std::this_thread::get_id());
+  }
+  g_rendezvous_started.fetch_add(1);
+  for (int i = 0; i < 5000 && g_rendezvous_started.load() < kRendezvousTasks; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void rendezvous_orchestration(Orchestration& orch, const TaskArgs&) {
+  for (int i = 0; i < kRendezvousTasks; ++i) {
+    TaskArgs task;
+    orch.submit(0, CoreType::AIV, task);
+  }
+}
+
+// A threaded ring run with kernels on its 2 AICPU threads (1 orchestrator + 1 scheduler): once
+// orchestration is done, the orchestrator thread schedules and runs kernels of its own cores
+// rather than idling until the single scheduler has run every kernel alone.
+TEST(RingOrchestratorThreadTest, RunsKernelsAfterOrchestratingWhenKernelsRunOnTheAicpuThreads) {
+  WorkerOptions options;
+  options.runtime = RuntimeVariant::TensormapRingbuffer;
+  options.sim.clusters = 2;
+  options.sim.aicpu_threads = 2;
+  options.sim.core_execution = SimCoreExecution::Aicpu;
+  options.sim.memory_bytes = 256ull << 20;
+  Worker worker;
+  worker.init(options);
+  worker.register_callable(
+      1, CallableBuilder()
+             .orchestration_function(&rendezvous_orchestration, ArgSignature{})
+             .kernel_function(0, CoreType::AIV, &rendezvous_kernel, ArgSignature::of({}, 0))
+             .build());
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    g_rendezvous_started = 0;
+    g_rendezvous_threads.clear();
+    const RunReport report = worker.run(1, TaskArgs());
+    EXPECT_EQ(report.task_count, static_cast<uint64_t>(kRendezvousTasks));
+    // Both AICPU threads ran a kernel; a single one would have run them one after the other,
+    // the first waiting out its bound alone.
+    EXPECT_EQ(g_rendezvous_threads.size(), 2u);
+    EXPECT_EQ(g_rendezvous_started.load(), kRendezvousTasks);
+  }
 }
 
 }  // namespace

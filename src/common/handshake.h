@@ -113,44 +113,60 @@ inline void futex_wake_all(std::atomic<uint32_t>* word) {
 
 // One per scheduler thread. The owner parks on it; cores (finish, ready, exit) and other
 // schedulers (work pushed that the owner wants, run end, error) ring it. Ringing costs one load
-// unless the owner is parked (`sleeping`), so it is cheap on the hot path.
+// unless the owner is parked, so it is cheap on the hot path.
+//
+// `word` holds both the parked flag (bit 0) and a wake sequence (bits 1..), so clearing the flag
+// always changes the value the parker futex-waits on. (With a separate flag and sequence, a
+// ringer late from an earlier park could clear the flag of the next park after the parker had
+// read the sequence: a later ringer then saw no flag and skipped the wake, and the parker slept
+// through its work until the watchdog's timeout.)
 //
 // Lost-wakeup freedom (Dekker, with sequentially consistent operations only, no fences): the
-// parker stores sleeping = 1, reads `seq`, re-checks every source of work, then futex-waits on
-// `seq`; a ringer publishes its work with a seq_cst store or RMW, then loads `sleeping` and, if
-// set, bumps `seq` and wakes. Either the ringer sees the flag or the parker sees the work. Every
-// publication that may end a park (finished_count, core status, ready-queue cells, the completed
-// counter, the error code) is therefore seq_cst, and so are the parker's re-check loads.
+// parker sets the flag with a seq_cst RMW, re-checks every source of work, then futex-waits on
+// the value it set; a ringer publishes its work with a seq_cst store or RMW, then loads `word`
+// and, if the flag is set, clears it while bumping the sequence (one CAS) and wakes. Either the
+// ringer sees the flag or the parker sees the work; and a flag cleared after the parker set it
+// changed `word`, so the parker's wait returns at once. Every publication that may end a park
+// (finished_count, core status, ready-queue cells, the completed counter, the error code) is
+// therefore seq_cst, and so are the parker's re-check loads.
 struct alignas(64) Doorbell {
-  std::atomic<uint32_t> seq;
-  std::atomic<uint32_t> sleeping;
+  static constexpr uint32_t kParkedBit = 1;
+  static constexpr uint32_t kSequenceStep = 2;
+
+  std::atomic<uint32_t> word;
   std::atomic<uint32_t> wants;  // what the parked owner could take (bits set by the scheduler)
 
-  // Call after publishing the work with a seq_cst store or RMW.
-  void ring() {
-    if (sleeping.load(std::memory_order_seq_cst) != 0) ring_parked();
+  // Whether the owner is parked or about to be (a seq_cst load: the ringer's side of Dekker).
+  bool parked() const { return (word.load(std::memory_order_seq_cst) & kParkedBit) != 0; }
+  // Call after publishing the work with a seq_cst store or RMW. Only the ringer whose CAS clears
+  // the flag makes the wake-up system call; ringers after it, until the owner parks again, cost
+  // one load: the owner is already waking (it needs microseconds to run again, and a producer may
+  // ring many times in that window) and re-checks every source of work before it parks again.
+  void ring() { ring_observed(word.load(std::memory_order_seq_cst)); }
+  // ring() given the value of `word` the caller loaded earlier (seq_cst, after its publication):
+  // however late the CAS comes, it either wakes the park it observed or changes the value any
+  // later park waits on.
+  void ring_observed(uint32_t current) {
+    while ((current & kParkedBit) != 0) {
+      if (word.compare_exchange_weak(current, (current & ~kParkedBit) + kSequenceStep,
+                                     std::memory_order_seq_cst, std::memory_order_seq_cst)) {
+        futex_wake_all(&word);
+        return;
+      }
+    }
   }
-  // For a caller that already saw `sleeping` set. Every ringer bumps `seq` (what the parked owner
-  // waits on, so a park that read the old value cannot sleep through it); only the first ringer
-  // clears the flag and makes the wake-up system call. Ringers after it, until the owner parks
-  // again, skip the call: the owner is already waking (it needs microseconds to run again, and a
-  // producer may ring many times in that window) and re-checks every source of work.
-  void ring_parked() {
-    seq.fetch_add(1, std::memory_order_seq_cst);
-    if (sleeping.exchange(0, std::memory_order_seq_cst) != 0) futex_wake_all(&seq);
-  }
-  // Parker protocol, step 1: announce; returns the sequence to wait on. The caller then
-  // re-checks for work (seq_cst loads) and either calls unpark() or wait().
+  // Parker protocol, step 1: announce; returns the value to wait on. The caller then re-checks
+  // for work (seq_cst loads) and either calls unpark() or wait().
   uint32_t prepare_park(uint32_t want_mask) {
-    wants.store(want_mask, std::memory_order_relaxed);
-    sleeping.store(1, std::memory_order_seq_cst);
-    return seq.load(std::memory_order_seq_cst);
+    wants.store(want_mask, std::memory_order_relaxed);  // published by the RMW below
+    return word.fetch_or(kParkedBit, std::memory_order_seq_cst) | kParkedBit;
   }
   void wait(uint32_t seen, uint64_t timeout_ns) {
-    futex_wait(&seq, seen, timeout_ns);
+    futex_wait(&word, seen, timeout_ns);
     unpark();
   }
-  void unpark() { sleeping.store(0, std::memory_order_relaxed); }
+  // An RMW, not a store: a store of the old value could undo a ringer's sequence bump.
+  void unpark() { word.fetch_and(~kParkedBit, std::memory_order_relaxed); }
 };
 static_assert(sizeof(Doorbell) == 64);
 

@@ -77,7 +77,7 @@ struct alignas(64) RingControl {
   uint32_t total_slots;
   uint32_t orchestrator_thread;  // its doorbell is rung on completions and retirable slots
   // Set when the orchestrator waits for completions or retirement; schedulers ring its doorbell
-  // only then (Dekker with the doorbell's `sleeping`, see Doorbell).
+  // only then (Dekker with the doorbell's parked flag, see Doorbell).
   alignas(64) std::atomic<uint32_t> orchestrator_waiting;
   // (O) While orchestrator_waiting is set: the completed count at which a completer rings the
   // doorbell (hysteresis: a back-pressured orchestrator sleeps until a batch completed instead of

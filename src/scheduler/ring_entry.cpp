@@ -313,9 +313,8 @@ class ChipRingDriver final : public orchestrator::RingDriver {
       const uint32_t t = first + (next_wake_ + i) % (count - first);
       if (t == kOrchestratorThread) continue;
       common::Doorbell& bell = view_.prefix->doorbells[t];
-      if (bell.sleeping.load(std::memory_order_seq_cst) != 0 &&
-          (bell.wants.load(std::memory_order_relaxed) & wanted) != 0) {
-        bell.ring_parked();
+      if (bell.parked() && (bell.wants.load(std::memory_order_relaxed) & wanted) != 0) {
+        bell.ring();
         next_wake_ = t + 1 - first;
         return;
       }

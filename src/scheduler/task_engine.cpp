@@ -83,7 +83,7 @@ void complete_task(const RunView& view, uint32_t task, uint32_t* pushed, TaskSta
 }
 
 void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed) {
-  // The pushes were seq_cst stores; the seq_cst `sleeping` loads below complete the Dekker
+  // The pushes were seq_cst stores; the seq_cst parked-flag loads below complete the Dekker
   // handshake with a parking scheduler (see common::Doorbell).
   uint32_t available = 0;
   for (int q : {kQueueAic, kQueueAiv, kQueueMix}) {
@@ -95,9 +95,8 @@ void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed) {
   for (uint32_t t = view.first_scheduler; t < view.thread_count; ++t) {
     if (t == self) continue;
     common::Doorbell& bell = view.prefix->doorbells[t];
-    if (bell.sleeping.load(std::memory_order_seq_cst) != 0 &&
-        (bell.wants.load(std::memory_order_relaxed) & available) != 0) {
-      bell.ring_parked();
+    if (bell.parked() && (bell.wants.load(std::memory_order_relaxed) & available) != 0) {
+      bell.ring();
     }
   }
 }

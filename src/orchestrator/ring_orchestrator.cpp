@@ -125,20 +125,6 @@ struct RingOrchestrator::State {
     uint64_t since = 0;  // cycles
   };
 
-  // A submission's tensor arguments, read once: TaskArgs' accessors are bounds-checked calls, and
-  // the checks and passes of a submit would otherwise repeat them several times per argument.
-  struct ArgRefs {
-    int tensor_count = 0;
-    std::array<ArgTag, kMaxTaskTensors> tags;
-    std::array<Tensor*, kMaxTaskTensors> tensors;
-    explicit ArgRefs(TaskArgs& args) : tensor_count(args.tensor_count()) {
-      for (int i = 0; i < tensor_count; ++i) {
-        tags[i] = args.tag(i);
-        tensors[i] = &args.tensor(i);
-      }
-    }
-  };
-
   State(const RingMemory& memory, RingDriver& driver) : mem(memory), driver(driver) {}
 
   RingMemory mem;
@@ -155,7 +141,9 @@ struct RingOrchestrator::State {
   std::size_t depth = 0;           // open user scopes
   std::size_t manual_open = 0;
   std::vector<TaskId> producers;  // scratch: producer handles of the task being submitted
-  uint64_t collection = 0;        // stamp of the current producer collection
+  // Scratch: tensor-map descriptions of the task's read-and-written arguments.
+  std::array<TensorMap::Prepared, kMaxTaskTensors> prepared;
+  uint64_t collection = 0;  // stamp of the current producer collection
 
   // ---- errors -------------------------------------------------------------------------------
   void fail(Status s) {
@@ -292,9 +280,19 @@ struct RingOrchestrator::State {
                       ") was released when its scope ended; create it in an enclosing scope to "
                       "use it after that scope");
   }
+  // Whether a tensor argument (not the predicate) is a released output; check_released_outputs
+  // names it.
+  bool any_released_output(const ArgList& refs) const {
+    for (int i = 0; i < refs.tensor_count; ++i) {
+      const Tensor& t = *refs.tensors[i];
+      // The first test of released_output, inline: most arguments are no runtime output.
+      if (t.owner_task >= 0 && refs.tags[i] != ArgTag::Out && released_output(t)) return true;
+    }
+    return false;
+  }
   // A released output's memory may already belong to a later output: it must not reach a task.
   Status check_released_outputs(uint64_t id, const TaskSpec* spec, const TaskArgs& args,
-                                const ArgRefs& refs) const {
+                                const ArgList& refs) const {
     for (int i = 0; i < refs.tensor_count; ++i) {
       if (refs.tags[i] != ArgTag::Out && released_output(*refs.tensors[i])) {
         return released_error(task_label(id, spec) + " arg " + std::to_string(i), *refs.tensors[i]);
@@ -498,7 +496,7 @@ struct RingOrchestrator::State {
 
   // The common path of submit / submit_dummy / allocate. `spec` is null for dummy and
   // allocation-only tasks.
-  TaskId add_task(const TaskSpec* spec, TaskArgs& args, const ArgRefs& refs) {
+  TaskId add_task(const TaskSpec* spec, TaskArgs& args, const ArgList& refs) {
     const uint64_t id = submitted;
     const uint32_t d = set_of_depth(depth);
     SetState& set = sets[d];
@@ -528,6 +526,7 @@ struct RingOrchestrator::State {
     }
 
     begin_collection();
+    uint32_t prepared_args = 0;  // bit i: prepared[i] was filled for argument i by this task
     for (int k = 0; k < args.dep_count(); ++k) {
       const TaskId handle = resolve_public(args.dep(k));
       if (handle != kNoTask) add_producer(handle);
@@ -536,8 +535,13 @@ struct RingOrchestrator::State {
       if (args.has_predicate()) lookup_writers(args.predicate());
       for (int i = 0; i < tensor_count; ++i) {
         const ArgTag tag = tags[i];
-        if (tag == ArgTag::In || tag == ArgTag::InOut || tag == ArgTag::OutputExisting) {
+        if (tag == ArgTag::In) {
           lookup_writers(*tensors[i]);
+        } else if (tag == ArgTag::InOut || tag == ArgTag::OutputExisting) {
+          // Read and written: described once for the lookup and the record_write below.
+          map.lookup(
+              *tensors[i], [&](TaskId writer) { add_producer(writer); }, &prepared[i]);
+          prepared_args |= 1u << i;
         }
       }
     }
@@ -703,7 +707,9 @@ struct RingOrchestrator::State {
     if (!manual) {
       for (int i = 0; i < tensor_count; ++i) {
         if (!arg_tag_writes(tags[i])) continue;
-        const uint32_t entry = map.record_write(*tensors[i], handle);
+        const uint32_t entry = (prepared_args >> i) & 1u
+                                   ? map.record_write(*tensors[i], handle, prepared[i])
+                                   : map.record_write(*tensors[i], handle);
         if (entry != TensorMap::kNoEntry) si.entries[si.entry_count++] = entry;
       }
     } else {
@@ -864,18 +870,24 @@ std::size_t RingOrchestrator::tensor_map_buffers() const noexcept {
 TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
-  Status status = check_task_spec(*s.mem.kernels, s.submitted, spec, args);
-  if (status.is_ok()) status = check_task_args(s.submitted, &spec, args);
-  if (!status.is_ok()) {
-    s.fail(std::move(status));
-    return kNoTask;
-  }
-  // Counts validated above, so the references are in range.
-  const State::ArgRefs refs(args);
-  status = s.check_released_outputs(s.submitted, &spec, args, refs);
-  if (!status.is_ok()) {
-    s.fail(std::move(status));
-    return kNoTask;
+  ArgList refs;
+  // The common submission is accepted by the allocation-free predicates; anything they do not
+  // accept takes the full checks, which give the verdict and the message.
+  if (!read_args(args, &refs) || !task_spec_accepted(*s.mem.kernels, spec, args, refs) ||
+      !task_args_accepted(s.submitted, args, refs) || s.any_released_output(refs)) {
+    Status status = check_task_spec(*s.mem.kernels, s.submitted, spec, args);
+    if (status.is_ok()) status = check_task_args(s.submitted, &spec, args);
+    if (!status.is_ok()) {
+      s.fail(std::move(status));
+      return kNoTask;
+    }
+    // Counts validated above, so the references are in range.
+    read_args(args, &refs);
+    status = s.check_released_outputs(s.submitted, &spec, args, refs);
+    if (!status.is_ok()) {
+      s.fail(std::move(status));
+      return kNoTask;
+    }
   }
   return s.add_task(&spec, args, refs);
 }
@@ -883,16 +895,20 @@ TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
 TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
-  Status status = check_task_args(s.submitted, nullptr, args);
-  if (!status.is_ok()) {
-    s.fail(std::move(status));
-    return kNoTask;
-  }
-  const State::ArgRefs refs(args);
-  status = s.check_released_outputs(s.submitted, nullptr, args, refs);
-  if (!status.is_ok()) {
-    s.fail(std::move(status));
-    return kNoTask;
+  ArgList refs;
+  if (!read_args(args, &refs) || !task_args_accepted(s.submitted, args, refs) ||
+      s.any_released_output(refs)) {
+    Status status = check_task_args(s.submitted, nullptr, args);
+    if (!status.is_ok()) {
+      s.fail(std::move(status));
+      return kNoTask;
+    }
+    read_args(args, &refs);
+    status = s.check_released_outputs(s.submitted, nullptr, args, refs);
+    if (!status.is_ok()) {
+      s.fail(std::move(status));
+      return kNoTask;
+    }
   }
   return s.add_task(nullptr, args, refs);
 }
@@ -915,7 +931,9 @@ TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
       return kNoTask;
     }
   }
-  return s.add_task(nullptr, outputs, State::ArgRefs(outputs));
+  ArgList refs;
+  read_args(outputs, &refs);  // counts validated above
+  return s.add_task(nullptr, outputs, refs);
 }
 
 void RingOrchestrator::scope_begin(ScopeMode mode) {

@@ -202,6 +202,89 @@ Status check_task_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args) 
   return Status::ok();
 }
 
+bool read_args(TaskArgs& args, ArgList* out) {
+  const int count = args.tensor_count();
+  if (count < 0 || count > kMaxTaskTensors) return false;
+  out->tensor_count = count;
+  for (int i = 0; i < count; ++i) {
+    out->tags[i] = args.tag(i);
+    out->tensors[i] = &args.tensor(i);
+  }
+  return true;
+}
+
+bool task_spec_accepted(const KernelTable& kernels, const TaskSpec& spec, const TaskArgs& args,
+                        const ArgList& list) noexcept {
+  // The non-MIX branch of check_task_spec and check_kernel, as one predicate.
+  if (spec.core == CoreType::MIX || static_cast<int>(spec.core) >= kCoreTypeCount) return false;
+  if (spec.block_num < 1 || spec.block_num > kMaxBlockNum) return false;
+  const int32_t func_id = spec.func_id;
+  if (func_id < 0 || func_id >= kMaxFuncId) return false;
+  const KernelInfo& k = kernels[func_id];
+  if (!k.present || k.core != spec.core) return false;
+  const ArgSignature& sig = k.signature;
+  if (sig.tensor_count == 0) return true;
+  if (list.tensor_count != sig.tensor_count || args.scalar_count() != sig.scalar_count) {
+    return false;
+  }
+  for (int i = 0; i < list.tensor_count; ++i) {
+    if (list.tags[i] != sig.tags[i]) return false;
+  }
+  return true;
+}
+
+bool task_args_accepted(uint64_t id, const TaskArgs& args, const ArgList& list) noexcept {
+  // check_task_args and check_tensor as one predicate; any overflow is left to the full check.
+  if (args.has_predicate() || args.scalar_count() < 0 || args.scalar_count() > kMaxTaskScalars) {
+    return false;
+  }
+  for (int d = 0; d < args.dep_count(); ++d) {
+    const TaskId dep = args.dep(d);
+    if (dep < 0 || static_cast<uint64_t>(dep) >= id) return false;
+  }
+  for (int i = 0; i < list.tensor_count; ++i) {
+    const ArgTag tag = list.tags[i];
+    const Tensor& t = *list.tensors[i];
+    if (static_cast<int>(tag) >= kArgTagCount || t.ndim < 1 ||
+        t.ndim > static_cast<uint32_t>(kMaxTensorDims)) {
+      return false;
+    }
+    const uint64_t esize = element_size(t.dtype);
+    if (esize == 0) return false;
+    if (tag == ArgTag::Out) {
+      uint64_t bytes = esize;
+      for (uint32_t d = 0; d < t.ndim; ++d) {
+        if (__builtin_mul_overflow(bytes, t.shape[d], &bytes)) return false;
+      }
+      continue;
+    }
+    // The view lies inside its buffer: TensorRegion::of's extent, bounded and below the size.
+    uint64_t buffer_end;
+    if (__builtin_add_overflow(t.buffer.addr, t.buffer.size, &buffer_end)) return false;
+    uint64_t last = t.start_offset;
+    bool empty = false;
+    for (uint32_t d = 0; d < t.ndim; ++d) {
+      if (t.shape[d] == 0) {
+        empty = true;  // no elements: an empty region lies in any buffer
+        break;
+      }
+      uint64_t span;
+      if (__builtin_mul_overflow(t.shape[d] - 1, t.strides[d], &span) ||
+          __builtin_add_overflow(last, span, &last)) {
+        return false;
+      }
+    }
+    if (empty) continue;
+    uint64_t hi;
+    uint64_t lo;
+    if (__builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, esize, &hi) ||
+        __builtin_mul_overflow(t.start_offset, esize, &lo) || hi > t.buffer.size) {
+      return false;
+    }
+  }
+  return true;
+}
+
 uint64_t output_bytes(const Tensor& declaration) noexcept {
   uint64_t bytes = element_size(declaration.dtype);
   for (uint32_t d = 0; d < declaration.ndim; ++d) bytes *= declaration.shape[d];

@@ -41,6 +41,26 @@ Status check_task_spec(const KernelTable& kernels, uint64_t id, const TaskSpec& 
 // for dummy / allocation-only tasks.
 Status check_task_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args);
 
+// A submission's tensor arguments read once: TaskArgs' accessors are bounds-checked out-of-line
+// calls, and a submit's checks and passes would otherwise repeat them several times per argument.
+// `tensors` point into the TaskArgs it was read from (Out declarations are rewritten in place).
+struct ArgList {
+  int tensor_count = 0;
+  std::array<ArgTag, kMaxTaskTensors> tags;
+  std::array<Tensor*, kMaxTaskTensors> tensors;
+};
+// Reads `args` into `out`; false (out unusable) when the tensor count is outside
+// [0, kMaxTaskTensors] (check_task_args reports that).
+bool read_args(TaskArgs& args, ArgList* out);
+
+// Fast acceptance for the common submission, without building a Status or a string: true only
+// when check_task_spec would return Ok. False means "not decided here" (a MIX spec, or anything
+// check_task_spec rejects): run check_task_spec for the verdict and its message.
+bool task_spec_accepted(const KernelTable& kernels, const TaskSpec& spec, const TaskArgs& args,
+                        const ArgList& list) noexcept;
+// The same for check_task_args (false also for any task with a predicate).
+bool task_args_accepted(uint64_t id, const TaskArgs& args, const ArgList& list) noexcept;
+
 // Bytes of an Out declaration (shape x element size; validated by check_task_args).
 uint64_t output_bytes(const Tensor& declaration) noexcept;
 // The contiguous tensor an Out declaration becomes once placed at `addr` (size `bytes`).

@@ -645,6 +645,7 @@ void TensorMap::unindex_buffer(uint32_t buffer) {
 }
 
 void TensorMap::repitch(uint32_t buffer, uint64_t pitch) {
+  ++layout_epoch_;
   unindex_buffer(buffer);
   buffers_[buffer].pitch = pitch;
   for (const uint32_t e : scratch_) {
@@ -667,13 +668,27 @@ uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer) {
       buffer = new_buffer(pitch_of(region));
       slots_[slot].buffer = buffer;
       cache_valid_ = false;  // it may remember this address as absent
+      ++layout_epoch_;
       buffers_[buffer].addr = tensor.buffer.addr;
     } else if (region.bounded) {
       const uint64_t pitch = pitch_of(region);
       if (pitch > 1) repitch(buffer, pitch);
     }
   }
-  const Query query = query_of(tensor, buffers_[buffer].pitch);
+  return record_at(tensor, writer, buffer, query_of(tensor, buffers_[buffer].pitch));
+}
+
+uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer, const Prepared& prepared) {
+  // Stale, or a 1-D indexed buffer that this write may re-pitch: the general path.
+  if (prepared.epoch != layout_epoch_ || prepared.buffer == kNil ||
+      (buffers_[prepared.buffer].pitch == 1 && tensor.ndim > 1)) {
+    return record_write(tensor, writer);
+  }
+  return record_at(tensor, writer, prepared.buffer, prepared.query);
+}
+
+uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buffer,
+                              const Query& query) {
   if (query.empty) return kNoEntry;  // only for a buffer already known: it keeps its entries
   if (!query.bounded) {
     // Overlaps everything and covers nothing provably: kept aside, reported by every lookup.
@@ -765,6 +780,7 @@ bool TensorMap::erase_entry(uint32_t entry, TaskId writer) noexcept {
   free_entry(entry);
   if (--index.entries == 0) {
     cache_valid_ = false;
+    ++layout_epoch_;
     const int64_t slot = find_slot(index.addr);
     buffers_[buffer] = BufferIndex{};
     free_buffers_.push_back(buffer);  // capacity reserved by new_buffer: cannot throw
@@ -778,6 +794,7 @@ void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {
   if (slot < 0) return;
   const uint32_t buffer = slots_[static_cast<std::size_t>(slot)].buffer;
   cache_valid_ = false;
+  ++layout_epoch_;
   BufferIndex& index = buffers_[buffer];
   for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
     const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
@@ -812,6 +829,7 @@ void TensorMap::clear() noexcept {
   live_buffers_ = 0;
   live_cells_ = 0;
   cache_valid_ = false;
+  ++layout_epoch_;
 }
 
 std::size_t TensorMap::entries_of(uint64_t buffer_addr) const noexcept {

@@ -91,24 +91,20 @@ class TensorMap {
  public:
   TensorMap();
 
+  class Prepared;
+
   // Calls `on_writer(TaskId)` for every recorded writer whose region may overlap `tensor`.
   // A writer may be reported more than once (callers deduplicate edges).
   template <class OnWriter>
   void lookup(const Tensor& tensor, OnWriter&& on_writer) const {
-    const uint32_t buffer = buffer_of(tensor.buffer.addr);
-    if (buffer == kNil) return;
-    const BufferIndex& index = buffers_[buffer];
-    const Query query = query_of(tensor, index.pitch);
-    if (query.empty) return;
-    for (uint32_t e = index.unbounded_head; e != kNil; e = entries_[e].group_next) {
-      on_writer(entries_[e].writer);
-    }
-    const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
-      const Entry& entry = entries_[e];
-      // Two exact regions whose rectangles meet overlap; other pairs take the full search.
-      if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_writer(entry.writer);
-    });
-    note_operation(examined);
+    lookup_impl(tensor, on_writer, nullptr);
+  }
+  // The same, also describing `tensor` into `prepared` (overwriting what it held) for a
+  // record_write of the same tensor that follows (an InOut or OutputExisting argument), so the
+  // tensor is described once for both.
+  template <class OnWriter>
+  void lookup(const Tensor& tensor, OnWriter&& on_writer, Prepared* prepared) const {
+    lookup_impl(tensor, on_writer, prepared);
   }
 
   // Marks "no entry" (record_write of an empty region).
@@ -118,6 +114,10 @@ class TensorMap {
   // the id of the entry now naming `writer` (kNoEntry for an empty region), for erase_entry; an
   // entry of the identical view is reused, so its earlier writer's erase_entry becomes a no-op.
   uint32_t record_write(const Tensor& tensor, TaskId writer);
+  // record_write(tensor, writer) for the tensor `prepared` was filled for by lookup. A Prepared
+  // goes stale when a buffer index is created, released or re-indexed after it was filled; a
+  // stale one is detected and the tensor described anew, so any Prepared of that tensor is safe.
+  uint32_t record_write(const Tensor& tensor, TaskId writer, const Prepared& prepared);
   // Drops entry `entry` if it still names `writer` (it may have been covered by a later write and
   // reused for another writer since); a buffer left without entries is forgotten. Lets a ring
   // orchestrator clean the entries of a retired task without walking the map. Returns whether
@@ -161,6 +161,19 @@ class TensorMap {
     bool exact = false;
   };
   static Query query_of(const Tensor& tensor, uint64_t pitch) noexcept;
+
+ public:
+  // What lookup learned about one tensor: its buffer index and query under the buffer's pitch,
+  // stamped with the layout epoch they are valid in. Filled only by lookup; trivially copyable.
+  class Prepared {
+   private:
+    friend class TensorMap;
+    uint64_t epoch = 0;  // layout_epoch_ when filled; 0: never filled (the epoch starts at 1)
+    uint32_t buffer = kNil;
+    Query query;
+  };
+
+ private:
   static Query query_of(const TensorRegion& region, uint64_t pitch) noexcept;
   // The row pitch a buffer is indexed with when `region` is its first 2-D write (1 otherwise).
   static uint64_t pitch_of(const TensorRegion& region) noexcept;
@@ -308,6 +321,36 @@ class TensorMap {
     return examined;
   }
 
+  template <class OnWriter>
+  void lookup_impl(const Tensor& tensor, OnWriter& on_writer, Prepared* prepared) const {
+    const uint32_t buffer = buffer_of(tensor.buffer.addr);
+    if (buffer == kNil) {
+      // Overwritten in every case: a Prepared reused across tensors never keeps another's query.
+      if (prepared != nullptr) prepared->buffer = kNil;
+      return;
+    }
+    const BufferIndex& index = buffers_[buffer];
+    const Query query = query_of(tensor, index.pitch);
+    if (prepared != nullptr) {
+      prepared->epoch = layout_epoch_;
+      prepared->buffer = buffer;
+      prepared->query = query;
+    }
+    if (query.empty) return;
+    for (uint32_t e = index.unbounded_head; e != kNil; e = entries_[e].group_next) {
+      on_writer(entries_[e].writer);
+    }
+    const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
+      const Entry& entry = entries_[e];
+      // Two exact regions whose rectangles meet overlap; other pairs take the full search.
+      if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_writer(entry.writer);
+    });
+    note_operation(examined);
+  }
+  // record_write once the tensor's buffer index exists, is indexed for the tensor's rank and
+  // `query` describes the tensor under its pitch.
+  uint32_t record_at(const Tensor& tensor, TaskId writer, uint32_t buffer, const Query& query);
+
   void note_operation(uint64_t examined) const noexcept {
     ++stats_.operations;
     stats_.candidates += examined;
@@ -363,6 +406,8 @@ class TensorMap {
   mutable uint64_t cached_addr_ = 0;
   mutable uint32_t cached_buffer_ = kNil;
   mutable bool cache_valid_ = false;
+  // Bumped whenever a buffer index is created, released or re-pitched (Prepared's validity).
+  uint64_t layout_epoch_ = 1;
   mutable TensorMapStats stats_;
 };
 

@@ -442,7 +442,8 @@ TEST(TensorMap, IndexedMapMatchesBruteForceList) {
 }
 
 // The map as a ring orchestrator drives it (lookups, writes returning entry ids, erase_entry of
-// retired writers, erase_buffer), against a brute-force list with the same rules: every entry
+// retired writers, erase_buffer, lookups that prepare the write that follows, also when the map
+// changed in between), against a brute-force list with the same rules: every entry
 // whose region may overlap is reported, a write drops the entries its region covers. Views of
 // many sizes on several buffers (more size groups than a buffer holds), 1-D runs, strided,
 // transposed and forged (unbounded) views.
@@ -486,6 +487,39 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
     }
   };
   TaskId next_writer = 0;
+  // Records a write in the map (through `prepared` when given) and in the model.
+  auto write = [&](const Tensor& t, const TensorMap::Prepared* prepared, int step) {
+    const DeviceBuffer& buf = t.buffer;
+    const TensorRegion region = TensorRegion::of(t);
+    const TaskId writer = next_writer++;
+    const uint32_t entry =
+        prepared != nullptr ? map.record_write(t, writer, *prepared) : map.record_write(t, writer);
+    if (region.empty()) {
+      ASSERT_EQ(entry, TensorMap::kNoEntry);
+      return;
+    }
+    ASSERT_NE(entry, TensorMap::kNoEntry);
+    std::erase_if(model, [&](const Model& m) {
+      return m.addr == buf.addr && region_covers(region, m.region);
+    });
+    for (const Model& m : model) ASSERT_NE(m.entry, entry) << "a live entry id was reused";
+    model.push_back(Model{buf.addr, region, writer, entry});
+    written.emplace_back(entry, writer);
+    ASSERT_EQ(map.entry_count(), model.size()) << "step " << step;
+  };
+  // Retires the oldest writer, as a ring does; a stale id must be refused.
+  auto retire_oldest = [&](int step) {
+    const auto [entry, writer] = written.front();
+    written.erase(written.begin());
+    const auto it = std::find_if(model.begin(), model.end(), [&](const Model& m) {
+      return m.entry == entry && m.writer == writer;
+    });
+    ASSERT_EQ(map.erase_entry(entry, writer), it != model.end()) << "step " << step;
+    if (it != model.end()) model.erase(it);
+  };
+  // One Prepared reused by every step, as an orchestrator reuses its scratch: each lookup must
+  // overwrite what an earlier tensor left in it.
+  TensorMap::Prepared prepared;
   for (int step = 0; step < 6000; ++step) {
     const DeviceBuffer& buf = buffers[rng() % 3];
     Tensor t = random_view(buf);
@@ -498,35 +532,37 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
     for (const Model& m : model) {
       if (m.addr == buf.addr && regions_may_overlap(m.region, region)) expected.push_back(m.writer);
     }
-    map.lookup(t, [&](TaskId id) { got.push_back(id); });
+    // Half of the lookups also describe the tensor for the write that may follow (InOut).
+    const bool prepare = rng() % 2 == 0;
+    if (prepare) {
+      map.lookup(
+          t, [&](TaskId id) { got.push_back(id); }, &prepared);
+    } else {
+      map.lookup(t, [&](TaskId id) { got.push_back(id); });
+    }
     std::sort(expected.begin(), expected.end());
     std::sort(got.begin(), got.end());
     got.erase(std::unique(got.begin(), got.end()), got.end());
     ASSERT_EQ(got, expected) << "step " << step << ": " << t.to_string();
     if (rng() % 2 == 0) {
-      const TaskId writer = next_writer++;
-      const uint32_t entry = map.record_write(t, writer);
-      if (region.empty()) {
-        ASSERT_EQ(entry, TensorMap::kNoEntry);
-      } else {
-        ASSERT_NE(entry, TensorMap::kNoEntry);
-        std::erase_if(model, [&](const Model& m) {
-          return m.addr == buf.addr && region_covers(region, m.region);
-        });
-        for (const Model& m : model) ASSERT_NE(m.entry, entry) << "a live entry id was reused";
-        model.push_back(Model{buf.addr, region, writer, entry});
-        written.emplace_back(entry, writer);
+      // Between a lookup and its write a ring may retire writers (possibly releasing the
+      // buffer's index) and the same task may write other views (creating or re-pitching an
+      // index): the Prepared must then be detected as stale.
+      if (prepare && rng() % 3 == 0) {
+        while (!written.empty() && rng() % 2 == 0) ASSERT_NO_FATAL_FAILURE(retire_oldest(step));
+        if (rng() % 2 == 0) {
+          ASSERT_NO_FATAL_FAILURE(write(random_view(buffers[rng() % 3]), nullptr, step));
+        }
+        if (rng() % 8 == 0) {
+          const uint64_t addr = buffers[rng() % 3].addr;
+          std::erase_if(model, [&](const Model& m) { return m.addr == addr; });
+          map.erase_buffer(addr);
+        }
       }
+      ASSERT_NO_FATAL_FAILURE(write(t, prepare ? &prepared : nullptr, step));
     }
-    // Retire the oldest writers now and then, as a ring does; stale ids must be refused.
     while (written.size() > 40 || (!written.empty() && rng() % 7 == 0)) {
-      const auto [entry, writer] = written.front();
-      written.erase(written.begin());
-      const auto it = std::find_if(model.begin(), model.end(), [&](const Model& m) {
-        return m.entry == entry && m.writer == writer;
-      });
-      ASSERT_EQ(map.erase_entry(entry, writer), it != model.end()) << "step " << step;
-      if (it != model.end()) model.erase(it);
+      ASSERT_NO_FATAL_FAILURE(retire_oldest(step));
     }
     if (step % 700 == 699) {
       const uint64_t addr = buffers[rng() % 3].addr;

@@ -91,7 +91,14 @@ class TaskArgs {
   }
 
  private:
-  static int checked(int i, int count);
+  // Inline: every accessor of a submission runs it (a call per argument on the orchestrator's
+  // hot path); only the failure is out of line.
+  static int checked(int i, int count) {
+    if (i < 0 || i >= count) [[unlikely]]
+      throw_index_outside(i, count);
+    return i;
+  }
+  [[noreturn]] static void throw_index_outside(int i, int count);
 
   Tensor tensors_[kMaxTaskTensors];
   ArgTag tags_[kMaxTaskTensors]{};

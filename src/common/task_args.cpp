@@ -132,12 +132,9 @@ const Tensor& TaskArgs::output(int k) const {
                                                std::to_string(seen) + " Out arguments");
 }
 
-int TaskArgs::checked(int i, int count) {
-  if (i < 0 || i >= count) {
-    throw Error(StatusCode::InvalidArgument, "argument index " + std::to_string(i) +
-                                                 " is outside [0, " + std::to_string(count) + ")");
-  }
-  return i;
+void TaskArgs::throw_index_outside(int i, int count) {
+  throw Error(StatusCode::InvalidArgument, "argument index " + std::to_string(i) +
+                                               " is outside [0, " + std::to_string(count) + ")");
 }
 
 }  // namespace chiprt

@@ -5,20 +5,15 @@ namespace {
 
 struct DTypeInfo {
   std::string_view name;
-  std::size_t size;
 };
 
+// Sizes live in element_size (types.h, inline); names here.
 constexpr DTypeInfo kDTypes[kDataTypeCount] = {
-    {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f64", 8}, {"i8", 1},  {"i16", 2},  {"i32", 4},
-    {"i64", 8}, {"u8", 1},  {"u16", 2},  {"u32", 4}, {"u64", 8}, {"bool", 1},
+    {"f32"}, {"f16"}, {"bf16"}, {"f64"}, {"i8"},  {"i16"},  {"i32"},
+    {"i64"}, {"u8"},  {"u16"},  {"u32"}, {"u64"}, {"bool"},
 };
 
 }  // namespace
-
-std::size_t element_size(DataType dtype) noexcept {
-  const auto i = static_cast<std::size_t>(dtype);
-  return i < std::size(kDTypes) ? kDTypes[i].size : 0;
-}
 
 std::string_view dtype_name(DataType dtype) noexcept {
   const auto i = static_cast<std::size_t>(dtype);

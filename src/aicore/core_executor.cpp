@@ -62,23 +62,28 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
                              task, payload.arg_count, kMaxKernelArgs, core);
     common::ring_all_doorbells(prefix);
   } else {
-    // Per-core scratch: the core's own copy of the arguments plus its block context.
+    // The kernel takes its arguments followed by its block context. A task whose argument
+    // storage already carries that context is run in place; otherwise the core builds its own
+    // copy (an SPMD block, or arguments a graph image keeps for replays).
     int64_t scratch[kMaxKernelArgs + 2];
-    std::memcpy(scratch, reinterpret_cast<const void*>(static_cast<uintptr_t>(payload.args_addr)),
-                payload.arg_count * sizeof(int64_t));
-    scratch[payload.arg_count] = payload.block_idx;
-    scratch[payload.arg_count + 1] = payload.block_num;
+    int64_t* kernel_args = reinterpret_cast<int64_t*>(static_cast<uintptr_t>(payload.args_addr));
+    if (payload.args_in_place == 0) {
+      std::memcpy(scratch, kernel_args, payload.arg_count * sizeof(int64_t));
+      scratch[payload.arg_count] = payload.block_idx;
+      scratch[payload.arg_count + 1] = payload.block_num;
+      kernel_args = scratch;
+    }
     const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(payload.kernel_addr));
     try {
       if (args->measure_kernel_time) {
         const uint64_t start = thread_cpu_ns();
-        entry(scratch);
+        entry(kernel_args);
         const uint64_t spent = thread_cpu_ns() - start;
         // One writer per cell (this core), so a load + store suffices; no RMW.
         cell.kernel_ns.store(cell.kernel_ns.load(std::memory_order_relaxed) + spent,
                              std::memory_order_relaxed);
       } else {
-        entry(scratch);
+        entry(kernel_args);
       }
     } catch (...) {
       common::latch_chip_error(&args->result, StatusCode::KernelFault,

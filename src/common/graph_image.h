@@ -19,6 +19,11 @@ enum TaskFlags : uint8_t {
   kTaskFlagNone = 0,
   kTaskFlagDummy = 1,       // dependency-only: completes without dispatch to a core
   kTaskFlagPredicated = 2,  // predicate_addr / predicate_bytes are tested at dispatch
+  // The two words after the task's arguments hold its block context (block_idx 0, block_num 1),
+  // so a core passes the arguments to the kernel in place instead of copying them. Set by the
+  // ring orchestrator for single-block tasks (slot argument storage is private to the task until
+  // it completes); never in a graph image, whose arguments a replay reuses.
+  kTaskFlagArgsInPlace = 4,
 };
 
 struct GraphImageHeader {

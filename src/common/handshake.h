@@ -70,7 +70,7 @@ struct DispatchPayload {
   uint64_t args_addr;    // int64_t[arg_count] inside the graph image
   int32_t func_id;
   uint16_t arg_count;
-  uint16_t reserved;
+  uint16_t args_in_place;  // 1: args_addr is followed by the block context (kTaskFlagArgsInPlace)
   uint32_t block_idx;
   uint32_t block_num;
 };

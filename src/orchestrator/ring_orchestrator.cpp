@@ -653,6 +653,12 @@ struct RingOrchestrator::State {
     for (int i = 0; i < scalar_count; ++i) {
       *slot_args++ = static_cast<int64_t>(args.scalar_bits(i));
     }
+    if (spec != nullptr && r.block_num == 1) {
+      // The core hands the kernel this storage directly: no per-task copy of the arguments.
+      slot_args[0] = 0;
+      slot_args[1] = 1;
+      r.flags |= common::kTaskFlagArgsInPlace;
+    }
     mem.public_ids[slot] = static_cast<int64_t>(id);
 
     // The slot: references, retained producers, and the fan-in guard that keeps it unpublished

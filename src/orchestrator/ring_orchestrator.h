@@ -68,7 +68,8 @@ struct RingMemory {
   uint64_t timeout_ms = 0;  // no-progress bound for waits (the scheduler timeout)
 };
 // Kernel argument words per slot (tensors, then scalars).
-inline constexpr uint32_t kSlotArgs = kMaxTaskTensors + kMaxTaskScalars;
+// Arguments, then the block context of a single-block task (common::kTaskFlagArgsInPlace).
+inline constexpr uint32_t kSlotArgs = kMaxTaskTensors + kMaxTaskScalars + 2;
 
 class RingOrchestrator final : public Orchestration {
  public:

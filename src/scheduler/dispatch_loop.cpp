@@ -151,6 +151,7 @@ common::DispatchPayload SchedulerThread::payload_of(uint32_t task, int32_t func_
   payload.args_addr = reinterpret_cast<uintptr_t>(view_.task_args + record.args_begin);
   payload.func_id = func_id;
   payload.arg_count = record.arg_count;
+  payload.args_in_place = (record.flags & common::kTaskFlagArgsInPlace) != 0 ? 1 : 0;
   payload.block_idx = block;
   payload.block_num = record.block_num;
   return payload;

@@ -243,6 +243,31 @@ TEST_F(RingRunTest, TinyRingsApplyBackPressureWithoutDeadlock) {
   EXPECT_EQ(rings.total_heap_bytes(), 4u * 4096u);
 }
 
+// Single-block tasks run on their slot's argument storage in place: the block context the kernel
+// reads after its arguments must be (0, 1) there too, whatever the slot held before.
+TEST_F(RingRunTest, SingleBlockTasksSeeBlockZeroOfOne) {
+  for (bool serial : {false, true}) {
+    SCOPED_TRACE(serial);
+    init(RuntimeVariant::TensormapRingbuffer, serial);
+    worker_->register_callable(0, callable_with([](Orchestration& orch, const TaskArgs& args) {
+                                 for (int rep = 0; rep < 3; ++rep) {
+                                   TaskArgs spmd;
+                                   spmd.output_existing(args.tensor(1));
+                                   orch.submit(TaskSpec::kernel(kBlock, CoreType::AIV, 4), spmd);
+                                   TaskArgs single;
+                                   single.output_existing(args.tensor(1));
+                                   orch.submit(TaskSpec::kernel(kBlock, CoreType::AIV, 1), single);
+                                 }
+                               }));
+    worker_->run(0, chain_args(0));
+    std::vector<float> out(kN);
+    worker_->copy_from(out.data(), acc_, kN * sizeof(float));
+    // The last task, single-block, wrote out[0] = 0 + 100 * 1 after the SPMD task's 400.
+    EXPECT_EQ(out[0], 100.0f);
+    for (uint32_t b = 1; b < 4; ++b) EXPECT_EQ(out[b], static_cast<float>(b + 400)) << b;
+  }
+}
+
 TEST_F(RingRunTest, SpmdTaskRunsEveryBlock) {
   constexpr uint32_t kBlocks = 9;  // more blocks than the 6 cores of two clusters
   worker_->register_callable(0, callable_with([](Orchestration& orch, const TaskArgs& args) {

@@ -462,6 +462,35 @@ TEST(RingOrchestrator, MixSpmdPredicatedAndDummyRecords) {
   EXPECT_FALSE(h.orch->failed()) << error_text(h);
 }
 
+// A single-block kernel task's slot carries its block context (0, 1) right after its arguments,
+// so a core runs the kernel on the slot storage without copying it; SPMD tasks (a context per
+// block) and dependency-only tasks do not.
+TEST(RingOrchestrator, SingleBlockTasksCarryTheirBlockContextAfterTheArguments) {
+  RingHarness h;
+  h.driver.auto_complete = false;
+  for (int scalars = 0; scalars <= 2; ++scalars) {
+    SCOPED_TRACE(scalars);
+    TaskArgs task;
+    task.in(vec(kX, 4)).output_existing(vec(kY, 4));
+    for (int s = 0; s < scalars; ++s) task.scalar(int64_t{7 + s});
+    const TaskId t = aiv(h, task);
+    const common::TaskRecord& r = h.records[h.slot_of(t)];
+    EXPECT_EQ(r.flags, common::kTaskFlagArgsInPlace);
+    ASSERT_EQ(r.arg_count, 2u + static_cast<uint32_t>(scalars));
+    EXPECT_EQ(h.slot_args[r.args_begin + r.arg_count], 0) << "block_idx";
+    EXPECT_EQ(h.slot_args[r.args_begin + r.arg_count + 1], 1) << "block_num";
+  }
+  TaskArgs spmd;
+  spmd.in(vec(kX, 4));
+  const TaskId s = h.orch->submit(TaskSpec::kernel(kAivFunc, CoreType::AIV, 2), spmd);
+  EXPECT_EQ(h.records[h.slot_of(s)].flags & common::kTaskFlagArgsInPlace, 0);
+  TaskArgs dummy;
+  dummy.in(vec(kX, 4));
+  const TaskId d = h.orch->submit_dummy(dummy);
+  EXPECT_EQ(h.records[h.slot_of(d)].flags & common::kTaskFlagArgsInPlace, 0);
+  EXPECT_FALSE(h.orch->failed()) << error_text(h);
+}
+
 TEST(RingOrchestrator, AllocateTakesOnlyOutputsAndCompletesAtOnce) {
   RingHarness h;
   h.driver.auto_complete = false;

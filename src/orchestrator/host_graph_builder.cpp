@@ -31,15 +31,19 @@ std::string hex(uint64_t v) {
 
 }  // namespace
 
-// Scopes and output memory. The output heap is a stack: outputs are carved at the top (64-byte
-// aligned), scope_begin records the top, scope_end pops back to it. The graph runs after it is
-// built, so memory popped at scope_end may only be handed out again once every task that used it
-// has finished. scope_end therefore adds a dummy "fence" task that depends on every task that
-// used a buffer the scope owned (collected during submit) and on older fences of the range; a
-// later output carved from that range depends on the fence alone, keeping edges O(1) per task.
-// Fence tasks take task ids like any other task (task_count() includes them). Tasks [first,
-// end) of an ended scope are remembered so that passing one of their outputs to a later task is
-// reported instead of silently racing with the memory's next owner.
+// Scopes and output memory. The graph runs after it is built, so memory released at scope_end may
+// only be handed out again once every task that used it has finished. Each task's runtime outputs
+// form one block (outputs 64-byte aligned inside it) placed by a ring allocator: the cursor moves
+// forward through the heap, wraps at its end, and steps over blocks that are still live (owned by
+// an open scope or the top level). Released memory is therefore reused oldest first and only
+// once the heap has gone round, so the scopes of a graph whose outputs fit the heap share no
+// memory and gain no edges: independent scopes stay parallel. scope_end adds a dummy "fence"
+// task depending on every task that used a block the scope owned (collected during submit); a
+// block placed over released memory depends on the fences of the blocks it overwrites, keeping
+// edges O(1) per task. Fence tasks take task ids like any other task (task_count() includes
+// them). A block that finds no free range in one turn round the heap is HeapExhausted. Tasks
+// [first, end) of an ended scope are remembered so that passing one of their outputs to a later
+// task is reported instead of silently racing with the memory's next owner.
 //
 // All builder state. Per task the builder keeps one fixed-size record plus its slices of three
 // flat arrays (producers, kernel args); nothing is allocated per task beyond geometric growth.
@@ -57,25 +61,83 @@ struct HostGraphBuilder::State {
     // consumer id + 1 of the last edge added from this task, so a consumer gets one edge per
     // producer however many of its arguments lead to it.
     uint32_t last_consumer;
-    uint64_t fanin_begin;  // into producers
-    uint64_t args_begin;   // into kernel_args
+    uint64_t fanin_begin;   // into producers
+    uint64_t args_begin;    // into kernel_args
+    uint32_t output_block;  // into blocks, kNoBlock when the task has no runtime outputs
   };
-  // A scope's heap is the stack range [heap_mark, heap_peak) it ever used.
+  // A scope owns the output blocks allocated while it is the innermost open scope.
   struct ScopeFrame {
     ScopeMode mode = ScopeMode::Auto;
-    uint64_t heap_mark = 0;
-    uint64_t heap_peak = 0;
     uint64_t first_task = 0;
+    std::size_t first_block = 0;  // into blocks
     std::size_t alloc_log_begin = 0;
-    std::vector<uint32_t> touched;  // tasks that used a buffer this scope owns, ascending
+    std::vector<uint32_t> touched;  // tasks that used a block this scope owns, ascending
   };
-  // Released heap range [lo, hi) (offsets from the heap base) and the dummy task that completes
-  // once every task that used it has completed. Kept at or above the heap top, sorted by
-  // descending lo (the lowest at the back), non-overlapping.
-  struct FenceSegment {
+  // One task's runtime outputs. `fence` is kLiveBlock while the owning scope is open, then the
+  // fence task that completes once every user of the block has.
+  struct OutputBlock {
+    uint64_t lo;  // heap offsets [lo, hi)
+    uint64_t hi;
+    uint32_t fence;
+    uint32_t depth;  // owner: scopes[depth - 1]; 0 is the top level, never released
+  };
+  static constexpr uint32_t kLiveBlock = UINT32_MAX;
+  static constexpr uint32_t kNoBlock = UINT32_MAX;
+  // Heap range [lo, hi) (offsets from the heap base) of a block, or of what is left of a released
+  // block after newer blocks overwrote part of it.
+  struct HeapSegment {
     uint64_t lo;
     uint64_t hi;
-    uint32_t fence_task;
+    uint32_t block;  // into blocks
+  };
+  // The heap's segments in ring order from the allocation cursor (ascending offsets from the
+  // cursor to the heap end, then from 0 to the cursor), non-overlapping. A circular buffer, so
+  // stepping over a segment moves it from the front to the back in O(1) without allocating.
+  class SegmentRing {
+   public:
+    void clear() noexcept {
+      head_ = 0;
+      size_ = 0;
+    }
+    std::size_t size() const noexcept { return size_; }
+    HeapSegment& at(std::size_t i) noexcept { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+    const HeapSegment& at(std::size_t i) const noexcept {
+      return buf_[(head_ + i) & (buf_.size() - 1)];
+    }
+    void pop_front() noexcept {
+      head_ = (head_ + 1) & (buf_.size() - 1);
+      --size_;
+    }
+    void push_back(const HeapSegment& s) {
+      if (size_ == buf_.size()) grow();
+      buf_[(head_ + size_) & (buf_.size() - 1)] = s;
+      ++size_;
+    }
+    void rotate_front_to_back() noexcept {
+      const HeapSegment s = at(0);
+      pop_front();
+      buf_[(head_ + size_) & (buf_.size() - 1)] = s;
+      ++size_;
+    }
+
+   private:
+    void grow() {
+      std::vector<HeapSegment> next(std::max<std::size_t>(64, buf_.size() * 2));
+      for (std::size_t i = 0; i < size_; ++i) next[i] = at(i);
+      buf_.swap(next);
+      head_ = 0;
+    }
+    std::vector<HeapSegment> buf_;  // capacity a power of two
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+  };
+  // Where a block of outputs goes: [start, end), after stepping over `passed` segments (in ring
+  // order) and overwriting the `reused` released segments that follow them.
+  struct Placement {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    std::size_t passed = 0;
+    std::size_t reused = 0;
   };
   // Tasks [first, end) whose runtime outputs were released by an ended scope; sorted, disjoint.
   struct ReleasedTasks {
@@ -102,12 +164,14 @@ struct HostGraphBuilder::State {
     producers.clear();
     kernel_args.clear();
     depth = 0;
-    fences.clear();
+    blocks.clear();
+    segments.clear();
     released.clear();
     alloc_log.clear();
     touched_extents.clear();
     manual_depth = 0;
-    heap_top = 0;
+    heap_cursor = 0;
+    live_bytes = 0;
     heap_high = 0;
     built = false;
     accessed_tensor_data = false;
@@ -124,12 +188,14 @@ struct HostGraphBuilder::State {
   std::vector<int64_t> kernel_args;
   std::vector<ScopeFrame> scopes;  // frames beyond `depth` are kept for their capacity
   std::size_t depth = 0;
-  std::vector<FenceSegment> fences;
+  std::vector<OutputBlock> blocks;
+  SegmentRing segments;
   std::vector<ReleasedTasks> released;
   std::vector<uint64_t> alloc_log;  // buffer addresses of outputs allocated inside open scopes
   std::vector<Touched> touched_extents;
   std::size_t manual_depth = 0;  // open manual scopes
-  uint64_t heap_top = 0;
+  uint64_t heap_cursor = 0;      // heap offset where the next block search starts
+  uint64_t live_bytes = 0;       // bytes of live blocks
   uint64_t heap_high = 0;
   bool built = false;
   bool accessed_tensor_data = false;
@@ -172,32 +238,136 @@ struct HostGraphBuilder::State {
     return t < it->end;
   }
 
-  // Heap offset of a live heap buffer, or -1 when the buffer is not (a non-empty part of) it.
-  int64_t heap_offset(const DeviceBuffer& b) const {
-    if (b.size == 0 || b.addr < heap.addr || b.addr - heap.addr >= heap_top) return -1;
-    return static_cast<int64_t>(b.addr - heap.addr);
+  bool in_heap(const DeviceBuffer& b) const {
+    return b.addr >= heap.addr && b.addr - heap.addr < heap.size;
   }
 
+  // The live block of the task that produced `t` when all of `t`'s buffer lies in it, else
+  // kNoBlock. Runtime outputs name their producer, so most heap arguments are found here in O(1)
+  // instead of by live_segment_at. `t`'s buffer must lie in the heap.
+  uint32_t owner_block(const Tensor& t) const {
+    if (t.owner_task < 0 || static_cast<uint64_t>(t.owner_task) >= tasks.size()) return kNoBlock;
+    const uint32_t b = tasks[static_cast<uint64_t>(t.owner_task)].output_block;
+    if (b == kNoBlock) return kNoBlock;
+    const OutputBlock& block = blocks[b];
+    const uint64_t offset = t.buffer.addr - heap.addr;
+    if (block.fence != kLiveBlock || offset < block.lo || t.buffer.size > block.hi - offset) {
+      return kNoBlock;
+    }
+    return b;
+  }
+
+  // The segment of a live block containing heap offset `offset`, or null. Segments are sorted by
+  // their distance from the cursor going forward round the heap, so this is a binary search (after
+  // a look at the newest block, which the next tasks usually read).
+  const HeapSegment* live_segment_at(uint64_t offset) const {
+    const std::size_t n = segments.size();
+    if (n == 0) return nullptr;
+    auto live = [&](const HeapSegment& s) {
+      return offset >= s.lo && offset < s.hi && blocks[s.block].fence == kLiveBlock ? &s : nullptr;
+    };
+    const HeapSegment& newest = segments.at(n - 1);
+    if (offset >= newest.lo && offset < newest.hi) return live(newest);
+    auto distance = [&](uint64_t o) {
+      return o >= heap_cursor ? o - heap_cursor : o + heap.size - heap_cursor;
+    };
+    const uint64_t key = distance(offset);
+    std::size_t lo = 0;
+    std::size_t hi = n;  // first segment farther than `offset`
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (distance(segments.at(mid).lo) <= key) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo == 0 ? nullptr : live(segments.at(lo - 1));
+  }
+
+  // Finds where a block of `bytes` (> 0) goes: the first range at or after the cursor, going once
+  // round the heap, that overlaps no live block. Read-only, so a task that does not fit changes
+  // nothing. Segments are visited by a virtual index: after wrapping at the heap end, indices n..
+  // are the segments stepped over before the wrap, met again beyond the old cursor.
+  bool find_placement(uint64_t bytes, Placement* out) const {
+    const std::size_t n = segments.size();
+    auto seg = [&](std::size_t v) -> const HeapSegment& { return segments.at(v < n ? v : v - n); };
+    uint64_t pos = heap_cursor;
+    std::size_t next = 0;   // first segment not stepped over
+    std::size_t limit = n;  // segments reachable before the search would wrap again
+    bool wrapped = false;
+    // Before the wrap only segments at or beyond `pos` are ahead; the rest lie past the heap end.
+    auto ahead = [&](std::size_t v) { return v < limit && (wrapped || seg(v).lo >= pos); };
+    for (;;) {
+      const uint64_t start = aligned(pos);
+      if (start > heap.size || bytes > heap.size - start) {
+        if (wrapped) return false;
+        while (ahead(next)) ++next;
+        limit = n + next;
+        wrapped = true;
+        pos = 0;
+        continue;
+      }
+      const uint64_t end = start + bytes;
+      std::size_t k = next;
+      while (ahead(k) && seg(k).lo < end && blocks[seg(k).block].fence != kLiveBlock) ++k;
+      if (ahead(k) && seg(k).lo < end) {  // a live block is in the way: continue past it
+        pos = seg(k).hi;
+        next = k + 1;
+        continue;
+      }
+      *out = Placement{start, end, next, k - next};
+      return true;
+    }
+  }
+
+  // Takes the range `p` found for `task`'s outputs. The task depends on the fences of the
+  // released blocks it overwrites (alignment padding included); a partly overwritten one keeps
+  // its remainder, so a later block placed there still waits for that fence.
+  void place_block(const Placement& p, uint32_t task) {
+    for (std::size_t i = 0; i < p.passed; ++i) segments.rotate_front_to_back();
+    for (std::size_t i = 0; i < p.reused; ++i) {
+      HeapSegment& s = segments.at(0);
+      add_edge(blocks[s.block].fence, task);
+      if (s.hi <= p.end) {
+        segments.pop_front();
+      } else {
+        s.lo = p.end;  // only the last overwritten segment can reach past the block
+      }
+    }
+    const auto block = static_cast<uint32_t>(blocks.size());
+    blocks.push_back(OutputBlock{p.start, p.end, kLiveBlock, static_cast<uint32_t>(depth)});
+    segments.push_back(HeapSegment{p.start, p.end, block});
+    heap_cursor = p.end;
+    live_bytes += p.end - p.start;
+    heap_high = std::max(heap_high, p.end);
+  }
+
+  static uint64_t align_up(uint64_t v) { return (v + kOutputAlign - 1) & ~(kOutputAlign - 1); }
+
   // Everything that can reject a task, checked before any state changes. Throws chiprt::Error;
-  // the public entry points latch it.
-  void validate_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args) const {
+  // the public entry points latch it. On success `*placement` is where the task's outputs go
+  // (its end equals its start when they need no memory).
+  void validate_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args,
+                     Placement* placement) const {
     throw_if_error(check_task_args(id, spec, args));
     auto label = [&] { return task_label(id, spec); };
-    uint64_t top = heap_top;
+    uint64_t block_bytes = 0;  // the outputs packed, each 64-byte aligned
     for (int i = 0; i < args.tensor_count(); ++i) {
       const Tensor& t = args.tensor(i);
       auto where = [&] { return label() + " arg " + std::to_string(i); };
       if (args.tag(i) == ArgTag::Out) {
         const uint64_t bytes = output_bytes(t);
         if (bytes == 0) continue;
-        const uint64_t offset = aligned(top);
+        const uint64_t offset = align_up(block_bytes);
         if (offset > heap.size || bytes > heap.size - offset) {
           throw Error(StatusCode::HeapExhausted,
                       where() + ": output heap exhausted: requested " + std::to_string(bytes) +
-                          " bytes, " + std::to_string(top) + " bytes used, limit " +
+                          " bytes (" + std::to_string(offset) +
+                          " before it for the task's other outputs), limit " +
                           std::to_string(heap.size) + " bytes (CallConfig.output_heap_bytes)");
         }
-        top = offset + bytes;
+        block_bytes = offset + bytes;
         continue;
       }
       check_live(where, t);
@@ -205,29 +375,46 @@ struct HostGraphBuilder::State {
     if (args.has_predicate()) {
       check_live([&] { return label() + " predicate"; }, args.predicate());
     }
+    *placement = Placement{};
+    if (block_bytes == 0) return;
+    if (!find_placement(block_bytes, placement)) {
+      const bool fragmented = live_bytes + block_bytes <= heap.size;
+      throw Error(StatusCode::HeapExhausted,
+                  label() + ": output heap exhausted: requested " + std::to_string(block_bytes) +
+                      " bytes for the task's outputs, " + std::to_string(live_bytes) +
+                      " bytes used by outputs of open scopes and the top level, limit " +
+                      std::to_string(heap.size) + " bytes (CallConfig.output_heap_bytes)" +
+                      (fragmented ? "; the live outputs are spread over the heap so that no free "
+                                    "range is large enough"
+                                  : ""));
+    }
   }
 
   // A tensor argument must not lie in output heap memory released by an ended scope.
   template <class Where>
   void check_live(Where where, const Tensor& t) const {
-    if (in_released_scope(t.owner_task) && t.buffer.addr >= heap.addr &&
-        t.buffer.addr - heap.addr < heap.size) {
+    if (in_released_scope(t.owner_task) && in_heap(t.buffer)) {
       throw Error(StatusCode::InvalidTask,
                   where() + ": tensor at " + hex(t.buffer.addr) + " (output of task " +
                       std::to_string(t.owner_task) +
                       ") was released when its scope ended; create it in an enclosing scope "
                       "to use it after that scope");
     }
-    // Heap memory above the top belongs to no live output: whatever made this tensor, its
-    // memory was released by an ended scope (the check above names the producer when known).
-    if (t.buffer.size > 0 && t.buffer.addr >= heap.addr && t.buffer.addr - heap.addr < heap.size) {
+    // Heap memory outside every live block belongs to no live output: whatever made this
+    // tensor, its memory was released by an ended scope (the check above names the producer
+    // when known). A buffer may span adjacent live blocks: its first and last bytes are checked.
+    if (t.buffer.size > 0 && in_heap(t.buffer) && owner_block(t) == kNoBlock) {
       const uint64_t offset = t.buffer.addr - heap.addr;
-      if (offset >= heap_top || t.buffer.size > heap_top - offset) {
-        throw Error(StatusCode::InvalidTask,
-                    where() + ": tensor at " + hex(t.buffer.addr) + " (" +
-                        std::to_string(t.buffer.size) +
-                        " bytes) lies in output heap memory no live output owns (live: first " +
-                        std::to_string(heap_top) + " bytes); it was released when its scope ended");
+      const HeapSegment* first = live_segment_at(offset);
+      const bool owned = first != nullptr && t.buffer.size <= heap.size - offset &&
+                         (offset + t.buffer.size <= first->hi ||
+                          live_segment_at(offset + t.buffer.size - 1) != nullptr);
+      if (!owned) {
+        throw Error(
+            StatusCode::InvalidTask,
+            where() + ": tensor at " + hex(t.buffer.addr) + " (" + std::to_string(t.buffer.size) +
+                " bytes) lies in output heap memory no live output owns (live outputs: " +
+                std::to_string(live_bytes) + " bytes); it was released when its scope ended");
       }
     }
   }
@@ -239,39 +426,30 @@ struct HostGraphBuilder::State {
     producers.push_back(producer);
   }
 
-  // Records that `task` used the heap buffer at `offset`, in the deepest open scope owning it.
-  void touch(uint64_t offset, uint32_t task) {
-    for (std::size_t d = depth; d-- > 0;) {
-      ScopeFrame& s = scopes[d];
-      if (offset < s.heap_mark) continue;
-      if (s.touched.empty() || s.touched.back() != task) s.touched.push_back(task);
+  // Records that `task` used heap tensor `t`, in the open scope owning its block (blocks of the
+  // top level are never released and need no record).
+  void touch(const Tensor& t, uint32_t task) {
+    const DeviceBuffer& b = t.buffer;
+    if (b.size == 0 || !in_heap(b)) return;
+    if (const uint32_t owned = owner_block(t); owned != kNoBlock) {
+      touch_block(owned, task);
       return;
     }
-  }
-
-  // Carves `bytes` (> 0) from the heap top; the task depends on the fences of released ranges it
-  // reuses, alignment padding included, so every byte below the new top is claimed.
-  uint64_t allocate(uint64_t bytes, uint32_t task) {
-    const uint64_t offset = aligned(heap_top);
-    const uint64_t new_top = offset + bytes;  // validated against the heap size beforehand
-    while (!fences.empty() && fences.back().lo < new_top) {
-      FenceSegment& f = fences.back();
-      add_edge(f.fence_task, task);
-      if (f.hi <= new_top) {
-        fences.pop_back();
-      } else {
-        f.lo = new_top;
-        break;
+    const uint64_t offset = b.addr - heap.addr;
+    const HeapSegment* first = live_segment_at(offset);
+    if (first != nullptr) touch_block(first->block, task);
+    // check_live admitted a buffer spanning adjacent live blocks: its last block is used too.
+    if (first != nullptr && b.size <= heap.size - offset && offset + b.size > first->hi) {
+      if (const HeapSegment* last = live_segment_at(offset + b.size - 1)) {
+        touch_block(last->block, task);
       }
     }
-    heap_top = new_top;
-    heap_high = std::max(heap_high, heap_top);
-    if (depth > 0) {
-      ScopeFrame& s = scopes[depth - 1];
-      s.heap_peak = std::max(s.heap_peak, heap_top);
-      alloc_log.push_back(heap.addr + offset);
-    }
-    return offset;
+  }
+  void touch_block(uint32_t block, uint32_t task) {
+    const uint32_t owner = blocks[block].depth;
+    if (owner == 0) return;
+    ScopeFrame& f = scopes[owner - 1];
+    if (f.touched.empty() || f.touched.back() != task) f.touched.push_back(task);
   }
 
   void note_extent(const Tensor& t, uint32_t task, bool writes) {
@@ -287,7 +465,8 @@ struct HostGraphBuilder::State {
   TaskId add_task(const TaskSpec* spec, uint8_t flags, TaskArgs& args) {
     const uint64_t id64 = tasks.size();
     check_capacity(id64);
-    validate_args(id64, spec, args);
+    Placement placement;
+    validate_args(id64, spec, args, &placement);
     const auto id = static_cast<uint32_t>(id64);
     const uint64_t fanin_begin = producers.size();
     const bool track = manual_depth == 0;  // manual scopes skip the tensor map entirely
@@ -312,8 +491,7 @@ struct HostGraphBuilder::State {
       if (track && tag != ArgTag::NoDep) {
         map.lookup(t, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
       }
-      const int64_t offset = heap_offset(t.buffer);
-      if (offset >= 0) touch(static_cast<uint64_t>(offset), id);
+      touch(t, id);
       // NoDep arguments may be written by the kernel: counted as writes.
       note_extent(t, id, tag != ArgTag::In);
     }
@@ -321,22 +499,29 @@ struct HostGraphBuilder::State {
       const Tensor& flag = args.predicate();
       if (track)
         map.lookup(flag, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
-      const int64_t offset = heap_offset(flag.buffer);
-      if (offset >= 0) touch(static_cast<uint64_t>(offset), id);
+      touch(flag, id);
       note_extent(flag, id, false);
     }
+    // The outputs are packed into the block found by validate_args, in argument order.
+    const bool has_block = placement.end > placement.start;
+    if (has_block) {
+      place_block(placement, id);
+      if (depth > 0) touch_block(static_cast<uint32_t>(blocks.size() - 1), id);
+    }
+    uint64_t next_output = has_block ? placement.start : std::min(aligned(heap_cursor), heap.size);
     for (int i = 0; i < tensor_count; ++i) {
       if (tags[i] != ArgTag::Out) continue;
       Tensor& t = *tensors[i];
       const uint64_t bytes = output_bytes(t);  // validated not to overflow
       if (bytes == 0) {
         // No memory, but a real address inside (or at the end of) the heap.
-        t = make_output(t, heap.addr + std::min(aligned(heap_top), heap.size), 0,
+        t = make_output(t, heap.addr + std::min(aligned(next_output), heap.size), 0,
                         static_cast<TaskId>(id));
       } else {
-        const uint64_t offset = allocate(bytes, id);
+        const uint64_t offset = aligned(next_output);
+        next_output = offset + bytes;
         t = make_output(t, heap.addr + offset, bytes, static_cast<TaskId>(id));
-        touch(offset, id);
+        if (depth > 0) alloc_log.push_back(heap.addr + offset);
         note_extent(t, id, true);
       }
     }
@@ -371,6 +556,7 @@ struct HostGraphBuilder::State {
       }
     }
     e.flags = flags;
+    e.output_block = has_block ? static_cast<uint32_t>(blocks.size() - 1) : kNoBlock;
     e.arg_count = static_cast<uint16_t>(tensor_count + args.scalar_count());
     e.fanin_begin = fanin_begin;
     e.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
@@ -468,9 +654,8 @@ struct HostGraphBuilder::State {
     ScopeFrame& s = scopes[depth];
     s.mode = mode;
     if (mode == ScopeMode::Manual) ++manual_depth;
-    s.heap_mark = heap_top;
-    s.heap_peak = heap_top;
     s.first_task = tasks.size();
+    s.first_block = blocks.size();
     s.alloc_log_begin = alloc_log.size();
     s.touched.clear();
     ++depth;
@@ -484,31 +669,33 @@ struct HostGraphBuilder::State {
     }
     ScopeFrame& s = scopes[depth - 1];
     uint64_t released_end = tasks.size();
-    if (s.heap_peak > s.heap_mark) {
-      // A dummy fence task completes once every user of [mark, peak) has; later outputs placed
-      // there depend on it alone.
+    // The blocks allocated since scope_begin that are still live are this scope's own (those of
+    // nested scopes were released when they ended).
+    bool owns_blocks = false;
+    for (std::size_t b = s.first_block; b < blocks.size() && !owns_blocks; ++b) {
+      owns_blocks = blocks[b].fence == kLiveBlock;
+    }
+    if (owns_blocks) {
+      // A dummy fence task completes once every user of the scope's blocks has; a later block
+      // placed over them depends on it alone.
       const uint64_t id64 = tasks.size();
       check_capacity(id64);
       const auto id = static_cast<uint32_t>(id64);
       const uint64_t fanin_begin = producers.size();
       for (uint32_t t : s.touched) add_edge(t, id);
-      while (!fences.empty() && fences.back().lo < s.heap_peak) {
-        FenceSegment& f = fences.back();
-        add_edge(f.fence_task, id);
-        if (f.hi <= s.heap_peak) {
-          fences.pop_back();
-        } else {
-          f.lo = s.heap_peak;
-          break;
-        }
+      for (std::size_t b = s.first_block; b < blocks.size(); ++b) {
+        OutputBlock& block = blocks[b];
+        if (block.fence != kLiveBlock) continue;
+        block.fence = id;
+        live_bytes -= block.hi - block.lo;
       }
-      fences.push_back(FenceSegment{s.heap_mark, s.heap_peak, id});
       TaskEntry e{};
       e.func_id = -1;
       e.mix_aiv[0] = e.mix_aiv[1] = -1;
       e.core = static_cast<uint8_t>(CoreType::AIV);
       e.block_num = 1;
       e.flags = common::kTaskFlagDummy;
+      e.output_block = kNoBlock;
       e.fanin_begin = fanin_begin;
       e.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
       e.args_begin = kernel_args.size();
@@ -521,11 +708,6 @@ struct HostGraphBuilder::State {
     alloc_log.resize(s.alloc_log_begin);
     while (!released.empty() && released.back().first >= s.first_task) released.pop_back();
     if (released_end > s.first_task) released.push_back(ReleasedTasks{s.first_task, released_end});
-    heap_top = s.heap_mark;
-    if (depth > 1) {
-      ScopeFrame& parent = scopes[depth - 2];
-      parent.heap_peak = std::max(parent.heap_peak, s.heap_peak);
-    }
     s.touched.clear();
     if (s.mode == ScopeMode::Manual) --manual_depth;
     --depth;

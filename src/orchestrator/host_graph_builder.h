@@ -1,7 +1,8 @@
 // HostGraphBuilder: the host_build_graph orchestrator.
 //
 // Runs the user's orchestration function on the host, deriving dependencies from tensor regions
-// (TensorMap) plus explicit ones, allocating runtime outputs from the output heap region (only
+// (TensorMap) plus explicit ones, allocating runtime outputs from the output heap region with a
+// ring allocator that reuses memory of ended scopes oldest first, behind fence tasks (only
 // addresses are computed; the heap memory is never touched), and finally lays the graph out as a
 // position-independent image (common/graph_image.h). One builder per run, used by one thread.
 //
@@ -48,7 +49,9 @@ class HostGraphBuilder final : public Orchestration {
   // Moves the finished image out (the builder's copy is left empty): a graph of a million tasks
   // is tens of megabytes, so the runner takes it instead of copying it.
   std::vector<uint8_t> take_image() noexcept { return std::move(image_); }
-  uint64_t heap_high_water() const noexcept;  // bytes of the heap ever in use
+  // The highest heap offset any output reached. Released memory is reused only once the
+  // allocator has gone round the heap, so this grows to the heap size before any reuse.
+  uint64_t heap_high_water() const noexcept;
   // Whether the function read or wrote tensor data (get/set_tensor_data): such a graph has side
   // effects at build time, so replaying its image without running the function would skip them.
   bool accessed_tensor_data() const noexcept;

@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -520,7 +522,8 @@ TEST_F(Builder, DummyTasksCarryArgsAndAllocateOutputs) {
 }
 
 TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
-  Tensor x, z;
+  heap = DeviceBuffer{kHeap.addr, 256};
+  Tensor x, y, z, w;
   uint64_t high = 0;
   const auto bytes = build(
       [&](Orchestration& o) {
@@ -528,33 +531,220 @@ TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
           Scope s(o);
           TaskArgs a;
           a.out({16}, DataType::F32);
-          o.submit(0, CoreType::AIV, a);  // 0
+          o.submit(0, CoreType::AIV, a);  // 0 at [0, 64)
           x = a.output(0);
           TaskArgs b;
           b.in(x).out({16}, DataType::F32);
-          o.submit(0, CoreType::AIV, b);  // 1
-        }                                 // fence 2 over [0, 128)
+          o.submit(0, CoreType::AIV, b);  // 1 at [64, 128)
+        }                                 // fence 2 over both
         EXPECT_EQ(o.task_count(), 3u);
         TaskArgs c;
-        c.out({16}, DataType::F32);
-        o.submit(0, CoreType::AIV, c);  // 3 reuses x's memory
-        z = c.output(0);
+        c.out({32}, DataType::F32);
+        o.submit(0, CoreType::AIV, c);  // 3 takes fresh memory [128, 256) first
+        y = c.output(0);
         TaskArgs d;
-        d.out({64}, DataType::F32);
-        o.submit(0, CoreType::AIV, d);  // 4 reuses the rest of the range and grows
+        d.out({16}, DataType::F32);
+        o.submit(0, CoreType::AIV, d);  // 4 wraps round: reuses x's memory
+        z = d.output(0);
+        TaskArgs e;
+        e.out({8}, DataType::F32);
+        o.submit(0, CoreType::AIV, e);  // 5 reuses the second released block
+        w = e.output(0);
       },
       &high);
+  EXPECT_EQ(y.buffer.addr, kHeap.addr + 128);
   EXPECT_EQ(z.buffer.addr, x.buffer.addr);
-  EXPECT_EQ(high, 64u + 256u);
+  EXPECT_EQ(w.buffer.addr, kHeap.addr + 64);
+  EXPECT_EQ(high, 256u);
   const Image img(bytes);
-  ASSERT_EQ(img.tasks.size(), 5u);
+  ASSERT_EQ(img.tasks.size(), 6u);
   EXPECT_EQ(img.tasks[2].flags, common::kTaskFlagDummy);
   EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
-  EXPECT_THAT(img.producers(3), ElementsAre(2u));
+  EXPECT_THAT(img.producers(3), IsEmpty());
   EXPECT_THAT(img.producers(4), ElementsAre(2u));
+  EXPECT_THAT(img.producers(5), ElementsAre(2u));
+}
+
+TEST_F(Builder, IndependentScopesShareNoMemoryWhileTheHeapHasRoom) {
+  // One scope per step, each a producer and a consumer of a scoped intermediate, writing its own
+  // slice of a user tensor: the steps are independent, and with room in the heap no step waits
+  // for an earlier one (the fence-per-reuse of a stack allocator would chain them all).
+  const Tensor result = user_tensor(8, 16);
+  std::vector<uint64_t> addrs;
+  const auto bytes = build([&](Orchestration& o) {
+    for (uint64_t step = 0; step < 8; ++step) {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);
+      addrs.push_back(a.output(0).buffer.addr);
+      TaskArgs b;
+      b.in(a.output(0)).output_existing(result.view({1, 16}, {step, 0}));
+      o.submit(0, CoreType::AIV, b);
+    }  // fence
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 24u);
+  for (uint32_t step = 0; step < 8; ++step) {
+    EXPECT_THAT(img.producers(3 * step), IsEmpty()) << "step " << step;
+    EXPECT_THAT(img.producers(3 * step + 1), ElementsAre(3 * step)) << "step " << step;
+    EXPECT_THAT(img.producers(3 * step + 2), ElementsAre(3 * step, 3 * step + 1));
+    EXPECT_THAT(img.consumers(3 * step + 2), IsEmpty()) << "no task waits for fence " << step;
+  }
+  std::sort(addrs.begin(), addrs.end());
+  EXPECT_EQ(std::adjacent_find(addrs.begin(), addrs.end()), addrs.end());
+}
+
+TEST_F(Builder, ReuseUnderATightHeapWaitsForTheOldReaders) {
+  // The heap holds one block: the second scope's output overwrites the first one's, so it must
+  // run after the first scope's writer and every reader of the old contents.
+  heap = DeviceBuffer{kHeap.addr, 64};
+  Tensor first, second;
+  const auto bytes = build([&](Orchestration& o) {
+    {
+      Scope s(o);
+      TaskArgs w;
+      w.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, w);  // 0
+      first = w.output(0);
+      TaskArgs r1;
+      r1.in(first);
+      o.submit(0, CoreType::AIV, r1);  // 1
+      TaskArgs r2;
+      r2.no_dep(first);
+      o.submit(0, CoreType::AIV, r2);  // 2: a reader the tensor map does not know
+    }                                  // fence 3
+    {
+      Scope s(o);
+      TaskArgs w;
+      w.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, w);  // 4 overwrites the old contents
+      second = w.output(0);
+    }  // fence 5
+  });
+  EXPECT_EQ(second.buffer.addr, first.buffer.addr);
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 6u);
+  EXPECT_THAT(img.producers(3), ElementsAre(0u, 1u, 2u));
+  EXPECT_THAT(img.producers(4), ElementsAre(3u));
+  EXPECT_THAT(img.producers(5), ElementsAre(4u));
+}
+
+TEST_F(Builder, ReuseTakesTheOldestReleasedMemoryFirst) {
+  heap = DeviceBuffer{kHeap.addr, 192};
+  std::vector<uint64_t> addrs;
+  const auto bytes = build([&](Orchestration& o) {
+    for (int step = 0; step < 4; ++step) {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);  // 2 * step; its fence is 2 * step + 1
+      addrs.push_back(a.output(0).buffer.addr - kHeap.addr);
+    }
+  });
+  EXPECT_THAT(addrs, ElementsAre(0u, 64u, 128u, 0u));
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 8u);
+  EXPECT_THAT(img.producers(2), IsEmpty());
+  EXPECT_THAT(img.producers(4), IsEmpty());
+  EXPECT_THAT(img.producers(6), ElementsAre(1u));  // the first scope's fence, not the third's
+}
+
+TEST_F(Builder, WrappingAllocationStepsOverLiveOutputs) {
+  heap = DeviceBuffer{kHeap.addr, 256};
+  Tensor keep, reused;
+  const auto bytes = build([&](Orchestration& o) {
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);  // 0 at [0, 64)
+    }                                 // fence 1
+    TaskArgs k;
+    k.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, k);  // 2 at [64, 128), top level: live to the end
+    keep = k.output(0);
+    {
+      Scope s(o);
+      TaskArgs b;
+      b.out({32}, DataType::F32);
+      o.submit(0, CoreType::AIV, b);  // 3 at [128, 256)
+    }                                 // fence 4
+    TaskArgs c;
+    c.out({32}, DataType::F32);     // does not fit in [0, 64): steps over `keep`
+    o.submit(0, CoreType::AIV, c);  // 5 at [128, 256)
+    reused = c.output(0);
+    TaskArgs r;
+    r.in(keep);
+    o.submit(0, CoreType::AIV, r);  // 6: keep is still valid
+  });
+  EXPECT_EQ(keep.buffer.addr, kHeap.addr + 64);
+  EXPECT_EQ(reused.buffer.addr, kHeap.addr + 128);
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 7u);
+  EXPECT_THAT(img.producers(5), ElementsAre(4u));
+  EXPECT_THAT(img.producers(6), ElementsAre(2u));
+}
+
+TEST_F(Builder, PartlyOverwrittenBlockKeepsItsRemainderFenced) {
+  heap = DeviceBuffer{kHeap.addr, 256};
+  const auto bytes = build([&](Orchestration& o) {
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({64}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);  // 0 at [0, 256)
+    }                                 // fence 1
+    TaskArgs b;
+    b.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, b);  // 2 at [0, 64)
+    TaskArgs c;
+    c.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, c);  // 3 at [64, 128): still the released block's memory
+  });
+  const Image img(bytes);
+  EXPECT_THAT(img.producers(2), ElementsAre(1u));
+  EXPECT_THAT(img.producers(3), ElementsAre(1u));
+}
+
+TEST_F(Builder, ScatteredLiveOutputsThatLeaveNoRangeAreHeapExhausted) {
+  heap = DeviceBuffer{kHeap.addr, 256};
+  const Error e = build_error([](Orchestration& o) {
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      o.submit(0, CoreType::AIV, a);  // [0, 64), released
+    }
+    TaskArgs k;
+    k.out({16}, DataType::F32);
+    o.submit(0, CoreType::AIV, k);  // [64, 128), live
+    TaskArgs big;
+    big.out({48}, DataType::F32);  // 192 bytes: 128 are free, but not in one range
+    o.submit(0, CoreType::AIV, big);
+  });
+  EXPECT_EQ(e.code(), StatusCode::HeapExhausted);
+  EXPECT_THAT(e.message(), HasSubstr("task 3 (func_id 0): output heap exhausted"));
+  EXPECT_THAT(e.message(), HasSubstr("requested 192 bytes"));
+  EXPECT_THAT(e.message(), HasSubstr("64 bytes used"));
+  EXPECT_THAT(e.message(), HasSubstr("limit 256 bytes (CallConfig.output_heap_bytes)"));
+  EXPECT_THAT(e.message(), HasSubstr("no free range is large enough"));
+}
+
+TEST_F(Builder, AllOutputsOfATaskMustFitTogether) {
+  heap = DeviceBuffer{kHeap.addr, 128};
+  const Error e = build_error([](Orchestration& o) {
+    TaskArgs a;
+    a.out({16}, DataType::F32).out({17}, DataType::F32);  // 64 + 68 bytes
+    o.submit(0, CoreType::AIV, a);
+  });
+  EXPECT_EQ(e.code(), StatusCode::HeapExhausted);
+  EXPECT_THAT(e.message(), HasSubstr("arg 1: output heap exhausted: requested 68 bytes (64 "
+                                     "before it for the task's other outputs), limit 128 bytes"));
 }
 
 TEST_F(Builder, ScopeFenceCoversTasksThatOnlyReadScopeOutputs) {
+  heap = DeviceBuffer{kHeap.addr, 64};  // task 5 reuses x's memory
   const auto bytes = build([&](Orchestration& o) {
     o.scope_begin();
     TaskArgs a;
@@ -576,7 +766,8 @@ TEST_F(Builder, ScopeFenceCoversTasksThatOnlyReadScopeOutputs) {
   EXPECT_THAT(img.producers(5), ElementsAre(4u));
 }
 
-TEST_F(Builder, NestedScopesChainTheirFences) {
+TEST_F(Builder, NestedScopesFenceTheirOwnBlocks) {
+  heap = DeviceBuffer{kHeap.addr, 256};
   const auto bytes = build([&](Orchestration& o) {
     Scope outer(o);
     TaskArgs a;
@@ -585,32 +776,37 @@ TEST_F(Builder, NestedScopesChainTheirFences) {
     {
       Scope inner(o);
       TaskArgs b;
-      b.out({32}, DataType::F32);     // [64, 192)
-      o.submit(0, CoreType::AIV, b);  // 1
-    }                                 // fence 2 over [64, 192)
+      b.in(a.output(0)).out({32}, DataType::F32);  // [64, 192)
+      o.submit(0, CoreType::AIV, b);               // 1
+    }                                              // fence 2: the inner block only
     TaskArgs c;
-    c.out({16}, DataType::F32);     // [64, 128): reuses inner memory
+    c.out({16}, DataType::F32);     // [192, 256): fresh memory first
     o.submit(0, CoreType::AIV, c);  // 3
     TaskArgs d;
-    d.out({4}, DataType::F32);      // [128, 144): rest of the inner range
+    d.out({16}, DataType::F32);     // wraps, steps over the outer [0, 64): [64, 128)
     o.submit(0, CoreType::AIV, d);  // 4
-    o.scope_end();                  // fence 5 over [0, 192)
+    o.scope_end();                  // fence 5 over the outer blocks 0, 3, 4
     o.scope_begin();                // re-opened so the Scope destructor pairs up
     TaskArgs e;
-    e.out({48}, DataType::F32);     // [0, 192)
+    e.out({16}, DataType::F32);     // [128, 192): rest of the inner block
     o.submit(0, CoreType::AIV, e);  // 6
+    TaskArgs f;
+    f.out({16}, DataType::F32);     // [192, 256): outer block 3
+    o.submit(0, CoreType::AIV, f);  // 7
   });
   const Image img(bytes);
-  ASSERT_EQ(img.tasks.size(), 8u);  // 7 is the fence of the re-opened scope
-  EXPECT_THAT(img.producers(3), ElementsAre(2u));
+  ASSERT_EQ(img.tasks.size(), 9u);                 // 8 is the fence of the re-opened scope
+  EXPECT_THAT(img.producers(2), ElementsAre(1u));  // a reader of an outer block is not the inner's
+  EXPECT_THAT(img.producers(3), IsEmpty());
   EXPECT_THAT(img.producers(4), ElementsAre(2u));
-  // The outer fence waits for its users and for the unclaimed tail of the inner range.
-  EXPECT_THAT(img.producers(5), ElementsAre(0u, 2u, 3u, 4u));
-  EXPECT_THAT(img.producers(6), ElementsAre(5u));
-  EXPECT_THAT(img.producers(7), ElementsAre(6u));
+  EXPECT_THAT(img.producers(5), ElementsAre(0u, 1u, 3u, 4u));
+  EXPECT_THAT(img.producers(6), ElementsAre(2u));
+  EXPECT_THAT(img.producers(7), ElementsAre(5u));
+  EXPECT_THAT(img.producers(8), ElementsAre(6u, 7u));
 }
 
 TEST_F(Builder, ManyScopesKeepEdgesConstantPerTask) {
+  heap = DeviceBuffer{kHeap.addr, 96 * 1024};  // wraps round, stepping over the live outputs
   const auto bytes = build([&](Orchestration& o) {
     for (int i = 0; i < 1000; ++i) {
       TaskArgs keep;
@@ -661,7 +857,7 @@ TEST_F(Builder, HandMadeTensorOverReleasedHeapMemoryIsAnError) {
   });
   EXPECT_EQ(e.code(), StatusCode::InvalidTask);
   EXPECT_THAT(e.message(), HasSubstr("it was released when its scope ended"));
-  EXPECT_THAT(e.message(), HasSubstr("live: first 0 bytes"));
+  EXPECT_THAT(e.message(), HasSubstr("live outputs: 0 bytes"));
 }
 
 TEST_F(Builder, OuterScopeTensorsStayUsableInInnerScopes) {
@@ -942,6 +1138,7 @@ TEST_F(Builder, ManualScopeUsesOnlyExplicitDependencies) {
 }
 
 TEST_F(Builder, ManualScopeStillFencesItsOutputs) {
+  heap = DeviceBuffer{kHeap.addr, 64};  // the second output reuses the first one's memory
   const auto bytes = build([](Orchestration& o) {
     {
       Scope manual(o, ScopeMode::Manual);
@@ -1063,6 +1260,102 @@ TEST_F(Builder, TensorDataSizeMustMatchTheTensor) {
   });
   EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
   EXPECT_THAT(e.message(), HasSubstr("60 bytes given, the tensor has 64"));
+}
+
+// Random nested scopes over a heap small enough to go round many times: whenever a block of
+// outputs lands on memory an earlier output occupied, the earlier output's producer and every
+// task that read it must come before the new producer in the graph.
+TEST_F(Builder, RandomScopesNeverOverwriteMemoryBeforeItsUsersFinish) {
+  struct Output {
+    uint64_t lo, hi;
+    uint32_t owner;
+    std::vector<uint32_t> users;
+  };
+  heap = DeviceBuffer{kHeap.addr, 16384};
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    std::vector<Output> outputs;
+    std::vector<std::vector<std::size_t>> open;  // live outputs per open scope
+    auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+    const auto bytes = build([&](Orchestration& o) {
+      open.emplace_back();  // the top level keeps nothing: everything is scoped
+      for (int step = 0; step < 800 && !o.failed(); ++step) {
+        const uint32_t action = pick(10);
+        // At most 4 open scopes of at most 5 outputs each stay live: no heap exhaustion.
+        const bool scope_full = open.back().size() >= 4;
+        if (action < 2 && open.size() < 4) {
+          o.scope_begin();
+          open.emplace_back();
+        } else if ((action < 4 || scope_full) && open.size() > 1) {
+          o.scope_end();
+          open.pop_back();
+        } else {
+          TaskArgs t;
+          std::vector<std::size_t> read;
+          for (const auto& scope : open) {
+            for (std::size_t i : scope) {
+              if (pick(4) == 0 && t.tensor_count() < 6) {
+                read.push_back(i);
+                t.no_dep(Tensor::make(
+                    DeviceBuffer{kHeap.addr + outputs[i].lo, outputs[i].hi - outputs[i].lo},
+                    {(outputs[i].hi - outputs[i].lo) / 4}, DataType::F32));
+              }
+            }
+          }
+          const uint32_t outs = open.size() > 1 ? pick(3) : 0;
+          for (uint32_t k = 0; k < outs; ++k) t.out({16 * (1 + pick(4))}, DataType::F32);
+          const TaskId id = o.submit(0, CoreType::AIV, t);
+          if (id == kNoTask) return;
+          for (std::size_t i : read) outputs[i].users.push_back(static_cast<uint32_t>(id));
+          for (int k = 0; k < t.tensor_count(); ++k) {
+            if (t.tag(k) != ArgTag::Out) continue;
+            const Tensor& out = t.tensor(k);
+            open.back().push_back(outputs.size());
+            outputs.push_back(Output{out.buffer.addr - kHeap.addr,
+                                     out.buffer.addr - kHeap.addr + out.buffer.size,
+                                     static_cast<uint32_t>(id),
+                                     {}});
+          }
+        }
+      }
+      while (open.size() > 1) {
+        o.scope_end();
+        open.pop_back();
+      }
+    });
+    const Image img(bytes);
+    const std::size_t n = img.tasks.size();
+    // reach[t]: the tasks t depends on, directly or not (producers always have smaller ids).
+    std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+    for (std::size_t t = 0; t < n; ++t) {
+      for (uint32_t p : img.producers(static_cast<TaskId>(t))) {
+        reach[t][p] = true;
+        for (std::size_t q = 0; q < p; ++q) {
+          if (reach[p][q]) reach[t][q] = true;
+        }
+      }
+    }
+    std::size_t overlaps = 0;
+    for (std::size_t a = 0; a < outputs.size(); ++a) {
+      for (std::size_t b = a + 1; b < outputs.size(); ++b) {
+        const Output& old_out = outputs[a];
+        const Output& new_out = outputs[b];
+        if (new_out.owner == old_out.owner || new_out.hi <= old_out.lo ||
+            old_out.hi <= new_out.lo) {
+          continue;
+        }
+        ++overlaps;
+        EXPECT_TRUE(reach[new_out.owner][old_out.owner])
+            << "task " << new_out.owner << " overwrites task " << old_out.owner << "'s output";
+        for (uint32_t user : old_out.users) {
+          EXPECT_TRUE(user < new_out.owner && reach[new_out.owner][user])
+              << "task " << new_out.owner << " overwrites memory task " << user << " reads";
+        }
+      }
+    }
+    EXPECT_GT(overlaps, 0u);  // the heap did go round
+  }
 }
 
 }  // namespace

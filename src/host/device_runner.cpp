@@ -515,6 +515,12 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     throw_if(memory_.copy_to_device(image_region.addr, image->data(), image_size));
     if (bank == 0) prebuilt_image_resident_ = replayed || stored_prebuilt;
   }
+  // A built image that was not cached is done with once it is on the device: its storage, pages
+  // already faulted in, serves the next build.
+  if (image == &built_image) {
+    builder_scratch_.recycle_image(std::move(built_image));
+    image = nullptr;
+  }
   // Only the fixed-size head of the region: the chip formats its per-task arrays and queues
   // itself, so zeroing them here would cost megabytes of writes per run for nothing.
   throw_if(memory_.memset(shared_region.addr, 0,

@@ -790,7 +790,10 @@ BuilderScratch::~BuilderScratch() = default;
 HostGraphBuilder::HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap,
                                    const BuilderLimits& limits, BuilderScratch* scratch)
     : kernels_(kernels), limits_(limits), scratch_(scratch) {
-  if (scratch_ != nullptr) state_ = std::move(scratch_->state_);
+  if (scratch_ != nullptr) {
+    state_ = std::move(scratch_->state_);
+    image_ = std::move(scratch_->spare_image_);  // its capacity; build_image overwrites it all
+  }
   if (state_ == nullptr) state_ = std::make_unique<State>();
   state_->reset(heap, limits_);
 }

@@ -91,6 +91,11 @@ class HostGraphBuilder final : public Orchestration {
 // already faulted in instead of growing fresh allocations: at 100k tasks the page faults of new
 // allocations cost several times the submits themselves. A builder given a scratch takes the
 // storage and returns it when destroyed; one builder at a time, not thread-safe.
+//
+// The image a builder produces is moved out to its caller (take_image). A caller done with it
+// hands it back with recycle_image, and the next builder lays its image out in that storage:
+// a million-task image is over 100 MB, whose fresh pages would otherwise be faulted in anew by
+// every build.
 class BuilderScratch {
  public:
   BuilderScratch();
@@ -98,9 +103,12 @@ class BuilderScratch {
   BuilderScratch(const BuilderScratch&) = delete;
   BuilderScratch& operator=(const BuilderScratch&) = delete;
 
+  void recycle_image(std::vector<uint8_t>&& image) noexcept { spare_image_ = std::move(image); }
+
  private:
   friend class HostGraphBuilder;
   std::unique_ptr<HostGraphBuilder::State> state_;
+  std::vector<uint8_t> spare_image_;
 };
 
 }  // namespace chiprt::orchestrator

@@ -192,6 +192,42 @@ TEST_F(Builder, InoutChainOfTenThousandTasks) {
   }
 }
 
+// A recycled image's storage is where the next build lays its image out (no fresh pages per
+// build), and the image is complete and correct there, not a leftover of the recycled one.
+TEST_F(Builder, NextBuildReusesARecycledImagesStorage) {
+  const Tensor t = user_tensor();
+  auto chain = [&](int tasks) {
+    return [&t, tasks](Orchestration& o) {
+      for (int i = 0; i < tasks; ++i) {
+        TaskArgs a;
+        a.inout(t);
+        o.submit(0, CoreType::AIV, a);
+      }
+    };
+  };
+  BuilderScratch scratch;
+  std::function<void(Orchestration&)> body = chain(1000);
+  std::vector<uint8_t> first;
+  {
+    HostGraphBuilder b(kernels, heap, limits, &scratch);
+    g_body = &body;
+    b.build(&run_body, TaskArgs{});
+    first = b.take_image();
+  }
+  const uint8_t* storage = first.data();
+  scratch.recycle_image(std::move(first));
+  body = chain(10);
+  HostGraphBuilder b(kernels, heap, limits, &scratch);
+  g_body = &body;
+  b.build(&run_body, TaskArgs{});
+  const std::vector<uint8_t> second = b.take_image();
+  EXPECT_EQ(second.data(), storage);
+  const Image img(second);
+  ASSERT_EQ(img.tasks.size(), 10u);
+  EXPECT_EQ(img.header.total_size, second.size());
+  EXPECT_EQ(img.fanout.size(), 9u);
+}
+
 TEST_F(Builder, ReadAfterWriteAndWriteAfterWriteOnRegions) {
   const Tensor t = user_tensor();
   const auto bytes = build([&](Orchestration& o) {

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 
-#include "scheduler/task_engine.h"
-
 namespace chiprt::scheduler {
 namespace {
 
@@ -17,6 +15,9 @@ constexpr uint64_t kErrorExitWaitMs = 1000;
 constexpr int kSpinBeforePark = 256;
 // Collecting passes between two reads of the clock for the Scheduling phase's end stamp.
 constexpr uint64_t kCompletionStampInterval = 64;
+// Completions a threaded pass keeps counting locally before it adds them to the shared counter;
+// the rest is added as soon as a pass makes no progress (so at the latest when the run is done).
+constexpr uint64_t kCompletionFlushBatch = 64;
 constexpr uint32_t kWorkQueueBits =
     queue_bit(kQueueAic) | queue_bit(kQueueAiv) | queue_bit(kQueueMix);
 
@@ -59,6 +60,8 @@ SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
     clusters_[cluster_count_++] = Cluster{{aic, link_of_core[aiv], link_of_core[aiv + 1]}};
   }
   std::fill(std::begin(held_), std::end(held_), common::kTaskIdle);
+  batching_ = !view.exclusive;
+  schedulers_ = std::max(1u, view.thread_count - std::min(view.first_scheduler, view.thread_count));
   timeout_cycles_ = ms_to_cycles(scheduler_timeout_ms(args_), args_.clock_hz);
   last_completed_ = view_.globals->completed.load(std::memory_order_acquire);
   last_progress_ = view_.now();
@@ -74,14 +77,18 @@ void SchedulerThread::kick(const CoreLink& link) {
 // returns at once and the pass ends soon, so the wake-up after the pass suffices.
 void SchedulerThread::share_surplus(int queue) {
   if (!args_.kicks_run_kernels || view_.exclusive) return;
-  if (view_.queues[queue]->maybe_nonempty()) wake_for_work(view_, self_, queue_bit(queue));
+  wake_for_work(view_, self_, queue_bit(queue));
 }
 
 bool SchedulerThread::step() {
   bool progress = open_ready_cores();
   uint32_t pushed = 0;
   progress |= collect_finishes(&pushed);
-  if (!view_.all_completed() && !view_.failed()) progress |= dispatch(&pushed);
+  if (!view_.all_completed() && !view_.failed()) {
+    progress |= dispatch(&pushed);
+  } else if (batching_) {
+    return_local(&pushed);
+  }
   if ((pushed & kWorkQueueBits) != 0) wake_for_work(view_, self_, pushed & kWorkQueueBits);
   return progress;
 }
@@ -98,6 +105,11 @@ void SchedulerThread::run(PhaseStamps* stamps) {
       idle_spins = 0;
       continue;
     }
+    if (local_.completions != 0) {
+      flush_completions(view_, &local_);
+      last_completion_ = view_.now();
+      continue;
+    }
     if (watchdog_expired()) break;
     if (++idle_spins < kSpinBeforePark) {
       cpu_relax();
@@ -106,6 +118,7 @@ void SchedulerThread::run(PhaseStamps* stamps) {
     idle_spins = 0;
     park();
   }
+  flush_completions(view_, &local_);  // a failed run's count, for the report
   if (first_dispatch_ != 0) {
     stamps->stamp(Phase::Scheduling, first_dispatch_, std::max(first_dispatch_, last_completion_));
   }
@@ -128,11 +141,16 @@ bool SchedulerThread::open_ready_cores() {
 bool SchedulerThread::collect_finishes(uint32_t* pushed) {
   bool any = false;
   uint32_t task = 0;
+  PassBuffer* local = batching_ ? &local_ : nullptr;
   for (uint32_t i = 0; i < link_count_; ++i) {
     while (links_[i].take_finished(&task)) {
-      finish_dispatch(view_, task, pushed);
+      finish_dispatch(view_, task, pushed, local);
       any = true;
     }
+  }
+  if (local != nullptr) {
+    if (local->completions >= kCompletionFlushBatch) flush_completions(view_, local);
+    share_released(pushed);
   }
   // The clock read costs as much as a task's bookkeeping: stamp the last completion only every
   // kCompletionStampInterval collecting passes and when the run is complete (the phase end is
@@ -162,7 +180,7 @@ bool SchedulerThread::take_task(int queue, uint32_t* task, uint32_t* pushed) {
     *task = held_[queue];
     return true;
   }
-  while (view_.pop(queue, task)) {
+  while (batching_ && queue <= kQueueAiv ? next_local(queue, task) : view_.pop(queue, task)) {
     const common::TaskRecord& record = view_.tasks[*task];
     // A SPMD task is popped once per batch of blocks; only the first pop starts it.
     if (!single_dispatch(record) && view_.next_block[*task].load(std::memory_order_relaxed) != 0) {
@@ -203,6 +221,88 @@ void SchedulerThread::return_held(uint32_t* pushed) {
     }
     *pushed |= queue_bit(q);
     held_[q] = common::kTaskIdle;
+  }
+}
+
+uint32_t SchedulerThread::free_slots(int queue) const {
+  uint32_t free = 0;
+  for (uint32_t i = 0; i < link_count_; ++i) {
+    const CoreLink& link = links_[i];
+    if (link.queue() != queue || !link.opened()) continue;
+    if (link.running_free()) {
+      free += 2;
+    } else if (link.pending_free()) {
+      free += 1;
+    }
+  }
+  return free;
+}
+
+uint32_t SchedulerThread::fair_take(uint64_t available, uint32_t free) const {
+  uint64_t take = available;
+  if (args_.kicks_run_kernels) take = (available + schedulers_ - 1) / schedulers_;
+  return static_cast<uint32_t>(std::min<uint64_t>(take, free));
+}
+
+void SchedulerThread::push_local(int queue, const uint32_t* tasks, uint32_t count,
+                                 uint32_t* pushed) {
+  if (count == 0) return;
+  // Capacity >= the tasks of the queue's shape, each queued at most once: cannot fail unless the
+  // shared state was corrupted.
+  if (!view_.push_batch(queue, tasks, count)) {
+    latch_chip_error(&view_.args->result, StatusCode::InternalError,
+                     "ready queue %d full while pushing %u tasks (capacity %llu)", queue, count,
+                     static_cast<unsigned long long>(view_.queues[queue]->capacity()));
+    common::ring_all_doorbells(view_.prefix);
+    return;
+  }
+  *pushed |= queue_bit(queue);
+}
+
+void SchedulerThread::share_released(uint32_t* pushed) {
+  uint32_t shared = 0;
+  for (int q : {kQueueAic, kQueueAiv}) {
+    PassBuffer::Local& local = local_.ready[q];
+    if (local.count == 0) continue;
+    // One released task (a chain) is always this thread's next: the core whose finish released
+    // it is free, and a task it cannot place goes back to the queue at the end of the pass.
+    const uint32_t keep = local.count == 1 ? 1 : fair_take(local.count, free_slots(q));
+    push_local(q, local.tasks + local.head + keep, local.count - keep, &shared);
+    local.count = keep;
+  }
+  // Wake parked schedulers before this pass runs kernels inline, not after.
+  if (shared != 0) wake_for_work(view_, self_, shared);
+  *pushed |= shared;
+}
+
+bool SchedulerThread::next_local(int queue, uint32_t* task) {
+  PassBuffer::Local& local = local_.ready[queue];
+  if (local.count == 0) {
+    if (drained_[queue]) return false;
+    // The queue's positions first: when it is empty (a chain, whose next task this thread kept)
+    // the pass neither counts its free slots nor tries a claim.
+    const uint64_t queued = view_.queues[queue]->size_hint();
+    const uint32_t want =
+        queued == 0 ? 0 : std::min(fair_take(queued, free_slots(queue)), PassBuffer::kCapacity);
+    local.head = 0;
+    local.count = want == 0 ? 0 : view_.pop_batch(queue, local.tasks, want);
+    if (local.count == 0) {
+      drained_[queue] = true;  // the other cores of this shape need not look again this pass
+      return false;
+    }
+    share_surplus(queue);
+  }
+  *task = local.tasks[local.head++];
+  --local.count;
+  return true;
+}
+
+void SchedulerThread::return_local(uint32_t* pushed) {
+  for (int q : {kQueueAic, kQueueAiv}) {
+    PassBuffer::Local& local = local_.ready[q];
+    push_local(q, local.tasks + local.head, local.count, pushed);
+    local.head = 0;
+    local.count = 0;
   }
 }
 
@@ -251,6 +351,8 @@ bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
 bool SchedulerThread::dispatch(uint32_t* pushed) {
   const uint64_t skipped_before = skipped_;
   bool any = dispatch_mix(pushed);
+  drained_[kQueueAic] = false;
+  drained_[kQueueAiv] = false;
   uint32_t task = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < link_count_; ++i) {
@@ -266,12 +368,13 @@ bool SchedulerThread::dispatch(uint32_t* pushed) {
       } else {
         link.dispatch_pending(task, payload);
       }
-      share_surplus(queue);
+      if (!batching_) share_surplus(queue);
       kick(link);
       any = true;
     }
   }
   return_held(pushed);
+  if (batching_) return_local(pushed);
   // Skipped (predicate false) tasks completed: that is progress too.
   return any || skipped_ != skipped_before;
 }

@@ -6,8 +6,12 @@
 // finishes (completing tasks and releasing consumers), dispatch ready work to free slots (MIX
 // first, all three cores of a cluster at once; then AIC/AIV; SPMD tasks block by block, pushed
 // back to their queue while blocks remain) and wake parked schedulers for work this thread
-// cannot take. run() loops step() with a bounded spin, parks on the thread's doorbell, runs the
-// watchdog and finally shuts the cores down.
+// cannot take. In a threaded launch a pass batches what it shares with the other schedulers
+// (PassBuffer): consumers its completions released are kept for its own free slots up to a fair
+// share (the rest pushed in one batch), ready tasks are popped in batches sized to its free
+// slots (a fair share of the queue when kernels run inline on this thread), and completions are
+// added to the shared counter once per pass. run() loops step() with a bounded spin, parks on the
+// thread's doorbell, runs the watchdog and finally shuts the cores down.
 //
 // Lifetime and threading: constructed on its AICPU thread after the start barrier, used only by
 // that thread; `view` must outlive it. No allocation after construction.
@@ -19,6 +23,7 @@
 #include "common/handshake.h"
 #include "scheduler/core_link.h"
 #include "scheduler/shared_state.h"
+#include "scheduler/task_engine.h"
 
 namespace chiprt::scheduler {
 
@@ -90,6 +95,20 @@ class SchedulerThread {
   // Claims the next block of `task` (held by this thread); keeps holding it while blocks remain.
   uint32_t claim_block(int queue, uint32_t task);
   void return_held(uint32_t* pushed);
+  // Free slots (running + pending) of the cores taking `queue`.
+  uint32_t free_slots(int queue) const;
+  // How many of `available` ready tasks this thread takes for `free` slots of its own: all that
+  // fit, but only a fair share when kernels run inline on the scheduler threads (a thread runs
+  // what it takes one after the other, so taking more than its share idles the others).
+  uint32_t fair_take(uint64_t available, uint32_t free) const;
+  // After collecting: keeps this thread's share of the released AIC / AIV tasks and pushes the
+  // rest in one batch per queue.
+  void share_released(uint32_t* pushed);
+  // Next task of the pass's local batch of `queue`, refilled from the shared queue.
+  bool next_local(int queue, uint32_t* task);
+  // Pushes back local tasks this pass did not dispatch.
+  void return_local(uint32_t* pushed);
+  void push_local(int queue, const uint32_t* tasks, uint32_t count, uint32_t* pushed);
   common::DispatchPayload payload_of(uint32_t task, int32_t func_id, uint32_t block) const;
   uint32_t wanted_queues() const;
   bool has_work(uint32_t wants) const;
@@ -106,6 +125,11 @@ class SchedulerThread {
   uint32_t cluster_count_ = 0;
   // A SPMD task popped by this pass with blocks left (kTaskIdle when none), per queue.
   uint32_t held_[kQueueCount];
+  // Threaded launches only (`batching_`): the pass's local tasks and completion count.
+  bool batching_ = false;
+  uint32_t schedulers_ = 1;           // scheduler threads sharing the queues
+  bool drained_[2] = {false, false};  // AIC / AIV queue found empty by this dispatch
+  PassBuffer local_;
   uint64_t timeout_cycles_ = 0;
   uint64_t last_completed_ = 0;
   uint64_t last_progress_ = 0;

@@ -12,12 +12,14 @@
 
 namespace chiprt::scheduler {
 
+struct PassBuffer;  // scheduler/task_engine.h
+
 // `slot` completed (every block/part finished, or it was skipped / a dummy): seals and walks its
 // fan-out list (consumers whose fan-in reaches zero go through make_ready), releases the producers
 // it retained and its own completion reference. Called by complete_task instead of the
 // graph-image fan-out; complete_task counts the completion afterwards and then wakes the
-// orchestrator (ring_notify_orchestrator).
-void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed);
+// orchestrator (ring_notify_orchestrator). `local` (may be null) as in make_ready.
+void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed, PassBuffer* local);
 
 // After complete_task counted a ring task's completion (the completed counter, a seq_cst RMW):
 // rings the orchestrator's doorbell when RingControl::orchestrator_waiting is set. The

@@ -7,7 +7,7 @@
 
 namespace chiprt::scheduler {
 
-void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed) {
+void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed, PassBuffer* local) {
   const RingView& ring = *view.ring;
   common::RingSlot& self = ring.slots[slot];
   // Consumers wired before the seal wait for this task; the orchestrator raised their fan-in
@@ -15,7 +15,7 @@ void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed) {
   // once (the orchestrator's own guard decrement may be that one instead).
   common::fanout_seal_and_walk(self, ring.dep_pool, [&](uint32_t consumer) {
     if (view.count_down(view.fanin_remaining[consumer]) == 1) {
-      make_ready(view, consumer, pushed);
+      make_ready(view, consumer, pushed, local);
     }
   });
   // producer_count / producers / spill_begin were written by the orchestrator before it

@@ -140,6 +140,20 @@ struct RunView {
   bool pop(int queue, uint32_t* task) const {
     return exclusive ? queues[queue]->pop_exclusive(task) : queues[queue]->pop(task);
   }
+  // Batched forms for threaded launches (one claim of the shared position per batch).
+  bool push_batch(int queue, const uint32_t* tasks, uint32_t count) const {
+    if (!exclusive) return queues[queue]->push_batch(tasks, count);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!queues[queue]->push_exclusive(tasks[i])) return false;
+    }
+    return true;
+  }
+  uint32_t pop_batch(int queue, uint32_t* tasks, uint32_t max) const {
+    if (!exclusive) return queues[queue]->pop_batch(tasks, max);
+    uint32_t count = 0;
+    while (count < max && queues[queue]->pop_exclusive(&tasks[count])) ++count;
+    return count;
+  }
 };
 
 // Checks any thread can do before touching the region: launch magic, thread index/count, region

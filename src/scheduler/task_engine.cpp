@@ -9,16 +9,28 @@ namespace {
 
 // Fan-out of one completed task, then the run's completed counter. A ring slot may be retired
 // and reused as soon as ring_release dropped its last reference: nothing touches it afterwards.
-void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed) {
+void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed, PassBuffer* local) {
   if (view.ring != nullptr) {
-    ring_release(view, task, pushed);
+    ring_release(view, task, pushed, local);
   } else {
     const common::TaskRecord& record = view.tasks[task];
     for (uint32_t i = 0; i < record.fanout_count; ++i) {
       const uint32_t consumer = view.fanout[record.fanout_begin + i];
-      if (view.count_down(view.fanin_remaining[consumer]) == 1) {
-        make_ready(view, consumer, pushed);
+      // validate_edges checked fanin_count against the fan-out lists: a consumer with one
+      // producer is released by this task alone, without a locked decrement (a chain's every
+      // task); the store keeps the watchdog's report exact.
+      if (view.tasks[consumer].fanin_count == 1) {
+        view.fanin_remaining[consumer].store(0, std::memory_order_relaxed);
+        make_ready(view, consumer, pushed, local);
+      } else if (view.count_down(view.fanin_remaining[consumer]) == 1) {
+        make_ready(view, consumer, pushed, local);
       }
+    }
+    // host_build_graph: nobody waits on single completions (the ring orchestrator does), so the
+    // pass counts them and publishes the sum.
+    if (local != nullptr) {
+      ++local->completions;
+      return;
     }
   }
   std::atomic<uint64_t>& completed = view.globals->completed;
@@ -46,7 +58,7 @@ void transition(const RunView& view, uint32_t task, TaskState from, TaskState to
 #endif
 }
 
-void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
+void make_ready(const RunView& view, uint32_t task, uint32_t* pushed, PassBuffer* local) {
   transition(view, task, TaskState::Pending, TaskState::Ready);
   const common::TaskRecord& record = view.tasks[task];
   const int queue = queue_of(record);
@@ -56,6 +68,7 @@ void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
                                      std::memory_order_relaxed);
     view.next_block[task].store(0, std::memory_order_relaxed);
   }
+  if (local != nullptr && local->keep_ready(queue, task)) return;
   // Capacity >= task_count and every task is pushed at most once, so this cannot fail unless the
   // shared state was corrupted.
   if (!view.push(queue, task)) {
@@ -68,36 +81,51 @@ void make_ready(const RunView& view, uint32_t task, uint32_t* pushed) {
   *pushed |= queue_bit(queue);
 }
 
-void drain_dummies(const RunView& view, uint32_t* pushed) {
+void drain_dummies(const RunView& view, uint32_t* pushed, PassBuffer* local) {
   uint32_t dummy = 0;
   while (view.pop(kQueueDummy, &dummy)) {
     transition(view, dummy, TaskState::Ready, TaskState::Completed);
-    release_consumers(view, dummy, pushed);
+    release_consumers(view, dummy, pushed, local);
   }
 }
 
-void complete_task(const RunView& view, uint32_t task, uint32_t* pushed, TaskState from) {
+void complete_task(const RunView& view, uint32_t task, uint32_t* pushed, TaskState from,
+                   PassBuffer* local) {
   transition(view, task, from, TaskState::Completed);
-  release_consumers(view, task, pushed);
-  if ((*pushed & queue_bit(kQueueDummy)) != 0) drain_dummies(view, pushed);
+  release_consumers(view, task, pushed, local);
+  if ((*pushed & queue_bit(kQueueDummy)) != 0) drain_dummies(view, pushed, local);
+}
+
+void flush_completions(const RunView& view, PassBuffer* local) {
+  if (local->completions == 0) return;
+  const uint64_t count = local->completions;
+  local->completions = 0;
+  const uint64_t done = view.globals->completed.fetch_add(count, std::memory_order_seq_cst) + count;
+  if (done >= view.globals->total.load(std::memory_order_seq_cst)) {
+    common::ring_all_doorbells(view.prefix);
+  }
 }
 
 void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed) {
   // The pushes were seq_cst stores; the seq_cst parked-flag loads below complete the Dekker
-  // handshake with a parking scheduler (see common::Doorbell).
+  // handshake with a parking scheduler (see common::Doorbell). Whether a queue still holds work
+  // is asked only once some scheduler sleeps: the queue heads are lines the other schedulers
+  // write all the time, the doorbell one they write only when they park.
   uint32_t available = 0;
-  for (int q : {kQueueAic, kQueueAiv, kQueueMix}) {
-    if ((pushed & queue_bit(q)) != 0 && view.queues[q]->maybe_nonempty()) {
-      available |= idle_core_bit(q) | pending_slot_bit(q);
-    }
-  }
-  if (available == 0) return;
+  bool looked = false;
   for (uint32_t t = view.first_scheduler; t < view.thread_count; ++t) {
     if (t == self) continue;
     common::Doorbell& bell = view.prefix->doorbells[t];
-    if (bell.parked() && (bell.wants.load(std::memory_order_relaxed) & available) != 0) {
-      bell.ring();
+    if (!bell.parked()) continue;
+    if (!looked) {
+      looked = true;
+      for (int q : {kQueueAic, kQueueAiv, kQueueMix}) {
+        if ((pushed & queue_bit(q)) != 0 && view.queues[q]->maybe_nonempty()) {
+          available |= idle_core_bit(q) | pending_slot_bit(q);
+        }
+      }
     }
+    if ((bell.wants.load(std::memory_order_relaxed) & available) != 0) bell.ring();
   }
 }
 

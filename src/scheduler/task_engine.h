@@ -57,30 +57,63 @@ inline bool predicate_true(const common::TaskRecord& task) {
   }
 }
 
+// What one scheduler pass of a threaded launch collects instead of publishing each item at once:
+// AIC / AIV tasks its completions made ready (kept for its own free cores or pushed to the shared
+// queues in one batch) and host_build_graph completions not yet added to the completed counter
+// (one read-modify-write of that shared line per pass instead of one per task). Owned and used
+// by one SchedulerThread; empty again at the end of every pass, so nothing is hidden from the
+// other schedulers while its owner parks. No allocation.
+struct PassBuffer {
+  // Two slots (running + pending) per core a thread can own.
+  static constexpr uint32_t kCapacity = 2 * common::kMaxCores;
+  struct Local {
+    uint32_t tasks[kCapacity];
+    uint32_t head = 0;
+    uint32_t count = 0;
+  };
+  Local ready[2];  // indexed by kQueueAic / kQueueAiv
+  uint64_t completions = 0;
+
+  // Keeps `task` when it has an AIC / AIV shape and there is room; false: publish it instead.
+  bool keep_ready(int queue, uint32_t task) {
+    if (queue != kQueueAic && queue != kQueueAiv) return false;
+    Local& local = ready[queue];
+    if (local.head + local.count >= kCapacity) return false;
+    local.tasks[local.head + local.count++] = task;
+    return true;
+  }
+};
+
 // Moves `task` from `from` to `to`; in debug builds asserts the slot was in `from`.
 void transition(const RunView& view, uint32_t task, TaskState from, TaskState to);
 
 // The task's fan-in reached zero (or it is an initial task): Pending -> Ready, parts_remaining and
 // next_block set, pushed to the queue of its shape (or the dummy queue). ORs the queue bit into
-// *pushed.
-void make_ready(const RunView& view, uint32_t task, uint32_t* pushed);
+// *pushed. With `local`, an AIC / AIV task is kept there instead (no push, no bit).
+void make_ready(const RunView& view, uint32_t task, uint32_t* pushed, PassBuffer* local = nullptr);
 
 // `task` is done (every dispatch finished, or it was skipped / a dummy): `from` -> Completed,
 // releases its consumers (ring: ring_release), counts the completion, then completes any dummy
 // tasks that became ready (iteratively, no recursion). Rings every doorbell when the last task of
-// the run completes.
+// the run completes. With `local`, released AIC / AIV consumers are kept there and a
+// host_build_graph completion is only counted there (flush_completions publishes it).
 void complete_task(const RunView& view, uint32_t task, uint32_t* pushed,
-                   TaskState from = TaskState::Running);
+                   TaskState from = TaskState::Running, PassBuffer* local = nullptr);
 
 // One dispatch of `task` finished on a core; completes the task when it was the last.
-inline void finish_dispatch(const RunView& view, uint32_t task, uint32_t* pushed) {
+inline void finish_dispatch(const RunView& view, uint32_t task, uint32_t* pushed,
+                            PassBuffer* local = nullptr) {
   if (single_dispatch(view.tasks[task]) || view.count_down(view.parts_remaining[task]) == 1) {
-    complete_task(view, task, pushed);
+    complete_task(view, task, pushed, TaskState::Running, local);
   }
 }
 
+// Adds the completions counted in `local` to the run's completed counter (one seq_cst RMW) and
+// rings every doorbell when that completes the run.
+void flush_completions(const RunView& view, PassBuffer* local);
+
 // Completes every dummy task in the dummy queue, including those their completion releases.
-void drain_dummies(const RunView& view, uint32_t* pushed);
+void drain_dummies(const RunView& view, uint32_t* pushed, PassBuffer* local = nullptr);
 
 // After pushing work (the AIC/AIV/MIX bits of `pushed`): rings the doorbells of other schedulers
 // that are parked and want a shape whose queue is non-empty.

@@ -267,6 +267,7 @@ ChipRun::ChipRun(const ImageWriter& writer, const RunOptions& options) : options
   common::ChipLaunchArgs& a = *args_;
   a.variant = RuntimeVariant::HostBuildGraph;
   a.serial = options.serial;
+  a.kicks_run_kernels = options.kicks_run_kernels;
   a.aicpu_threads = options.threads;
   a.clusters = options.clusters;
   a.device_clusters = options.device_clusters;

@@ -126,6 +126,9 @@ struct RunOptions {
   uint64_t timeout_ms = 0;
   uint32_t service_threads = 2;
   bool cores_known = true;  // kernels can see their core (the fake chip); false on the real sim
+  // ChipLaunchArgs::kicks_run_kernels: the schedulers take only a fair share of the ready tasks
+  // per pass (the fake chip still serves kicks on its service threads).
+  bool kicks_run_kernels = false;
 };
 
 class ChipRun {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -102,6 +103,93 @@ TEST(ReadyQueue, ExclusiveOpsKeepTheProtocolOfTheSharedOps) {
     ASSERT_TRUE(i % 3 == 0 ? m.queue->pop(&value) : m.queue->pop_exclusive(&value));
     EXPECT_EQ(value, i);
   }
+}
+
+// Batches keep FIFO order, pop at most what is queued, and fail whole (push nothing) when the
+// queue lacks room for the batch.
+TEST(ReadyQueue, BatchesKeepFifoOrderAndFailWholeWhenFull) {
+  QueueMemory m(8);
+  uint32_t out[8] = {};
+  EXPECT_EQ(m.queue->pop_batch(out, 4), 0u);
+  EXPECT_EQ(m.queue->size_hint(), 0u);
+  const uint32_t first[5] = {10, 11, 12, 13, 14};
+  ASSERT_TRUE(m.queue->push_batch(first, 5));
+  EXPECT_EQ(m.queue->size_hint(), 5u);
+  const uint32_t too_many[4] = {20, 21, 22, 23};
+  EXPECT_FALSE(m.queue->push_batch(too_many, 4));  // 3 cells free
+  EXPECT_EQ(m.queue->size_hint(), 5u);
+  ASSERT_TRUE(m.queue->push_batch(too_many, 2));
+  ASSERT_TRUE(m.queue->push(99));  // full now
+  EXPECT_FALSE(m.queue->push_batch(too_many, 1));
+  EXPECT_TRUE(m.queue->push_batch(too_many, 0));
+  ASSERT_EQ(m.queue->pop_batch(out, 2), 2u);
+  EXPECT_EQ(out[0], 10u);
+  EXPECT_EQ(out[1], 11u);
+  uint32_t value = 0;
+  ASSERT_TRUE(m.queue->pop(&value));
+  EXPECT_EQ(value, 12u);
+  ASSERT_EQ(m.queue->pop_batch(out, 8), 5u);
+  const uint32_t rest[5] = {13, 14, 20, 21, 99};
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(out[i], rest[i]) << "index " << i;
+  EXPECT_EQ(m.queue->pop_batch(out, 8), 0u);
+  EXPECT_FALSE(m.queue->maybe_nonempty());
+  // Across the wrap-around of the ring.
+  for (uint32_t round = 0; round < 100; ++round) {
+    const uint32_t batch[3] = {round, round + 1000, round + 2000};
+    ASSERT_TRUE(m.queue->push_batch(batch, 3));
+    ASSERT_EQ(m.queue->pop_batch(out, 2), 2u);
+    EXPECT_EQ(out[0], round);
+    EXPECT_EQ(out[1], round + 1000);
+    ASSERT_TRUE(m.queue->pop(&value));
+    EXPECT_EQ(value, round + 2000);
+  }
+}
+
+// Batched and single operations from several threads at once on a small ring (meeting at full
+// and empty): every item is popped exactly once.
+TEST(ReadyQueue, ConcurrentBatchesStressEveryItemExactlyOnce) {
+  constexpr uint32_t kProducers = 3;
+  constexpr uint32_t kConsumers = 3;
+  constexpr uint32_t kPerProducer = 20000;
+  constexpr uint32_t kTotal = kProducers * kPerProducer;
+  QueueMemory m(64);
+  std::vector<std::atomic<uint32_t>> seen(kTotal);
+  std::atomic<uint32_t> consumed{0};
+  std::vector<std::thread> threads;
+  for (uint32_t p = 0; p < kProducers; ++p) {
+    threads.emplace_back([&, p] {
+      uint32_t batch[7];
+      uint32_t next = 0;
+      while (next < kPerProducer) {
+        // Batch sizes 1..7, and every third producer alternates with single pushes.
+        const uint32_t size = std::min<uint32_t>(1 + (next + p) % 7, kPerProducer - next);
+        for (uint32_t i = 0; i < size; ++i) batch[i] = p * kPerProducer + next + i;
+        const bool ok =
+            p == 2 && next % 2 == 0 ? m.queue->push(batch[0]) : m.queue->push_batch(batch, size);
+        if (!ok) {
+          std::this_thread::yield();
+          continue;
+        }
+        next += p == 2 && next % 2 == 0 ? 1 : size;
+      }
+    });
+  }
+  for (uint32_t c = 0; c < kConsumers; ++c) {
+    threads.emplace_back([&, c] {
+      uint32_t out[5];
+      while (consumed.load() < kTotal) {
+        const uint32_t got =
+            c == 0 ? (m.queue->pop(out) ? 1u : 0u) : m.queue->pop_batch(out, 2 + c);
+        for (uint32_t i = 0; i < got; ++i) seen[out[i]].fetch_add(1);
+        consumed.fetch_add(got);
+        if (got == 0) std::this_thread::yield();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  uint32_t out[4];
+  EXPECT_EQ(m.queue->pop_batch(out, 4), 0u);
+  for (uint32_t i = 0; i < kTotal; ++i) ASSERT_EQ(seen[i].load(), 1u) << "item " << i;
 }
 
 TEST(ReadyQueue, ConcurrentProducersConsumersStressEveryItemExactlyOnce) {

@@ -149,6 +149,27 @@ INSTANTIATE_TEST_SUITE_P(ThreadsByClusters, ConcurrentGraphRun,
                                   "_clusters" + std::to_string(std::get<1>(info.param));
                          });
 
+// The batched pass (released tasks kept up to a fair share, batch pops sized to the free slots,
+// completions counted per pass) with and without the fair-share limit of inline kernels, on
+// graphs whose passes release one task (chain), many (fan, random) or none (independent).
+TEST(SchedulerRun, ConcurrentBatchedPassesRunEveryGraphWithAndWithoutFairShares) {
+  for (const bool inline_kernels : {false, true}) {
+    for (const uint32_t threads : {2u, 3u}) {
+      RunOptions o;
+      o.threads = threads;
+      o.clusters = 4;
+      o.device_clusters = 8;
+      o.kicks_run_kernels = inline_kernels;
+      SCOPED_TRACE("threads " + std::to_string(threads) + " inline " +
+                   std::to_string(inline_kernels));
+      expect_clean_run(chain_graph(200), o);
+      expect_clean_run(fan_graph(150), o);
+      expect_clean_run(random_graph(500, 3), o);
+      expect_clean_run(dummy_graph(), o);
+    }
+  }
+}
+
 TEST(SchedulerRun, ConcurrentRunOnFewerClustersThanTheDeviceUsesDeviceNumbering) {
   RunOptions o;
   o.threads = 3;

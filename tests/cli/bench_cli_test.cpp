@@ -61,7 +61,10 @@ std::set<std::string> all_workloads() {
 }
 
 // A real-kernel row's chiprt cell: wall and kernel time, the threads the efficiency divides by
-// (1 for serial columns) and an efficiency that is a fraction of the threads' capacity.
+// (1 for serial columns; threaded, the threads that run kernels: at least --threads, more when
+// kernels run on the AICPU threads, of which a chip has at least 2) and an efficiency that is a
+// fraction of those threads' capacity (kernel CPU time cannot exceed the wall time of the threads
+// that ran it; 5% slack for clocks).
 void expect_kernel_cell(const nlohmann::json& cell, const std::string& column, unsigned threads,
                         const std::string& where) {
   expect_measured_cell(cell, false, where);
@@ -69,9 +72,13 @@ void expect_kernel_cell(const nlohmann::json& cell, const std::string& column, u
   EXPECT_GT(cell.at("kernel_ns").get<double>(), 0.0) << where;
   const double efficiency = cell.at("efficiency").get<double>();
   EXPECT_GT(efficiency, 0.0) << where;
-  EXPECT_LE(efficiency, 1.5) << where;
+  EXPECT_LE(efficiency, 1.05) << where;
   const bool serial = column.ends_with("_serial");
-  EXPECT_EQ(cell.at("threads").get<unsigned>(), serial ? 1u : threads) << where;
+  if (serial) {
+    EXPECT_EQ(cell.at("threads").get<unsigned>(), 1u) << where;
+  } else {
+    EXPECT_GE(cell.at("threads").get<unsigned>(), threads) << where;
+  }
   EXPECT_EQ(cell.at("wall_ns_samples").size(), cell.at("samples").size()) << where;
   EXPECT_EQ(cell.at("efficiency_samples").size(), cell.at("samples").size()) << where;
   EXPECT_EQ(cell.contains("replayed_runs"), column == "host_build_graph_replay") << where;

@@ -25,6 +25,17 @@ inline WorkerOptions bench_worker_options(unsigned threads) {
   return options;
 }
 
+// The host threads that run kernels in a threaded chiprt column of bench_worker_options(threads):
+// every AICPU thread when kernels run on them (the ring orchestrator owns cores too), else the
+// executor threads. The real-kernel rows' efficiency divides by it. At least `threads`: a chip
+// has at least 2 AICPU threads, so `--threads 1` still runs kernels on 2 of them.
+inline unsigned chiprt_kernel_threads(unsigned threads) {
+  const WorkerOptions options = bench_worker_options(threads);
+  return resolve_sim_core_execution(options.sim) == SimCoreExecution::Aicpu
+             ? options.sim.aicpu_threads
+             : options.sim.host_threads;
+}
+
 // How bench_worker_options(threads) uses the host's threads, for the table's header.
 inline std::string describe_chiprt_threads(unsigned threads) {
   const WorkerOptions options = bench_worker_options(threads);

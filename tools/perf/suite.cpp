@@ -72,8 +72,9 @@ void run_kernel_rows(const std::vector<ColumnInfo>& columns, const SuiteOptions&
         cell.error = "chiprt column '" + column.id +
                      "' has no real-kernel configuration (tools/perf/kernel_workloads.cpp)";
       } else {
-        cell = measure_kernels(device, workload, *config, config->serial ? 1u : options.threads,
-                               options);
+        cell =
+            measure_kernels(device, workload, *config,
+                            config->serial ? 1u : chiprt_kernel_threads(options.threads), options);
       }
       if (cell.measured && row.tasks == 0) row.tasks = cell.tasks;
       if (progress != nullptr) {
@@ -356,7 +357,8 @@ std::string format_table(const SuiteResult& result) {
     out +=
         "): wall time (median) and efficiency = (sum of kernel CPU time / host threads used) / "
         "wall time; host threads used = " +
-        std::to_string(o.threads) + " threaded, 1 serial; " + kRealKernelPeerNote + "\n";
+        std::to_string(chiprt_kernel_threads(o.threads)) + " threaded, 1 serial; " +
+        kRealKernelPeerNote + "\n";
     std::string not_replayed;
     for (const Row& row : result.rows) {
       for (std::size_t c = 0; c < result.columns.size(); ++c) {

@@ -348,9 +348,14 @@ struct HostGraphBuilder::State {
   // Everything that can reject a task, checked before any state changes. Throws chiprt::Error;
   // the public entry points latch it. On success `*placement` is where the task's outputs go
   // (its end equals its start when they need no memory).
-  void validate_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args,
+  void validate_args(uint64_t id, const TaskSpec* spec, TaskArgs& args,
                      Placement* placement) const {
-    throw_if_error(check_task_args(id, spec, args));
+    // The common task is accepted without building a Status; anything else gets the full check
+    // and its message.
+    ArgList list;
+    if (!read_args(args, &list) || !task_args_accepted(id, args, list)) {
+      throw_if_error(check_task_args(id, spec, args));
+    }
     auto label = [&] { return task_label(id, spec); };
     uint64_t block_bytes = 0;  // the outputs packed, each 64-byte aligned
     for (int i = 0; i < args.tensor_count(); ++i) {
@@ -862,7 +867,10 @@ auto HostGraphBuilder::guarded(Body&& body) -> decltype(body()) {
 
 TaskId HostGraphBuilder::submit(const TaskSpec& spec, TaskArgs& args) {
   return guarded([&] {
-    throw_if_error(check_task_spec(kernels_, state_->tasks.size(), spec, args));
+    ArgList list;
+    if (!read_args(args, &list) || !task_spec_accepted(kernels_, spec, args, list)) {
+      throw_if_error(check_task_spec(kernels_, state_->tasks.size(), spec, args));
+    }
     return state_->add_task(&spec, common::kTaskFlagNone, args);
   });
 }

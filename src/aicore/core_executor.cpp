@@ -152,9 +152,10 @@ void core_service(void* launch_args, uint32_t core) {
       cell.running.store(common::kTaskIdle, std::memory_order_release);
     }
     cell.finished_task.store(task, std::memory_order_relaxed);
-    if (args->serial) {
-      // A serial launch runs this core inline on the one host thread that also schedules, so no
-      // other thread reads the count: no locked read-modify-write needed.
+    if (args->serial || args->kicks_run_kernels) {
+      // The core runs inline on the scheduler thread that owns it (a serial launch's one thread,
+      // or the owner when kicks run kernels), which is the only reader of the count, so its own
+      // loads see the store: no locked read-modify-write needed.
       cell.finished_count.store(cell.finished_count.load(std::memory_order_relaxed) + 1,
                                 std::memory_order_relaxed);
     } else {

@@ -167,11 +167,12 @@ void close_blocking_gate() {
   g_gate_open.store(false);
 }
 
-FakeChip::FakeChip(uint32_t service_threads, bool serial) : serial_(serial) {
+FakeChip::FakeChip(uint32_t service_threads, bool serial, bool inline_kicks)
+    : serial_(serial), inline_kicks_(serial || inline_kicks) {
   services_.ctx = this;
   services_.kick_core = &FakeChip::kick_thunk;
   services_.cycles = &FakeChip::cycles_thunk;
-  if (!serial) {
+  if (!inline_kicks_) {
     for (uint32_t i = 0; i < service_threads; ++i) threads_.emplace_back([this] { serve_loop(); });
   }
 }
@@ -204,8 +205,19 @@ void FakeChip::service(uint32_t core) {
 void FakeChip::kick(uint32_t core) {
   kicks_.fetch_add(1);
   if (core >= common::kMaxCores) return;
-  if (serial_) {
-    service(core);
+  if (inline_kicks_) {
+    // Only the core's owner kicks it, so its flags need no lock. A kick while the core is being
+    // serviced further up this thread's stack re-runs it there instead of recursing.
+    if (active_[core]) {
+      kicked_again_[core] = true;
+      return;
+    }
+    active_[core] = true;
+    do {
+      kicked_again_[core] = false;
+      service(core);
+    } while (kicked_again_[core]);
+    active_[core] = false;
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -262,7 +274,8 @@ ChipRun::ChipRun(const ImageWriter& writer, const RunOptions& options) : options
   // formats its per-task arrays and queues itself.
   std::memset(shared_, 0xA5, shared_bytes_);
   std::memset(shared_, 0, shared_state_cleared_bytes());
-  chip_ = std::make_unique<FakeChip>(options.service_threads, options.serial);
+  chip_ = std::make_unique<FakeChip>(options.service_threads, options.serial,
+                                     options.kicks_run_kernels);
   args_ = std::make_unique<common::ChipLaunchArgs>();
   common::ChipLaunchArgs& a = *args_;
   a.variant = RuntimeVariant::HostBuildGraph;

@@ -84,7 +84,9 @@ void close_blocking_gate();
 // kick, never concurrently for one core), or runs it inline in serial mode.
 class FakeChip {
  public:
-  FakeChip(uint32_t service_threads, bool serial);
+  // `inline_kicks` (or `serial`): a kick services the core on the kicking thread, as the sim
+  // does when kicks run kernels; otherwise `service_threads` threads serve the kicks.
+  FakeChip(uint32_t service_threads, bool serial, bool inline_kicks = false);
   ~FakeChip();
   FakeChip(const FakeChip&) = delete;
   FakeChip& operator=(const FakeChip&) = delete;
@@ -107,6 +109,7 @@ class FakeChip {
   platform::ChipServices services_{};
   common::ChipLaunchArgs* args_ = nullptr;
   bool serial_;
+  bool inline_kicks_;
   std::atomic<uint64_t> kicks_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -126,8 +129,8 @@ struct RunOptions {
   uint64_t timeout_ms = 0;
   uint32_t service_threads = 2;
   bool cores_known = true;  // kernels can see their core (the fake chip); false on the real sim
-  // ChipLaunchArgs::kicks_run_kernels: the schedulers take only a fair share of the ready tasks
-  // per pass (the fake chip still serves kicks on its service threads).
+  // ChipLaunchArgs::kicks_run_kernels: a kick services the core inline on the kicking scheduler
+  // (its owner), and the schedulers take only a fair share of the ready tasks per pass.
   bool kicks_run_kernels = false;
 };
 

@@ -28,7 +28,7 @@ inline constexpr int kDataTypeCount = 13;
 
 // Bytes per element; 0 for a value outside the enum. Inline: the orchestrator asks per tensor.
 inline std::size_t element_size(DataType dtype) noexcept {
-  constexpr uint8_t kSizes[kDataTypeCount] = {4, 2, 2, 8, 1, 2, 4, 8, 1, 2, 4, 8, 1};
+  static constexpr uint8_t kSizes[kDataTypeCount] = {4, 2, 2, 8, 1, 2, 4, 8, 1, 2, 4, 8, 1};
   const auto i = static_cast<std::size_t>(dtype);
   return i < static_cast<std::size_t>(kDataTypeCount) ? kSizes[i] : 0;
 }

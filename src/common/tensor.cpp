@@ -139,15 +139,23 @@ Tensor Tensor::make(DeviceBuffer buffer, std::span<const uint64_t> shape, DataTy
   return t;
 }
 
-Tensor Tensor::view(std::span<const uint64_t> new_shape, std::span<const uint64_t> offsets) const {
-  check_source(*this, "view");
+namespace {
+
+// Tensor::view with every check in order, each failure throwing its own error. The fast path in
+// Tensor::view falls back to it whenever any check might fail, so the errors are defined here.
+[[gnu::noinline]] Tensor checked_view(const Tensor& t, std::span<const uint64_t> new_shape,
+                                      std::span<const uint64_t> offsets) {
+  const uint32_t ndim = t.ndim;
+  const auto& shape = t.shape;
+  const auto& strides = t.strides;
+  check_source(t, "view");
   if (new_shape.size() != ndim || offsets.size() != ndim) {
     throw Error(StatusCode::InvalidArgument,
                 "view: shape has " + std::to_string(new_shape.size()) + " dims and offsets " +
                     std::to_string(offsets.size()) + ", the tensor has rank " +
                     std::to_string(ndim) + " (a view keeps the rank; use reshape to change it)");
   }
-  Tensor v = *this;
+  Tensor v = t;
   for (uint32_t d = 0; d < ndim; ++d) {
     uint64_t end;
     if (__builtin_add_overflow(offsets[d], new_shape[d], &end) || end > shape[d]) {
@@ -166,6 +174,47 @@ Tensor Tensor::view(std::span<const uint64_t> new_shape, std::span<const uint64_
     v.shape[d] = new_shape[d];
   }
   check_fits_buffer(v, "view");
+  return v;
+}
+
+}  // namespace
+
+Tensor Tensor::view(std::span<const uint64_t> new_shape, std::span<const uint64_t> offsets) const {
+  // One pass accepting exactly the non-empty views of a buffer-backed tensor that checked_view
+  // accepts, with the same result: the sizes fit the extents, and start + sum((size - 1) *
+  // stride) + 1 elements fit the buffer without overflow (the same integers checked_view bounds).
+  // Anything else (a failing check, an empty view, a placeholder) takes checked_view.
+  // Every return names `v`, so it is built in place of the result (no copy on return).
+  Tensor v = *this;
+  const uint32_t n = ndim;
+  const uint64_t eb = element_size(dtype);
+  if (n - 1 < static_cast<uint32_t>(kMaxTensorDims) && eb != 0 && new_shape.size() == n &&
+      offsets.size() == n && !buffer.empty()) {
+    uint64_t start = start_offset;
+    uint64_t reach = 0;  // sum over dims of (size - 1) * stride
+    bool fallback = false;
+    for (uint32_t d = 0; d < n; ++d) {
+      const uint64_t size = new_shape[d];
+      const uint64_t offset = offsets[d];
+      uint64_t end;
+      uint64_t advance;
+      uint64_t span;
+      fallback |= size == 0 || __builtin_add_overflow(offset, size, &end) || end > shape[d] ||
+                  __builtin_mul_overflow(offset, strides[d], &advance) ||
+                  __builtin_add_overflow(start, advance, &start) ||
+                  __builtin_mul_overflow(size - 1, strides[d], &span) ||
+                  __builtin_add_overflow(reach, span, &reach);
+      v.shape[d] = size;
+    }
+    uint64_t end_bytes;
+    if (!fallback && !__builtin_add_overflow(start, reach, &reach) &&
+        !__builtin_add_overflow(reach, 1, &reach) &&
+        !__builtin_mul_overflow(reach, eb, &end_bytes) && end_bytes <= buffer.size) {
+      v.start_offset = start;
+      return v;
+    }
+  }
+  v = checked_view(*this, new_shape, offsets);
   return v;
 }
 

@@ -336,14 +336,18 @@ Query describe_view(uint64_t start_offset, uint32_t ndim, const uint64_t* shape,
         return q;
       }
       const uint64_t width = cols * eb;
-      r.row0 = q.lo / pitch;
-      r.row_last = (q.hi - 1) / pitch;
+      // Tile grids often have power-of-two rows: a shift instead of a division.
+      r.row0 = (pitch & (pitch - 1)) == 0 ? q.lo >> std::countr_zero(pitch) : q.lo / pitch;
       r.col0 = q.lo - r.row0 * pitch;
       if (width > pitch || r.col0 + width > pitch) {
+        r.row_last = (q.hi - 1) / pitch;
         r.col0 = 0;
         r.col_end = pitch;
         return q;
       }
+      // Each row fits in its pitch row, and rows are one pitch apart (or there is one run), so
+      // the last byte, lo + (rows - 1) * pitch + width - 1, lies rows - 1 pitch rows below lo's.
+      r.row_last = r.row0 + (one_run ? 0 : rows - 1);
       r.col_end = r.col0 + width;
       q.exact = true;
       return q;
@@ -452,7 +456,7 @@ void TensorMap::grow_cells() {
 std::size_t TensorMap::cell_slot(uint32_t key, uint64_t row, uint64_t col) {
   std::size_t i = find_cell(key, row, col);
   if (cells_[i].head == kNil) {
-    if ((live_cells_ + 1) * 2 > cells_.size()) {
+    if ((live_cells_ + 1) * kCellLoadInverse > cells_.size()) {
       grow_cells();
       i = find_cell(key, row, col);
     }
@@ -557,7 +561,10 @@ void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
   // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
   const auto row_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63);
   const auto col_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63);
-  const uint32_t g = group_for(index, row_shift, col_shift);
+  const Group& last = index.groups[index.last_group];  // group_for's first guess, inline
+  const uint32_t g = last.count != 0 && last.row_shift == row_shift && last.col_shift == col_shift
+                         ? index.last_group
+                         : group_for(index, row_shift, col_shift);
   index.last_group = g;
   Group& group = index.groups[g];
   if (group.count == 0) {
@@ -684,12 +691,14 @@ uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer, const Prep
       (buffers_[prepared.buffer].pitch == 1 && tensor.ndim > 1)) {
     return record_write(tensor, writer);
   }
-  return record_at(tensor, writer, prepared.buffer, prepared.query);
+  return record_at(tensor, writer, prepared.buffer, prepared.query,
+                   prepared.met_none && prepared.recorded == recorded_);
 }
 
 uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buffer,
-                              const Query& query) {
+                              const Query& query, bool none_met) {
   if (query.empty) return kNoEntry;  // only for a buffer already known: it keeps its entries
+  ++recorded_;
   if (!query.bounded) {
     // Overlaps everything and covers nothing provably: kept aside, reported by every lookup.
     const uint32_t fresh = new_entry();
@@ -714,24 +723,28 @@ uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buff
   // no unlink and relink. Other entries inside the extent are dropped when region_covers proves
   // it (it accepts anything inside a dense region's extent); the full region is built only then.
   uint32_t same = kNil;
-  std::optional<TensorRegion> whole;  // the tensor's region, built on first need
-  const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
-    const Entry& old = entries_[e];
-    if (old.lo < query.lo || old.hi > query.hi) return;
-    const bool identical =
-        old.lo == query.lo && old.hi == query.hi && same_view(tensor, eb, regions_[e]);
-    if (identical && same == kNil) {
-      same = e;
-      return;
-    }
-    if (!identical && !whole) whole.emplace(TensorRegion::of(tensor));
-    if (identical || region_covers(*whole, regions_[e])) {
-      unindex_entry(e);
-      --buffers_[buffer].entries;
-      free_entry(e);
-    }
-  });
-  note_operation(examined);
+  if (none_met) {
+    note_operation(0);
+  } else {
+    std::optional<TensorRegion> whole;  // the tensor's region, built on first need
+    const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
+      const Entry& old = entries_[e];
+      if (old.lo < query.lo || old.hi > query.hi) return;
+      const bool identical =
+          old.lo == query.lo && old.hi == query.hi && same_view(tensor, eb, regions_[e]);
+      if (identical && same == kNil) {
+        same = e;
+        return;
+      }
+      if (!identical && !whole) whole.emplace(TensorRegion::of(tensor));
+      if (identical || region_covers(*whole, regions_[e])) {
+        unindex_entry(e);
+        --buffers_[buffer].entries;
+        free_entry(e);
+      }
+    });
+    note_operation(examined);
+  }
   if (same != kNil) {
     entries_[same].writer = writer;
     return same;

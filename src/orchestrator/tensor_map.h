@@ -97,14 +97,14 @@ class TensorMap {
   // A writer may be reported more than once (callers deduplicate edges).
   template <class OnWriter>
   void lookup(const Tensor& tensor, OnWriter&& on_writer) const {
-    lookup_impl(tensor, on_writer, nullptr);
+    lookup_impl<false>(tensor, on_writer, nullptr);
   }
   // The same, also describing `tensor` into `prepared` (overwriting what it held) for a
   // record_write of the same tensor that follows (an InOut or OutputExisting argument), so the
   // tensor is described once for both.
   template <class OnWriter>
   void lookup(const Tensor& tensor, OnWriter&& on_writer, Prepared* prepared) const {
-    lookup_impl(tensor, on_writer, prepared);
+    lookup_impl<true>(tensor, on_writer, prepared);
   }
 
   // Marks "no entry" (record_write of an empty region).
@@ -168,8 +168,13 @@ class TensorMap {
   class Prepared {
    private:
     friend class TensorMap;
-    uint64_t epoch = 0;  // layout_epoch_ when filled; 0: never filled (the epoch starts at 1)
+    uint64_t epoch = 0;     // layout_epoch_ when filled; 0: never filled (the epoch starts at 1)
+    uint64_t recorded = 0;  // recorded_ when filled
     uint32_t buffer = kNil;
+    // The lookup met no bounded entry of the tensor's region. While no record_write happened
+    // since (recorded == recorded_; entries only appear through record_write), the write has no
+    // entry to drop or reuse, so it skips that search.
+    bool met_none = false;
     Query query;
   };
 
@@ -225,7 +230,10 @@ class TensorMap {
     uint32_t buffer = kNil;
   };
   // A grid cell of one group (key = buffer * kGroups + group); head == kNil marks a free cell.
-  // Open addressing with linear probing over all buffers' groups.
+  // Open addressing with linear probing over all buffers' groups, at most 1/kCellLoadInverse
+  // full: every lookup probes cells and every write and erase inserts or deletes one (deletion
+  // shifts the run after it back), so short runs matter more than the table's size.
+  static constexpr std::size_t kCellLoadInverse = 4;
   struct Cell {
     uint64_t row = 0;
     uint64_t col = 0;
@@ -321,35 +329,44 @@ class TensorMap {
     return examined;
   }
 
-  template <class OnWriter>
+  // kPrepare: `prepared` is filled (not null); a compile-time flag keeps plain lookups lean.
+  template <bool kPrepare, class OnWriter>
   void lookup_impl(const Tensor& tensor, OnWriter& on_writer, Prepared* prepared) const {
     const uint32_t buffer = buffer_of(tensor.buffer.addr);
     if (buffer == kNil) {
       // Overwritten in every case: a Prepared reused across tensors never keeps another's query.
-      if (prepared != nullptr) prepared->buffer = kNil;
+      if constexpr (kPrepare) prepared->buffer = kNil;
       return;
     }
     const BufferIndex& index = buffers_[buffer];
     const Query query = query_of(tensor, index.pitch);
-    if (prepared != nullptr) {
+    if constexpr (kPrepare) {
       prepared->epoch = layout_epoch_;
       prepared->buffer = buffer;
-      prepared->query = query;
+      prepared->query = query;  // met_none is left alone: record_at ignores it when empty
     }
     if (query.empty) return;
     for (uint32_t e = index.unbounded_head; e != kNil; e = entries_[e].group_next) {
       on_writer(entries_[e].writer);
     }
+    [[maybe_unused]] bool met = false;
     const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
       const Entry& entry = entries_[e];
+      if constexpr (kPrepare) met = true;
       // Two exact regions whose rectangles meet overlap; other pairs take the full search.
       if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_writer(entry.writer);
     });
+    if constexpr (kPrepare) {
+      prepared->recorded = recorded_;
+      prepared->met_none = !met;
+    }
     note_operation(examined);
   }
   // record_write once the tensor's buffer index exists, is indexed for the tensor's rank and
-  // `query` describes the tensor under its pitch.
-  uint32_t record_at(const Tensor& tensor, TaskId writer, uint32_t buffer, const Query& query);
+  // `query` describes the tensor under its pitch. `none_met`: no bounded entry meets the query's
+  // rectangle and extent (known from a Prepared), so there is nothing to drop or reuse.
+  uint32_t record_at(const Tensor& tensor, TaskId writer, uint32_t buffer, const Query& query,
+                     bool none_met = false);
 
   void note_operation(uint64_t examined) const noexcept {
     ++stats_.operations;
@@ -408,6 +425,8 @@ class TensorMap {
   mutable bool cache_valid_ = false;
   // Bumped whenever a buffer index is created, released or re-pitched (Prepared's validity).
   uint64_t layout_epoch_ = 1;
+  // Counts record_at calls (Prepared::met_none's validity).
+  uint64_t recorded_ = 0;
   mutable TensorMapStats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -290,6 +291,83 @@ TEST(TensorTest, HandMadeTensorsAreCheckedToo) {
   Tensor lying = Tensor::make({kBase, 64}, {4, 4}, DataType::F32);
   lying.buffer.size = 32;  // shrunk after construction: views re-check the buffer
   expect_error([&] { lying.view({4, 4}, {0, 0}); }, StatusCode::ViewOutOfBounds, "buffer holds 32");
+}
+
+// Tensor::view against a reference written with 128-bit arithmetic, over hand-made tensors whose
+// strides, offsets and buffer sizes are random (small, near the limit, or past 64 bits), so both
+// the single-pass accept path and every way to fail are exercised: a view is accepted exactly
+// when every size fits its extent and, for a non-empty view of a buffer-backed tensor, every
+// element lies inside the buffer; a rejected view throws ViewOutOfBounds.
+TEST(TensorTest, ViewMatchesA128BitReference) {
+  using u128 = unsigned __int128;
+  constexpr u128 kLimit = u128{1} << 64;
+  std::mt19937_64 rng(20261130);
+  auto pick = [&](uint64_t small) -> uint64_t {
+    switch (rng() % 8) {
+      case 0:
+        return ~0ull - rng() % 4;
+      case 1:
+        return (1ull << 62) + rng() % 4;
+      case 2:
+        return 0;
+      default:
+        return rng() % small;
+    }
+  };
+  auto upto = [&](uint64_t n) { return n == ~0ull ? rng() : rng() % (n + 1); };  // [0, n]
+  int accepted = 0;
+  int rejected = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    Tensor t;
+    t.ndim = 1 + static_cast<uint32_t>(rng() % kMaxTensorDims);
+    t.dtype = static_cast<DataType>(rng() % kDataTypeCount);
+    t.buffer = {rng() % 8 == 0 ? 0 : kBase, pick(4096)};
+    t.start_offset = pick(64);
+    std::vector<uint64_t> shape(t.ndim);
+    std::vector<uint64_t> offsets(t.ndim);
+    for (uint32_t d = 0; d < t.ndim; ++d) {
+      t.shape[d] = pick(9);
+      t.strides[d] = pick(40);
+      offsets[d] = rng() % 4 == 0 ? pick(9) : upto(t.shape[d]);
+      const uint64_t room = t.shape[d] >= offsets[d] ? t.shape[d] - offsets[d] : 0;
+      shape[d] = rng() % 8 == 0 ? pick(9) : upto(room);
+    }
+    // Reference.
+    bool ok = true;
+    u128 start = t.start_offset;
+    u128 reach = 0;
+    bool empty = false;
+    for (uint32_t d = 0; d < t.ndim; ++d) {
+      ok &= u128{offsets[d]} + shape[d] <= t.shape[d];
+      start += u128{offsets[d]} * t.strides[d];
+      ok &= start < kLimit;
+      empty |= shape[d] == 0;
+      if (shape[d] > 0) reach += u128{shape[d] - 1} * t.strides[d];
+    }
+    if (ok && !t.buffer.empty()) {
+      const u128 end = empty ? start : start + reach + 1;
+      ok = end < kLimit && end * element_size(t.dtype) < kLimit &&
+           end * element_size(t.dtype) <= t.buffer.size;
+    }
+    try {
+      const Tensor v = t.view(shape, offsets);
+      ASSERT_TRUE(ok) << "accepted " << v.to_string() << " of " << t.to_string();
+      EXPECT_TRUE(u128{v.start_offset} == start);
+      for (uint32_t d = 0; d < t.ndim; ++d) {
+        EXPECT_EQ(v.shape[d], shape[d]);
+        EXPECT_EQ(v.strides[d], t.strides[d]);
+      }
+      EXPECT_EQ(v.buffer, t.buffer);
+      EXPECT_EQ(v.ndim, t.ndim);
+      ++accepted;
+    } catch (const Error& e) {
+      ASSERT_FALSE(ok) << "rejected a valid view of " << t.to_string() << ": " << e.what();
+      EXPECT_EQ(e.code(), StatusCode::ViewOutOfBounds) << e.what();
+      ++rejected;
+    }
+  }
+  EXPECT_GT(accepted, 2000);
+  EXPECT_GT(rejected, 2000);
 }
 
 TEST(TensorTest, ToStringNamesTheLayout) {

@@ -285,6 +285,45 @@ TEST(TensorMap, RepeatedTileWritesKeepOneEntryPerTile) {
   EXPECT_EQ(map.entries_of(kBuf.addr), 1u);
 }
 
+// A lookup that meets no entry lets the following record_write skip its search for entries to
+// drop or reuse, but only while nothing was written in between: a write after the lookup (here
+// inside the prepared tile, then of the tile itself) must still be dropped or reused.
+TEST(TensorMap, PreparedWriteSeesEntriesRecordedAfterItsLookup) {
+  const Tensor t = matrix(8, 8);
+  const Tensor tile = t.view({4, 4}, {4, 4});
+  for (const bool same_view : {false, true}) {
+    TensorMap map;
+    map.record_write(t.view({4, 4}, {0, 0}), 1);  // indexes the buffer; far from `tile`
+    TensorMap::Prepared prepared;
+    std::vector<TaskId> w;
+    map.lookup(
+        tile, [&](TaskId id) { w.push_back(id); }, &prepared);
+    EXPECT_TRUE(w.empty());
+    const uint32_t between =
+        map.record_write(same_view ? tile : t.view({2, 2}, {5, 5}), 2);  // after the lookup
+    const uint32_t entry = map.record_write(tile, 3, prepared);
+    EXPECT_EQ(map.entry_count(), 2u) << "same_view " << same_view;
+    if (same_view) {
+      EXPECT_EQ(entry, between);  // the identical view's entry is reused
+    }
+    w.clear();
+    map.lookup(tile, [&](TaskId id) { w.push_back(id); });
+    EXPECT_EQ(w, (std::vector<TaskId>{3})) << "same_view " << same_view;
+  }
+  // With no write in between, the prepared write records the tile next to the far entry.
+  TensorMap map;
+  map.record_write(t.view({4, 4}, {0, 0}), 1);
+  TensorMap::Prepared prepared;
+  map.lookup(
+      tile, [](TaskId) {}, &prepared);
+  map.record_write(tile, 2, prepared);
+  EXPECT_EQ(map.entry_count(), 2u);
+  std::vector<TaskId> w;
+  map.lookup(t, [&](TaskId id) { w.push_back(id); });
+  std::sort(w.begin(), w.end());
+  EXPECT_EQ(w, (std::vector<TaskId>{1, 2}));
+}
+
 TEST(TensorMap, PartialWriteDoesNotDropTheWiderEntry) {
   TensorMap map;
   const Tensor t = matrix(8, 16);
@@ -460,18 +499,23 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
   std::vector<std::pair<uint32_t, TaskId>> written;  // (entry, writer), oldest first
   TensorMap map;
   auto random_view = [&](const DeviceBuffer& buf) {
-    const Tensor m = Tensor::make(buf, {64, 48}, DataType::F32);
+    // The third buffer is a 48 x 64 matrix: a power-of-two row pitch (256 bytes) next to the
+    // 192-byte pitch of the others, so both ways of finding a view's rows are compared.
+    const uint64_t rows = buf.addr == buffers[2].addr ? 48 : 64;
+    const uint64_t cols = 3072 / rows;
+    const Tensor m = Tensor::make(buf, {rows, cols}, DataType::F32);
     switch (rng() % 8) {
       case 0:
       case 1:
       case 2: {  // any rectangle: many size groups
-        const uint64_t r = rng() % 64, c = rng() % 48;
-        return m.view({1 + rng() % (64 - r), 1 + rng() % (48 - c)}, {r, c});
+        const uint64_t r = rng() % rows, c = rng() % cols;
+        return m.view({1 + rng() % (rows - r), 1 + rng() % (cols - c)}, {r, c});
       }
       case 3: {  // aligned tiles, rewritten often
         const uint64_t t = 1 + rng() % 3;
         const uint64_t edge = uint64_t{4} << (t - 1);
-        return m.view({edge, edge}, {edge * (rng() % (64 / edge)), edge * (rng() % (48 / edge))});
+        return m.view({edge, edge},
+                      {edge * (rng() % (rows / edge)), edge * (rng() % (cols / edge))});
       }
       case 4: {  // 1-D run
         const Tensor flat = Tensor::make(buf, {3072}, DataType::F32);
@@ -479,11 +523,12 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
         return flat.view({1 + rng() % std::min<uint64_t>(3072 - s, 300)}, {s});
       }
       case 5:
-        return m.slice(1, rng() % 3, 48, 1 + rng() % 3).slice(0, rng() % 4, 64, 1 + rng() % 2);
+        return m.slice(1, rng() % 3, cols, 1 + rng() % 3).slice(0, rng() % 4, rows, 1 + rng() % 2);
       case 6:
         return Tensor::make(buf, {12288}, DataType::U8).slice(0, rng() % 100, 12288, 1 + rng() % 5);
       default:
-        return m.transpose(0, 1).view({1 + rng() % 8, 1 + rng() % 8}, {rng() % 40, rng() % 56});
+        return m.transpose(0, 1).view({1 + rng() % 8, 1 + rng() % 8},
+                                      {rng() % (cols - 8), rng() % (rows - 8)});
     }
   };
   TaskId next_writer = 0;

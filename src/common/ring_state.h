@@ -10,13 +10,16 @@
 //
 // Life of a slot (task T in slot s):
 //   orchestrator (submit):   reset_slot(s), refs = 1 (completion) + 1 if T holds a scope
-//                            reference (it allocated outputs); for each live producer P it
-//                            retains P (P.refs++) and records P in T's producer list; unless P
-//                            already completed (fanout sealed) it adds one to T's fan-in and pushes
-//                            a DepEntry {consumer = s} onto P's fanout list (fanout_push). Then
-//                            it drops the fan-in guard and publishes T when it reached zero.
+//                            reference (it allocated outputs); for each live task O that owns a
+//                            runtime output T reads it retains O (O.refs++, so O's heap range
+//                            outlives T) and records O in T's producer list; for each live
+//                            producer P, unless P already completed (fanout sealed), it adds one
+//                            to T's fan-in and pushes a DepEntry {consumer = s} onto P's fanout
+//                            list (fanout_push). A dependency alone is not retained: T cannot run
+//                            before P completed, and the entry belongs to T's dependency ring.
+//                            Then it drops the fan-in guard and publishes T when it reached zero.
 //   schedulers (complete):   fanout_seal_and_walk (consumers whose fan-in reaches zero become
-//                            ready), release every retained producer, then the completion ref.
+//                            ready), release every retained owner, then the completion ref.
 //   orchestrator (scope end): drops the scope refs of the scope's tasks.
 //   orchestrator (retire):   in submission order per set, slots whose refs reached zero are
 //                            retired: their heap bytes, dependency entries and spill words are

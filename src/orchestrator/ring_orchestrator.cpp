@@ -109,7 +109,8 @@ struct RingOrchestrator::State {
     uint64_t heap_mark = 0;
     uint64_t dep_mark = 0;
     uint64_t spill_mark = 0;
-    uint64_t stamp = 0;  // collection that last listed this slot as a producer (dedupe)
+    uint64_t stamp = 0;         // collection that last listed this slot as a producer (dedupe)
+    uint64_t retain_stamp = 0;  // collection that last listed it as a retained owner (dedupe)
     uint32_t entries[kMaxTaskTensors] = {};
     uint32_t entry_count = 0;
     uint32_t depth = 0;
@@ -141,6 +142,7 @@ struct RingOrchestrator::State {
   std::size_t depth = 0;           // open user scopes
   std::size_t manual_open = 0;
   std::vector<TaskId> producers;  // scratch: producer handles of the task being submitted
+  std::vector<TaskId> retained;   // scratch: owners of the runtime outputs it reads
   // Scratch: tensor-map descriptions of the task's read-and-written arguments.
   std::array<TensorMap::Prepared, kMaxTaskTensors> prepared;
   uint64_t collection = 0;  // stamp of the current producer collection
@@ -468,6 +470,7 @@ struct RingOrchestrator::State {
   // Starts collecting producers into `producers` (each live task at most once).
   void begin_collection() {
     producers.clear();
+    retained.clear();
     ++collection;
   }
   void add_producer(TaskId handle) {
@@ -481,15 +484,23 @@ struct RingOrchestrator::State {
     map.lookup(tensor, [&](TaskId writer) { add_producer(writer); });
   }
   // A runtime output's memory belongs to the task that allocated it and is reused once that task
-  // retires. A task reading the output may depend only on a later writer (InOut chains), so it
-  // also retains the owner, without an edge, until it completes.
+  // retires. A task reading the output retains the owner (its slot, so its heap range) until it
+  // completes, whether or not it also depends on it (InOut chains depend on a later writer).
+  // Only owners are retained: a dependency alone needs no reference, as the consumer cannot run
+  // before the producer completed and the producer's slot is only read when it completes (its
+  // fan-out entries belong to the consumers). That keeps the orchestrator and the completing
+  // scheduler off each other's slot lines for user-buffer dependencies (wavefront tiles).
   void retain_owner(const Tensor& t) {
     if (t.buffer.size == 0 || t.owner_task < 0) return;
     for (uint32_t d = 0; d < common::kRingDepths; ++d) {
       const uint64_t begin = mem.heap_addr + sets[d].geo.heap_base;
       if (t.buffer.addr < begin || t.buffer.addr - begin >= sets[d].geo.heap_size) continue;
       const TaskId owner = resolve_in_set(d, t.owner_task);
-      if (owner != kNoTask) add_producer(owner);
+      if (owner == kNoTask || !handle_live(owner)) return;
+      SlotInfo& si = info[handle_slot(owner)];
+      if (si.retain_stamp == collection) return;
+      si.retain_stamp = collection;
+      retained.push_back(owner);
       return;
     }
   }
@@ -545,21 +556,21 @@ struct RingOrchestrator::State {
         }
       }
     }
-    // Producers [0, dependencies) are dependencies; the rest are only retained (output owners).
-    std::size_t dependencies = producers.size();
+    // `producers` are dependencies; `retained` the owners of the runtime outputs it reads.
     for (int i = 0; i < tensor_count; ++i) {
       if (tags[i] != ArgTag::Out) retain_owner(*tensors[i]);
     }
     if (args.has_predicate()) retain_owner(args.predicate());
-    const uint64_t wanted = dependencies;
-    const uint64_t spill_wanted = producers.size() > common::kInlineProducers
-                                      ? producers.size() - common::kInlineProducers
-                                      : 0;
+    const uint64_t wanted = producers.size();
+    const uint64_t spill_wanted =
+        retained.size() > common::kInlineProducers ? retained.size() - common::kInlineProducers : 0;
     if (wanted > set.deps.capacity() || spill_wanted > set.spill.capacity()) {
       const bool deps = wanted > set.deps.capacity();
       fail(StatusCode::CapacityExceeded,
-           task_label(id, spec) + " has " + std::to_string(wanted) + " producers but the " +
-               ring_name(deps ? RingKind::Deps : RingKind::Spill) + " of depth " +
+           task_label(id, spec) +
+               (deps ? " has " + std::to_string(wanted) + " producers"
+                     : " reads the outputs of " + std::to_string(retained.size()) + " tasks") +
+               " but the " + ring_name(deps ? RingKind::Deps : RingKind::Spill) + " of depth " +
                std::to_string(d) + " holds " +
                std::to_string(deps ? set.deps.capacity() : set.spill.capacity()) + " " +
                ring_unit(deps ? RingKind::Deps : RingKind::Spill) + "; raise " +
@@ -588,16 +599,17 @@ struct RingOrchestrator::State {
       return kNoTask;
     }
     // Producers may have retired while this task waited: they completed, so they are no
-    // dependency (and retired producers' outputs are no longer readable anyway).
-    std::size_t kept = 0;
-    std::size_t kept_dependencies = 0;
-    for (std::size_t k = 0; k < producers.size(); ++k) {
-      if (!handle_live(producers[k])) continue;
-      producers[kept++] = producers[k];
-      if (k < dependencies) kept_dependencies = kept;
-    }
-    producers.resize(kept);
-    dependencies = kept_dependencies;
+    // dependency (and retired owners' outputs are no longer readable anyway).
+    auto drop_retired = [&](std::vector<TaskId>& handles) {
+      std::size_t kept = 0;
+      for (const TaskId h : handles) {
+        if (handle_live(h)) handles[kept++] = h;
+      }
+      handles.resize(kept);
+    };
+    drop_retired(producers);
+    drop_retired(retained);
+    const std::size_t dependencies = producers.size();
 
     const uint64_t seq = set.next_seq;
     const uint32_t slot = set.slot_of(seq);
@@ -663,14 +675,14 @@ struct RingOrchestrator::State {
 
     // The slot: references, retained producers, and the fan-in guard that keeps it unpublished
     // while producers are wired.
-    const auto producer_count = static_cast<uint32_t>(producers.size());
+    const auto producer_count = static_cast<uint32_t>(retained.size());
     rs.fanout_head.store(common::kFanoutEmpty, std::memory_order_relaxed);
     rs.refs.store(1u + (holds_scope_ref ? 1u : 0u), std::memory_order_relaxed);
     rs.sequence = seq;
     rs.producer_count = producer_count;
     rs.spill_begin = set.geo.spill_base + static_cast<uint32_t>(spill_offset);
     for (uint32_t k = 0; k < producer_count; ++k) {
-      const uint32_t p = handle_slot(producers[k]);
+      const uint32_t p = handle_slot(retained[k]);
       mem.slots[p].refs.fetch_add(1, std::memory_order_relaxed);
       if (k < common::kInlineProducers) {
         rs.producers[k] = p;

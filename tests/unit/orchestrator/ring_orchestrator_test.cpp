@@ -51,8 +51,11 @@ TEST(RingOrchestrator, ChainPublishesEachTaskOnceItsProducerCompleted) {
   EXPECT_EQ(aiv(h, c), 2);
   EXPECT_EQ(h.driver.submitted_seen, 3u);
   EXPECT_EQ(h.driver.published, (std::vector<int64_t>{0}));
-  // c depends on b only: b's write covers a's, so the map keeps one writer.
-  EXPECT_EQ(h.slot_storage[h.slot_of(2)].producer_count, 1u);
+  // c depends on b only: b's write covers a's, so the map keeps one writer. A dependency on a
+  // user buffer's writer is wired (fan-in) but not retained: nobody's heap range is involved.
+  EXPECT_EQ(h.fanin[h.slot_of(2)].load(), 1u) << "waits for b";
+  EXPECT_EQ(h.slot_storage[h.slot_of(2)].producer_count, 0u);
+  EXPECT_EQ(h.slot_storage[h.slot_of(1)].refs.load(), 1u) << "completion ref only";
   h.driver.run_ready();
   EXPECT_EQ(h.driver.published, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(h.driver.completion_order, (std::vector<int64_t>{0, 1, 2}));
@@ -69,9 +72,9 @@ TEST(RingOrchestrator, ProducerReachedThroughSeveralArgumentsIsWiredOnce) {
   b.in(vec(kX, 16)).in(vec(kX, 8)).after(t0);
   aiv(h, b);
   const uint32_t slot = h.slot_of(1);
-  EXPECT_EQ(h.slot_storage[slot].producer_count, 1u);
-  EXPECT_EQ(h.fanin[slot].load(), 1u);
-  EXPECT_EQ(h.slot_storage[h.slot_of(0)].refs.load(), 2u) << "completion ref + one consumer";
+  EXPECT_EQ(h.fanin[slot].load(), 1u) << "one edge from t0, however many arguments reach it";
+  EXPECT_EQ(h.slot_storage[slot].producer_count, 0u) << "a dependency alone is not retained";
+  EXPECT_EQ(h.slot_storage[h.slot_of(0)].refs.load(), 1u) << "completion ref only";
   h.driver.run_ready();
   EXPECT_EQ(h.driver.completion_order, (std::vector<int64_t>{0, 1}));
 }
@@ -380,7 +383,7 @@ TEST(RingOrchestrator, ExplicitDependenciesOnRetiredLiveAndFutureTasks) {
   d.in(vec(kY, 4)).after(t1);
   const TaskId t3 = aiv(h, d);
   EXPECT_FALSE(h.is_published(t3));
-  EXPECT_EQ(h.slot_storage[h.slot_of(t3)].producer_count, 1u);
+  EXPECT_EQ(h.fanin[h.slot_of(t3)].load(), 1u) << "waits for t1";
   TaskArgs e;
   e.in(vec(kY, 4)).after(99);
   EXPECT_EQ(aiv(h, e), kNoTask);
@@ -449,7 +452,7 @@ TEST(RingOrchestrator, MixSpmdPredicatedAndDummyRecords) {
   EXPECT_EQ(rp.block_num, 3u);
   EXPECT_EQ(rp.arg_count, 1u) << "the flag is not a kernel argument";
   EXPECT_FALSE(h.is_published(p)) << "ordered after the flag's writer";
-  EXPECT_EQ(h.slot_storage[h.slot_of(p)].producers[0], h.slot_of(fw));
+  EXPECT_EQ(h.fanin[h.slot_of(p)].load(), 1u) << "the flag's writer " << fw;
 
   TaskArgs dummy;
   dummy.in(vec(kX, 4));
@@ -560,23 +563,33 @@ TEST(RingOrchestrator, RootOutputsStayUsableUntilTheEnd) {
   EXPECT_NE(aiv(h, d), kNoTask) << error_text(h);
 }
 
+// A task reading the runtime outputs of more tasks than a slot lists inline retains the rest
+// through spill words; its dependencies need no retention.
 TEST(RingOrchestrator, TasksWithManyProducersSpill) {
   RingHarness h({SetSizes{16, 4096, 64, 8}});
   h.driver.auto_complete = false;
   std::vector<TaskId> writers;
+  std::vector<Tensor> outputs;
   for (uint64_t i = 0; i < 9; ++i) {
     TaskArgs w;
-    w.output_existing(Tensor::make(kX, {64}, DataType::F32, 64 * i));
+    w.out({16}, DataType::F32);
     writers.push_back(aiv(h, w));
+    outputs.push_back(w.output(0));
   }
   TaskArgs all;
-  all.in(Tensor::make(kX, {9 * 64}, DataType::F32));
+  for (const Tensor& t : outputs) all.in(t);
   const TaskId c = aiv(h, all);
+  ASSERT_NE(c, kNoTask) << error_text(h);
   const common::RingSlot& slot = h.slot_storage[h.slot_of(c)];
-  ASSERT_EQ(slot.producer_count, 9u);
+  ASSERT_EQ(slot.producer_count, 9u) << "the owners of the 9 outputs it reads";
   EXPECT_EQ(h.fanin[h.slot_of(c)].load(), 9u);
+  for (uint32_t k = 0; k < 6; ++k) EXPECT_EQ(slot.producers[k], h.slot_of(writers[k]));
   for (uint32_t k = 6; k < 9; ++k) {
     EXPECT_EQ(h.spill_words[slot.spill_begin + (k - 6)], h.slot_of(writers[k]));
+  }
+  for (const TaskId w : writers) {
+    EXPECT_EQ(h.slot_storage[h.slot_of(w)].refs.load(), 2u + 1u)
+        << "completion + root scope + the reader";
   }
   h.driver.held.insert(writers[8]);
   h.driver.run_ready();

@@ -145,9 +145,12 @@ TEST(ReadyQueue, BatchesKeepFifoOrderAndFailWholeWhenFull) {
   }
 }
 
-// Batched and single operations from several threads at once on a small ring (meeting at full
-// and empty): every item is popped exactly once.
-TEST(ReadyQueue, ConcurrentBatchesStressEveryItemExactlyOnce) {
+// 3 producers and 3 consumers on a small ring (so they keep meeting at full and empty); every
+// item is popped exactly once. `produce(queue, p, first, count)` pushes items [first, first +
+// count) of producer p and returns how many it pushed (0: full, retried); `consume(queue, c,
+// out)` pops into out[0..4] and returns how many it popped.
+template <class Produce, class Consume>
+void expect_every_item_exactly_once(Produce produce, Consume consume) {
   constexpr uint32_t kProducers = 3;
   constexpr uint32_t kConsumers = 3;
   constexpr uint32_t kPerProducer = 20000;
@@ -158,19 +161,11 @@ TEST(ReadyQueue, ConcurrentBatchesStressEveryItemExactlyOnce) {
   std::vector<std::thread> threads;
   for (uint32_t p = 0; p < kProducers; ++p) {
     threads.emplace_back([&, p] {
-      uint32_t batch[7];
       uint32_t next = 0;
       while (next < kPerProducer) {
-        // Batch sizes 1..7, and every third producer alternates with single pushes.
-        const uint32_t size = std::min<uint32_t>(1 + (next + p) % 7, kPerProducer - next);
-        for (uint32_t i = 0; i < size; ++i) batch[i] = p * kPerProducer + next + i;
-        const bool ok =
-            p == 2 && next % 2 == 0 ? m.queue->push(batch[0]) : m.queue->push_batch(batch, size);
-        if (!ok) {
-          std::this_thread::yield();
-          continue;
-        }
-        next += p == 2 && next % 2 == 0 ? 1 : size;
+        const uint32_t pushed = produce(*m.queue, p, p * kPerProducer + next, kPerProducer - next);
+        if (pushed == 0) std::this_thread::yield();
+        next += pushed;
       }
     });
   }
@@ -178,8 +173,7 @@ TEST(ReadyQueue, ConcurrentBatchesStressEveryItemExactlyOnce) {
     threads.emplace_back([&, c] {
       uint32_t out[5];
       while (consumed.load() < kTotal) {
-        const uint32_t got =
-            c == 0 ? (m.queue->pop(out) ? 1u : 0u) : m.queue->pop_batch(out, 2 + c);
+        const uint32_t got = consume(*m.queue, c, out);
         for (uint32_t i = 0; i < got; ++i) seen[out[i]].fetch_add(1);
         consumed.fetch_add(got);
         if (got == 0) std::this_thread::yield();
@@ -193,39 +187,25 @@ TEST(ReadyQueue, ConcurrentBatchesStressEveryItemExactlyOnce) {
 }
 
 TEST(ReadyQueue, ConcurrentProducersConsumersStressEveryItemExactlyOnce) {
-  constexpr uint32_t kProducers = 3;
-  constexpr uint32_t kConsumers = 3;
-  constexpr uint32_t kPerProducer = 20000;
-  constexpr uint32_t kTotal = kProducers * kPerProducer;
-  // A small ring so producers and consumers keep meeting at full and empty.
-  QueueMemory m(64);
-  std::vector<std::atomic<uint32_t>> seen(kTotal);
-  std::atomic<uint32_t> consumed{0};
-  std::vector<std::thread> threads;
-  for (uint32_t p = 0; p < kProducers; ++p) {
-    threads.emplace_back([&, p] {
-      for (uint32_t i = 0; i < kPerProducer; ++i) {
-        while (!m.queue->push(p * kPerProducer + i)) std::this_thread::yield();
-      }
-    });
-  }
-  for (uint32_t c = 0; c < kConsumers; ++c) {
-    threads.emplace_back([&] {
-      uint32_t value = 0;
-      while (consumed.load() < kTotal) {
-        if (m.queue->pop(&value)) {
-          seen[value].fetch_add(1);
-          consumed.fetch_add(1);
-        } else {
-          std::this_thread::yield();
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  uint32_t value = 0;
-  EXPECT_FALSE(m.queue->pop(&value));
-  for (uint32_t i = 0; i < kTotal; ++i) ASSERT_EQ(seen[i].load(), 1u) << "item " << i;
+  expect_every_item_exactly_once(
+      [](ReadyQueue& q, uint32_t, uint32_t first, uint32_t) { return q.push(first) ? 1u : 0u; },
+      [](ReadyQueue& q, uint32_t, uint32_t* out) { return q.pop(out) ? 1u : 0u; });
+}
+
+// Batches of 1..7 mixed with single pushes (producer 2 alternates), pops of one and batches of
+// 3 and 4.
+TEST(ReadyQueue, ConcurrentBatchesStressEveryItemExactlyOnce) {
+  expect_every_item_exactly_once(
+      [](ReadyQueue& q, uint32_t p, uint32_t first, uint32_t left) {
+        if (p == 2 && first % 2 == 0) return q.push(first) ? 1u : 0u;
+        uint32_t batch[7];
+        const uint32_t size = std::min<uint32_t>(1 + (first + p) % 7, left);
+        for (uint32_t i = 0; i < size; ++i) batch[i] = first + i;
+        return q.push_batch(batch, size) ? size : 0u;
+      },
+      [](ReadyQueue& q, uint32_t c, uint32_t* out) {
+        return c == 0 ? (q.pop(out) ? 1u : 0u) : q.pop_batch(out, 2 + c);
+      });
 }
 
 }  // namespace

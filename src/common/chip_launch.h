@@ -67,6 +67,11 @@ struct ChipLaunchArgs {
   uint32_t aicpu_threads = 0;
   uint32_t clusters = 0;  // clusters this run uses; cores are numbered as in platform::Geometry
   uint32_t device_clusters = 0;
+  // host_build_graph replay: this exact image passed the chip's structural checks in an earlier
+  // launch of this runner and has not been rewritten since, so thread 0 only formats its per-task
+  // state from it (the checks guard against malformed images from the host; the bytes are those
+  // it checked). Sits in the padding before image_addr (layout unchanged).
+  bool image_prevalidated = false;
   uint64_t image_addr = 0;  // graph image (host_build_graph), see orchestrator/graph_image.h
   uint64_t image_size = 0;
   // tensormap_ringbuffer: AICPU thread 0 runs the orchestration function at

@@ -119,8 +119,13 @@ void ArenaSet::store_prebuilt(uint32_t bank, PrebuiltImage image) {
   prebuilt_valid_ = true;
 }
 
+void ArenaSet::mark_prebuilt_validated(uint32_t bank, const std::vector<uint8_t>& key) noexcept {
+  if (bank == 0 && prebuilt_valid_ && prebuilt_.key == key) prebuilt_.chip_validated = true;
+}
+
 void ArenaSet::invalidate_prebuilt() noexcept {
   prebuilt_valid_ = false;
+  prebuilt_.chip_validated = false;
   prebuilt_.key.clear();
   prebuilt_.image.clear();
   prebuilt_.output_heap = prebuilt_.shared_state = prebuilt_.runtime_image = {};

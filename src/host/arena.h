@@ -46,6 +46,9 @@ struct PrebuiltImage {
   DeviceBuffer output_heap;  // bank 0 regions when the image was built
   DeviceBuffer shared_state;
   DeviceBuffer runtime_image;
+  // A launch of this image passed the chip's checks; replays then launch it prevalidated
+  // (ChipLaunchArgs::image_prevalidated). The host never rewrites a cached image's bytes.
+  bool chip_validated = false;
 };
 
 class ArenaSet {
@@ -67,6 +70,8 @@ class ArenaSet {
   const PrebuiltImage* lookup_prebuilt(uint32_t bank, const std::vector<uint8_t>& key) const;
   // Stores `image` for bank 0; ignored for other banks.
   void store_prebuilt(uint32_t bank, PrebuiltImage image);
+  // Records that a launch of the cached image for `key` completed (the chip checked it).
+  void mark_prebuilt_validated(uint32_t bank, const std::vector<uint8_t>& key) noexcept;
   bool prebuilt_valid() const noexcept { return prebuilt_valid_; }
   void invalidate_prebuilt() noexcept;
 

@@ -435,12 +435,14 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   uint64_t task_count = 0;
   uint64_t build_ns = 0;
   bool replayed = false;
+  bool prevalidated = false;
   if (config.replay_graph) {
     key = replay_key(*callable, args, heap_bytes, max_tasks, shape.clusters);
     if (const PrebuiltImage* cached = arenas_.lookup_prebuilt(bank, key)) {
       image = &cached->image;
       task_count = cached->task_count;
       replayed = true;
+      prevalidated = cached->chip_validated;
     }
   }
   // A graph whose orchestration read or wrote tensor data is not cached: a replay skips the
@@ -535,10 +537,14 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
                                         shared_bytes, phase_buffer_addr);
     launch_args->image_addr = image_region.addr;
     launch_args->image_size = image_size;
+    launch_args->image_prevalidated = prevalidated;
     write_launch_args(*launch_args, launch_args_addr, phase_buffer_addr);
   }
 
   launch_and_collect(callable_id, shape, launch_args_addr, phase_buffer_addr, t_entry, &report);
+  // launch_and_collect throws when the chip reports an error, so the image passed its checks.
+  if (replayed || stored_prebuilt) arenas_.mark_prebuilt_validated(bank, key);
+  if (prevalidated) ++prevalidated_launches_;
   report.host_total_ns = ns_between(t_entry, Clock::now());
   return report;
 }

@@ -114,6 +114,9 @@ class DeviceRunner {
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
+  // How many replays launched their image prevalidated (ChipLaunchArgs::image_prevalidated):
+  // replays of a cached image an earlier launch had the chip check.
+  uint64_t prevalidated_launches() const noexcept { return prevalidated_launches_; }
   uint64_t launches() const noexcept { return launches_; }
   // The ring sizes the last tensormap_ringbuffer run resolved (and where each field came from).
   const RingSizeResolution& last_ring_sizes() const noexcept { return last_ring_sizes_; }
@@ -195,6 +198,7 @@ class DeviceRunner {
 
   std::atomic<bool> run_active_{false};
   uint64_t replayed_runs_ = 0;
+  uint64_t prevalidated_launches_ = 0;
   // Whether bank 0's runtime-image region holds the cached prebuilt image (a replay then skips
   // the copy); cleared when another image is written there.
   bool prebuilt_image_resident_ = false;

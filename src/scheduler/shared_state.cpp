@@ -149,6 +149,8 @@ bool validate_image(ChipLaunchArgs* args, RunView* view) {
   }
 
   std::fill(std::begin(view->queue_tasks), std::end(view->queue_tasks), 0u);
+  // A prevalidated image's per-task records are counted by format_prevalidated instead.
+  if (args->image_prevalidated) return true;
   for (uint32_t t = 0; t < header->task_count; ++t) {
     const TaskRecord& task = view->tasks[t];
     const bool dummy = (task.flags & common::kTaskFlagDummy) != 0;
@@ -221,6 +223,18 @@ bool validate_edges(ChipLaunchArgs* args, const RunView& view) {
     view.task_state[t].store(1, std::memory_order_relaxed);
   }
   return true;
+}
+
+// The per-task state validate_image and validate_edges leave behind, for an image that passed
+// them before (ChipLaunchArgs::image_prevalidated): tasks per ready queue, fan-in counts, Pending
+// states. One pass, no checks.
+void format_prevalidated(RunView* view) {
+  for (uint32_t t = 0; t < view->task_count; ++t) {
+    const TaskRecord& task = view->tasks[t];
+    ++view->queue_tasks[queue_of(task)];
+    view->fanin_remaining[t].store(task.fanin_count, std::memory_order_relaxed);
+    view->task_state[t].store(static_cast<uint8_t>(TaskState::Pending), std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
@@ -328,6 +342,10 @@ bool validate_launch(ChipLaunchArgs* args, uint32_t thread_count, RunView* view)
       reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(args->kernel_table_addr));
   if (!validate_image(args, view)) return false;
   bind_shared_region(args, view->task_count, view);
+  if (args->image_prevalidated) {
+    format_prevalidated(view);
+    return true;
+  }
   return validate_edges(args, *view);
 }
 
@@ -361,9 +379,12 @@ void init_shared_state(const RunView& view) {
   view.globals->completed.store(0, std::memory_order_relaxed);
   view.globals->published.store(view.task_count, std::memory_order_relaxed);
   view.globals->total.store(view.task_count, std::memory_order_relaxed);
-  // validate_edges left fanin_remaining == fanin_count; reset the duplicate markers.
-  for (uint32_t t = 0; t < view.task_count; ++t) {
-    view.task_state[t].store(static_cast<uint8_t>(TaskState::Pending), std::memory_order_relaxed);
+  // validate_edges left fanin_remaining == fanin_count; reset the duplicate markers
+  // (format_prevalidated already set every state Pending).
+  if (!view.args->image_prevalidated) {
+    for (uint32_t t = 0; t < view.task_count; ++t) {
+      view.task_state[t].store(static_cast<uint8_t>(TaskState::Pending), std::memory_order_relaxed);
+    }
   }
   const common::ChipLaunchArgs& args = *view.args;
   for (uint32_t core = 0; core < common::kMaxCores; ++core) {

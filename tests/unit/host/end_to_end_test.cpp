@@ -233,6 +233,63 @@ TEST(EndToEnd, ReplayReusesThePrebuiltImage) {
   EXPECT_EQ(worker.runner().replayed_runs(), 1u);
 }
 
+// c = c * 2 + k for k = 0 .. kChainSteps-1, one INOUT task per step: only the submission order
+// gives the right result, so a replay must wire every dependency again.
+constexpr int64_t kChainSteps = 8;
+void scale_add_kernel(int64_t* args) {
+  float* c = kernel::tensor_arg<float>(args, 0);
+  const auto step = static_cast<float>(kernel::scalar_arg<int64_t>(args, 1));
+  for (uint64_t i = 0; i < kElements; ++i) c[i] = c[i] * 2.0f + step;
+}
+void scale_add_chain_orchestration(Orchestration& orch, const TaskArgs& args) {
+  for (int64_t k = 0; k < kChainSteps; ++k) {
+    TaskArgs task;
+    task.inout(args.tensor(0)).scalar(k);
+    orch.submit(0, CoreType::AIV, task);
+  }
+}
+
+TEST(EndToEnd, ReplaysLaunchAnImageTheChipCheckedPrevalidated) {
+  Worker worker;
+  worker.init(small_options());
+  const ArgSignature sig = ArgSignature::of({ArgTag::InOut}, 1);
+  worker.register_callable(0, CallableBuilder()
+                                  .orchestration_function(&scale_add_chain_orchestration,
+                                                          ArgSignature::of({ArgTag::InOut}, 0))
+                                  .kernel_function(0, CoreType::AIV, &scale_add_kernel, sig)
+                                  .build());
+  const DeviceBuffer dc = worker.malloc(kElements * sizeof(float));
+  TaskArgs args;
+  args.inout(Tensor::make(dc, {kElements}, DataType::F32));
+  CallConfig config = small_config();
+  config.replay_graph = true;
+  float want = 1.0f;
+  for (int64_t k = 0; k < kChainSteps; ++k) want = want * 2.0f + static_cast<float>(k);
+  auto run_and_check = [&](const char* what) {
+    SCOPED_TRACE(what);
+    const std::vector<float> ones(kElements, 1.0f);
+    worker.copy_to(dc, ones.data(), kElements * sizeof(float));
+    worker.run(0, args, config);
+    std::vector<float> got(kElements);
+    worker.copy_from(got.data(), dc, kElements * sizeof(float));
+    EXPECT_THAT(got, ::testing::Each(want));
+  };
+  run_and_check("caching run");  // built, cached, checked by the chip
+  EXPECT_EQ(worker.runner().prevalidated_launches(), 0u);
+  run_and_check("first replay");
+  run_and_check("second replay");
+  EXPECT_EQ(worker.runner().replayed_runs(), 2u);
+  EXPECT_EQ(worker.runner().prevalidated_launches(), 2u);
+
+  // Another cluster count builds and caches a new image: its first launch is checked again.
+  config.cluster_count = 1;
+  run_and_check("new image");
+  EXPECT_EQ(worker.runner().prevalidated_launches(), 2u);
+  run_and_check("replay of the new image");
+  EXPECT_EQ(worker.runner().prevalidated_launches(), 3u);
+  worker.free(dc);
+}
+
 // Reads a[0] from orchestration code before submitting the vector add.
 float g_peeked = 0.0f;
 void peeking_vadd_orchestration(Orchestration& orch, const TaskArgs& args) {

@@ -281,6 +281,7 @@ ChipRun::ChipRun(const ImageWriter& writer, const RunOptions& options) : options
   a.variant = RuntimeVariant::HostBuildGraph;
   a.serial = options.serial;
   a.kicks_run_kernels = options.kicks_run_kernels;
+  a.image_prevalidated = options.image_prevalidated;
   a.aicpu_threads = options.threads;
   a.clusters = options.clusters;
   a.device_clusters = options.device_clusters;

@@ -132,6 +132,8 @@ struct RunOptions {
   // ChipLaunchArgs::kicks_run_kernels: a kick services the core inline on the kicking scheduler
   // (its owner), and the schedulers take only a fair share of the ready tasks per pass.
   bool kicks_run_kernels = false;
+  // ChipLaunchArgs::image_prevalidated: the chip skips the image's per-task checks.
+  bool image_prevalidated = false;
 };
 
 class ChipRun {

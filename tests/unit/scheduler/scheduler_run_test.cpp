@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "chip_harness.h"
 #include "scheduler/chip_entry.h"
@@ -395,6 +396,37 @@ TEST(SchedulerRun, ConcurrentInvalidLaunchesLatchAnErrorAndReturn) {
   }
 }
 
+// A replay of an image the chip checked before skips the per-task checks but must leave the same
+// state behind: fan-in counts, Pending states (over the harness's 0xA5 garbage) and queue sizes.
+TEST(SchedulerRun, ConcurrentPrevalidatedImagesRunEveryGraph) {
+  for (const bool serial : {true, false}) {
+    RunOptions o;
+    o.threads = serial ? 1 : 3;
+    o.serial = serial;
+    o.clusters = 4;
+    o.image_prevalidated = true;
+    SCOPED_TRACE(serial ? "serial" : "threaded");
+    expect_clean_run(chain_graph(100), o);
+    expect_clean_run(fan_graph(60), o);
+    expect_clean_run(diamond_graph(20), o);
+    expect_clean_run(dummy_graph(), o);
+    expect_clean_run(all_dummy_graph(), o);
+    expect_clean_run(random_graph(400, 11), o);
+  }
+}
+
+TEST(SchedulerRun, PrevalidatedImagesStillHaveTheirHeaderChecked) {
+  RunOptions o;
+  o.threads = 2;
+  o.image_prevalidated = true;
+  ChipRun run(chain_graph(4), o);
+  header_of(run)->magic = 0x12345678;
+  EXPECT_LT(run.run(), kHangLimitMs);
+  EXPECT_EQ(run.code(), StatusCode::InternalError) << run.detail();
+  EXPECT_NE(run.detail().find("graph image magic 0x12345678"), std::string::npos) << run.detail();
+  EXPECT_EQ(run.recorder().started(), 0u);
+}
+
 TEST(SchedulerRun, BadLaunchMagicTouchesNothing) {
   RunOptions o;
   o.threads = 2;
@@ -426,10 +458,12 @@ TEST(SchedulerRun, QueuesAreFormattedForTheTasksOfTheirShape) {
   for (uint32_t i = 0; i < 40; ++i) w.add(test::kRecordFunc, CoreType::AIV);
   for (uint32_t i = 0; i < 5; ++i) w.add(test::kRecordFunc, CoreType::AIC, {i});
   w.add_dummy({0, 40});
-  for (bool serial : {true, false}) {
+  for (const auto& [serial, prevalidated] :
+       {std::pair{true, false}, {false, false}, {true, true}, {false, true}}) {
     RunOptions o;
     o.threads = serial ? 1 : 2;
     o.serial = serial;
+    o.image_prevalidated = prevalidated;
     ChipRun run(w, o);
     expect_clean_run(w, o, &run);
     const SharedLayout layout = shared_layout(46);

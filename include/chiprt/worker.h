@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "chiprt/call_config.h"
+#include "chiprt/graph_export.h"
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
@@ -91,6 +92,23 @@ class Worker {
   // any failure, with the chip's status when it failed there; a tensormap_ringbuffer run reports
   // the first error its orchestrator or schedulers latched (RingDeadlock, WaitTimeout, ...).
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+
+  // Builds the task graph of the callable's orchestration with `args` exactly as a
+  // host_build_graph run would (same argument, signature and config checks with the same errors;
+  // same dependency inference, limits and runtime output allocation) and returns it instead of
+  // launching it: nothing runs on the chip, nothing is cached for replay_graph runs (an image
+  // cached earlier stays in use unless the export had to grow the output heap, after which the
+  // next replay_graph run builds anew). It is always the host_build_graph graph, whatever
+  // WorkerOptions::runtime is; config.runtime and config.replay_graph are ignored. The
+  // orchestration itself does run on the host, so its get/set_tensor_data calls take effect
+  // (GraphExport::accessed_tensor_data says so).
+  // Addresses in the result: tensor arguments are the caller's buffers; runtime outputs are in
+  // this Worker's output heap (bank config.arena_bank) and valid until the next run or export;
+  // kernel entries are valid while the callable stays registered. Throws Error like run()
+  // (UnknownCallable, SignatureMismatch, InvalidDevicePointer, InvalidConfig, the orchestration's
+  // own errors).
+  GraphExport export_graph(int32_t callable_id, const TaskArgs& args,
+                           const CallConfig& config = {});
 
   DeviceBuffer malloc(uint64_t bytes);
   void free(DeviceBuffer buffer);

@@ -12,6 +12,7 @@
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
 #include "common/handshake.h"
+#include "host/graph_image_export.h"
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
@@ -94,6 +95,15 @@ std::vector<uint8_t> replay_key(const RegisteredCallable& callable, const TaskAr
   append(&key, args.dep_count());
   for (int i = 0; i < args.dep_count(); ++i) append(&key, args.dep(i));
   return key;
+}
+
+uint64_t output_heap_bytes_of(const CallConfig& config) {
+  return config.output_heap_bytes != 0 ? config.output_heap_bytes
+                                       : CallConfig::kDefaultOutputHeapBytes;
+}
+
+uint64_t max_tasks_of(const CallConfig& config) {
+  return config.max_tasks != 0 ? config.max_tasks : CallConfig::kDefaultMaxTasks;
 }
 
 // Validates a freshly built image (orchestrator's structural checks) and reads its task count.
@@ -369,18 +379,84 @@ void DeviceRunner::check_argument_buffers(const TaskArgs& args) const {
   }
 }
 
-RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+template <class Body>
+auto DeviceRunner::as_active_run(const char* what, Body&& body) -> decltype(body()) {
   bool expected = false;
   if (!run_active_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
     throw Error(StatusCode::InvalidArgument,
-                "run: another run is in progress on device " + std::to_string(device_id_) +
+                std::string(what) + ": another run is in progress on device " +
+                    std::to_string(device_id_) +
                     "; runs execute one at a time (serialise the calls)");
   }
   struct Release {
     std::atomic<bool>& flag;
     ~Release() { flag.store(false, std::memory_order_release); }
   } release{run_active_};
-  return run_locked(callable_id, args, config);
+  return body();
+}
+
+RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+  return as_active_run("run", [&] { return run_locked(callable_id, args, config); });
+}
+
+GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args,
+                                       const CallConfig& config) {
+  return as_active_run("export_graph", [&] {
+    require_usable("export_graph");
+    const LaunchShape shape = resolve_launch_shape(config);  // initialises and validates
+    orchestrator::KernelTable kernel_table{};
+    const RegisteredCallable& callable = prepare_orchestration(
+        "export_graph", callable_id, args, RuntimeVariant::HostBuildGraph, &kernel_table);
+    HostBuild built = build_host_graph(callable, args, config, shape, kernel_table);
+    std::array<uint64_t, kMaxFuncId> kernel_entries{};
+    for (std::size_t f = 0; f < kernel_entries.size(); ++f) {
+      if (callable.kernels[f].present) kernel_entries[f] = callable.kernels[f].entry;
+    }
+    GraphExport graph = decode_graph_image(built.image, kernel_entries);
+    graph.accessed_tensor_data = built.accessed_tensor_data;
+    builder_scratch_.recycle_image(std::move(built.image));
+    return graph;
+  });
+}
+
+const RegisteredCallable& DeviceRunner::prepare_orchestration(
+    const char* what, int32_t callable_id, const TaskArgs& args, RuntimeVariant variant,
+    orchestrator::KernelTable* kernel_table) {
+  if (!callables_.has(callable_id)) {
+    throw Error(
+        StatusCode::UnknownCallable,
+        std::string(what) + ": callable id " + std::to_string(callable_id) + " is not registered");
+  }
+  // A registration serves both variants: the orchestration entry this variant needs is loaded on
+  // its first use.
+  throw_if(callables_.prepare_orchestration(callable_id, variant));
+  const RegisteredCallable* callable = callables_.find(callable_id);
+  check_signature(*callable, args);
+  check_argument_buffers(args);
+  throw_if(callables_.bind(callable_id, kernel_table_addr_, kernel_table));
+  return *callable;
+}
+
+DeviceRunner::HostBuild DeviceRunner::build_host_graph(
+    const RegisteredCallable& callable, const TaskArgs& args, const CallConfig& config,
+    const LaunchShape& shape, const orchestrator::KernelTable& kernel_table) {
+  const uint32_t bank = config.arena_bank;
+  const uint64_t heap_bytes = output_heap_bytes_of(config);
+  const ArenaSizes committed = arenas_.committed_sizes(bank);
+  throw_if(arenas_.setup(bank, {heap_bytes, committed.shared_state, committed.runtime_image}));
+  // The region may be larger than this call asked for (it is reused while big enough); the
+  // builder sees exactly the configured heap so capacity errors do not depend on history.
+  const DeviceBuffer heap{arenas_.region(bank, ArenaRegion::OutputHeap).addr, heap_bytes};
+  orchestrator::HostGraphBuilder builder(kernel_table, heap, {max_tasks_of(config), shape.clusters},
+                                         &builder_scratch_);
+  HostBuild built;
+  const Clock::time_point t_build = Clock::now();
+  builder.build(callable.orchestration, args);
+  built.build_ns = ns_between(t_build, Clock::now());
+  built.image = builder.take_image();
+  built.accessed_tensor_data = builder.accessed_tensor_data();
+  throw_if(check_image(built.image, &built.task_count));
+  return built;
 }
 
 RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
@@ -397,29 +473,17 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
                 "tensormap_ringbuffer run orchestrates on the chip every time and has no graph "
                 "image to replay (set replay_graph=false or run host_build_graph)");
   }
-  if (!callables_.has(callable_id)) {
-    throw Error(StatusCode::UnknownCallable,
-                "run: callable id " + std::to_string(callable_id) + " is not registered");
-  }
-  // A registration serves both variants: the orchestration entry this variant needs is loaded on
-  // its first run.
-  throw_if(callables_.prepare_orchestration(callable_id, variant));
-  const RegisteredCallable* callable = callables_.find(callable_id);
-  check_signature(*callable, args);
-  check_argument_buffers(args);
-
   orchestrator::KernelTable kernel_table{};
-  throw_if(callables_.bind(callable_id, kernel_table_addr_, &kernel_table));
+  const RegisteredCallable* callable =
+      &prepare_orchestration("run", callable_id, args, variant, &kernel_table);
   if (variant == RuntimeVariant::TensormapRingbuffer) {
     return run_ring(*callable, args, config, shape, kernel_table, t_entry);
   }
 
   const uint32_t bank = config.arena_bank;
   const uint32_t slot = config.pipeline_slot;
-  const uint64_t heap_bytes = config.output_heap_bytes != 0 ? config.output_heap_bytes
-                                                            : CallConfig::kDefaultOutputHeapBytes;
-  const uint64_t max_tasks =
-      config.max_tasks != 0 ? config.max_tasks : CallConfig::kDefaultMaxTasks;
+  const uint64_t heap_bytes = output_heap_bytes_of(config);
+  const uint64_t max_tasks = max_tasks_of(config);
 
   RunReport report;
   report.aicpu_threads = shape.aicpu_threads;
@@ -449,19 +513,11 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   // orchestration function, so those accesses would silently not happen.
   bool cacheable = config.replay_graph;
   if (!replayed) {
-    const ArenaSizes committed = arenas_.committed_sizes(bank);
-    throw_if(arenas_.setup(bank, {heap_bytes, committed.shared_state, committed.runtime_image}));
-    // The region may be larger than this run asked for (it is reused while big enough); the
-    // builder sees exactly the configured heap so capacity errors do not depend on history.
-    const DeviceBuffer heap{arenas_.region(bank, ArenaRegion::OutputHeap).addr, heap_bytes};
-    orchestrator::HostGraphBuilder builder(kernel_table, heap, {max_tasks, shape.clusters},
-                                           &builder_scratch_);
-    const Clock::time_point t_build = Clock::now();
-    builder.build(callable->orchestration, args);
-    build_ns = ns_between(t_build, Clock::now());
-    built_image = builder.take_image();
-    throw_if(check_image(built_image, &task_count));
-    if (builder.accessed_tensor_data()) cacheable = false;
+    HostBuild built = build_host_graph(*callable, args, config, shape, kernel_table);
+    built_image = std::move(built.image);
+    task_count = built.task_count;
+    build_ns = built.build_ns;
+    if (built.accessed_tensor_data) cacheable = false;
   }
 
   const uint64_t shared_bytes =
@@ -553,11 +609,8 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
                                  const CallConfig& config, const LaunchShape& shape,
                                  const orchestrator::KernelTable& kernel_table,
                                  Clock::time_point t_entry) {
-  const uint64_t output_heap_bytes = config.output_heap_bytes != 0
-                                         ? config.output_heap_bytes
-                                         : CallConfig::kDefaultOutputHeapBytes;
   RingSizeResolution rings;
-  throw_if(resolve_ring_sizes(config.rings, output_heap_bytes, options_.env, &rings));
+  throw_if(resolve_ring_sizes(config.rings, output_heap_bytes_of(config), options_.env, &rings));
   last_ring_sizes_ = rings;
   const uint64_t heap_bytes = rings.total_heap_bytes();
   const uint64_t shared_bytes = scheduler::ring_shared_state_bytes(rings.sizes);

@@ -8,8 +8,9 @@
 // device resources without touching them and refuses work with DeviceFaulted until reset().
 //
 // Threading: the methods are not thread-safe; one thread at a time (the Worker serialises with a
-// mutex). run() additionally holds a single active-run owner guard: a second run() entering while
-// one is in flight is refused with InvalidArgument rather than corrupting the first.
+// mutex). run() and export_graph() additionally hold a single active-run owner guard: a second
+// call entering while one is in flight is refused with InvalidArgument rather than corrupting the
+// first.
 // Every method reports failure by throwing chiprt::Error.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "chiprt/call_config.h"
+#include "chiprt/graph_export.h"
 #include "chiprt/run_report.h"
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
@@ -112,6 +114,14 @@ class DeviceRunner {
 
   // --- runs ----------------------------------------------------------------------------------
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+  // Builds the graph a host_build_graph run of the callable would launch (same checks, kernel
+  // table bind, output heap and builder limits as run(), whatever variant the callable was
+  // registered for) and returns it decoded instead of launching it. config.runtime and
+  // config.replay_graph are ignored: the graph is always built afresh and never cached. Holds the
+  // active-run guard like run(). Runtime outputs are carved from bank config.arena_bank's output
+  // heap, so they are valid until the next run or export on that bank.
+  GraphExport export_graph(int32_t callable_id, const TaskArgs& args,
+                           const CallConfig& config = {});
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
   // How many replays launched their image prevalidated (ChipLaunchArgs::image_prevalidated):
@@ -141,6 +151,30 @@ class DeviceRunner {
   void check_signature(const RegisteredCallable& callable, const TaskArgs& args) const;
   // Every tensor argument the caller provides (all but Out) must lie in a live allocation.
   void check_argument_buffers(const TaskArgs& args) const;
+  // Holds the single active-run owner guard while `body` runs; `what` names the refused call.
+  template <class Body>
+  auto as_active_run(const char* what, Body&& body) -> decltype(body());
+  // The checks and bind every orchestrating call shares, after the launch shape resolved: the
+  // callable is registered (UnknownCallable naming `what`), its orchestration for `variant` is
+  // loaded, the signature and argument buffers match; then binds its kernels into the device
+  // kernel table and fills `kernel_table` for the orchestrator.
+  const RegisteredCallable& prepare_orchestration(const char* what, int32_t callable_id,
+                                                  const TaskArgs& args, RuntimeVariant variant,
+                                                  orchestrator::KernelTable* kernel_table);
+  // A host-built, validated graph image and what the build observed.
+  struct HostBuild {
+    std::vector<uint8_t> image;
+    uint64_t task_count = 0;
+    uint64_t build_ns = 0;
+    bool accessed_tensor_data = false;
+  };
+  // Runs the orchestration on the host (HostGraphBuilder with the config's max_tasks and the
+  // shape's clusters) with runtime outputs carved from bank config.arena_bank's output heap
+  // (committed to at least config's output_heap_bytes first; the other regions keep their size),
+  // and validates the image.
+  HostBuild build_host_graph(const RegisteredCallable& callable, const TaskArgs& args,
+                             const CallConfig& config, const LaunchShape& shape,
+                             const orchestrator::KernelTable& kernel_table);
   RunReport run_locked(int32_t callable_id, const TaskArgs& args, const CallConfig& config);
   // The tensormap_ringbuffer part of a run (after the checks and bind shared with
   // host_build_graph): ring sizing, arenas, staging, launch arguments, launch.

@@ -201,6 +201,12 @@ RunReport Worker::run(int32_t callable_id, const TaskArgs& args, const CallConfi
   return impl_->ready("run").run(callable_id, args, config);
 }
 
+GraphExport Worker::export_graph(int32_t callable_id, const TaskArgs& args,
+                                 const CallConfig& config) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->ready("export_graph").export_graph(callable_id, args, config);
+}
+
 DeviceBuffer Worker::malloc(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   host::DeviceRunner& runner = impl_->ready("malloc");

@@ -501,10 +501,19 @@ TEST(EndToEnd, ConcurrentRunIsRefusedWhileOneIsInFlight) {
     EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
     EXPECT_THAT(e.message(), HasSubstr("another run is in progress"));
   }
+  // An export shares the guard: it would reset the output heap under the running graph.
+  try {
+    runner.export_graph(0, TaskArgs{}, small_config());
+    ADD_FAILURE() << "an export while a run is in flight must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::InvalidArgument);
+    EXPECT_THAT(e.message(), HasSubstr("export_graph: another run is in progress"));
+  }
   g_release.store(true, std::memory_order_release);
   g_release.notify_all();
   first.join();
   EXPECT_TRUE(first_ok.load());
+  EXPECT_EQ(runner.export_graph(0, TaskArgs{}, small_config()).tasks.size(), 1u);
 }
 
 TEST(EndToEnd, ConcurrentStressWorkerRunsSerialise) {

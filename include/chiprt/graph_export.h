@@ -1,0 +1,76 @@
+// GraphExport: the task graph a callable's orchestration builds, as host data.
+//
+// Worker::export_graph runs the orchestration on the host exactly as a host_build_graph run
+// would (same argument checks, same dependency inference from tensor regions, same runtime
+// output allocation) and returns the graph instead of launching it: every task in submission
+// order with its kernel, its resolved kernel arguments and its consumers. Uses: looking at the
+// dependencies chiprt inferred (diagnostics, to_dot), and executing the very same graph on
+// another runtime (`chiprt bench` runs the real-kernel rows' peers from it).
+//
+// Lifetime: a plain value, safe to copy and to read from any thread. The device addresses inside
+// (tensor arguments, runtime outputs, kernel entries) are those of the Worker that exported it:
+// runtime outputs live in that Worker's output heap and stay valid only until its next run or
+// export; kernel entries stay valid while the callable is registered.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "chiprt/types.h"
+
+namespace chiprt {
+
+struct ExportedTask {
+  // The kernel's func_id; -1 for a dependency-only task (scope fences, submit_dummy, allocate),
+  // which runs no kernel and only orders its producers before its consumers.
+  int32_t func_id = -1;
+  CoreType core_type = CoreType::AIV;
+  // MIX tasks: the func_ids of the two AIV parts (-1: that core gets no work); {-1, -1} else.
+  std::array<int32_t, 2> mix_aiv{-1, -1};
+  uint32_t block_num = 1;  // SPMD blocks (>= 1); each block is one kernel call per part
+  bool dummy = false;      // dependency-only (func_id == -1)
+  // The task has a predicate (TaskArgs::predicate): its kernel runs only when the first
+  // predicate_bytes at predicate_addr are not all zero when it is dispatched.
+  bool predicated = false;
+  uint32_t predicate_bytes = 0;
+  uint64_t predicate_addr = 0;
+  // Device addresses of the kernel entries, as the chip calls them (on the simulated chip these
+  // are host function addresses of type void(int64_t*)): the task's kernel (AIC part for MIX)
+  // and the MIX AIV parts; 0 where there is no kernel.
+  uint64_t kernel_addr = 0;
+  std::array<uint64_t, 2> mix_aiv_kernel_addr{0, 0};
+  // The kernel's arguments as the kernel receives them (tensor data addresses, then scalars),
+  // without the block context (block_idx, block_num) a core appends: GraphExport::args
+  // [args_begin, args_begin + arg_count).
+  uint64_t args_begin = 0;
+  uint32_t arg_count = 0;
+  // Tasks that wait for this one: GraphExport::consumers [consumers_begin, + consumer_count).
+  uint64_t consumers_begin = 0;
+  uint32_t consumer_count = 0;
+  uint32_t producer_count = 0;  // tasks this one waits for
+};
+
+struct GraphExport {
+  std::vector<ExportedTask> tasks;  // submission order; a task's index is its id in the graph
+  std::vector<int64_t> args;
+  std::vector<uint32_t> consumers;  // task indices; every consumer comes after its producer
+  // The orchestration read or wrote tensor data on the host while building (get_tensor_data /
+  // set_tensor_data): the graph is valid for the data it saw then.
+  bool accessed_tensor_data = false;
+
+  std::span<const int64_t> args_of(const ExportedTask& task) const noexcept {
+    return {args.data() + task.args_begin, task.arg_count};
+  }
+  std::span<const uint32_t> consumers_of(const ExportedTask& task) const noexcept {
+    return {consumers.data() + task.consumers_begin, task.consumer_count};
+  }
+  uint64_t edge_count() const noexcept { return consumers.size(); }
+  // The graph in Graphviz DOT: one node per task labelled with its index and func_id (dummy
+  // tasks dashed), one edge per dependency.
+  std::string to_dot() const;
+};
+
+}  // namespace chiprt

@@ -1,0 +1,108 @@
+#include <cstring>
+#include <string>
+
+#include "chiprt/graph_export.h"
+#include "common/graph_image.h"
+#include "host/graph_image_export.h"
+
+namespace chiprt {
+
+std::string GraphExport::to_dot() const {
+  std::string dot = "digraph chiprt {\n";
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const ExportedTask& task = tasks[i];
+    const std::string id = "t" + std::to_string(i);
+    std::string label = id + " ";
+    if (task.dummy) {
+      label += "dummy";
+    } else if (task.core_type == CoreType::MIX) {
+      label += "f" + std::to_string(task.func_id) + "/" + std::to_string(task.mix_aiv[0]) + "/" +
+               std::to_string(task.mix_aiv[1]) + " mix";
+    } else {
+      label +=
+          "f" + std::to_string(task.func_id) + " " + std::string(core_type_name(task.core_type));
+    }
+    if (task.block_num > 1) label += " x" + std::to_string(task.block_num);
+    if (task.predicated) label += " pred";
+    dot += "  " + id + " [label=\"" + label + "\"" + (task.dummy ? ", style=dashed" : "") + "];\n";
+  }
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    for (const uint32_t consumer : consumers_of(tasks[i])) {
+      dot += "  t" + std::to_string(i) + " -> t" + std::to_string(consumer) + ";\n";
+    }
+  }
+  dot += "}\n";
+  return dot;
+}
+
+namespace host {
+namespace {
+
+template <class T>
+T load(const uint8_t* at) {
+  T value;
+  std::memcpy(&value, at, sizeof(T));
+  return value;
+}
+
+uint64_t entry_of(const std::array<uint64_t, kMaxFuncId>& kernel_entries, int32_t func_id) {
+  return func_id >= 0 && func_id < kMaxFuncId ? kernel_entries[static_cast<std::size_t>(func_id)]
+                                              : 0;
+}
+
+}  // namespace
+
+GraphExport decode_graph_image(std::span<const uint8_t> image,
+                               const std::array<uint64_t, kMaxFuncId>& kernel_entries) {
+  const auto header = load<common::GraphImageHeader>(image.data());
+  const uint8_t* records = image.data() + header.tasks_offset;
+  const uint8_t* fanout = image.data() + header.fanout_offset;
+  const uint8_t* args = image.data() + header.args_offset;
+
+  GraphExport graph;
+  graph.tasks.resize(header.task_count);
+  graph.args.reserve(header.args_count);
+  graph.consumers.reserve(header.fanout_count);
+  for (uint32_t i = 0; i < header.task_count; ++i) {
+    const auto record =
+        load<common::TaskRecord>(records + uint64_t{i} * sizeof(common::TaskRecord));
+    ExportedTask& task = graph.tasks[i];
+    task.func_id = record.func_id;
+    task.core_type = static_cast<CoreType>(record.core_type);
+    task.mix_aiv = {record.mix_aiv[0], record.mix_aiv[1]};
+    task.block_num = record.block_num;
+    task.dummy = (record.flags & common::kTaskFlagDummy) != 0;
+    task.predicated = (record.flags & common::kTaskFlagPredicated) != 0;
+    if (task.predicated) {
+      task.predicate_bytes = record.predicate_bytes;
+      task.predicate_addr = record.predicate_addr;
+    }
+    task.kernel_addr = entry_of(kernel_entries, record.func_id);
+    task.mix_aiv_kernel_addr = {entry_of(kernel_entries, record.mix_aiv[0]),
+                                entry_of(kernel_entries, record.mix_aiv[1])};
+
+    task.args_begin = graph.args.size();
+    task.arg_count = record.arg_count;
+    const std::size_t args_at = graph.args.size();
+    graph.args.resize(args_at + record.arg_count);
+    if (record.arg_count != 0) {
+      std::memcpy(graph.args.data() + args_at, args + record.args_begin * sizeof(int64_t),
+                  uint64_t{record.arg_count} * sizeof(int64_t));
+    }
+
+    task.consumers_begin = graph.consumers.size();
+    task.consumer_count = record.fanout_count;
+    const std::size_t consumers_at = graph.consumers.size();
+    graph.consumers.resize(consumers_at + record.fanout_count);
+    if (record.fanout_count != 0) {
+      std::memcpy(graph.consumers.data() + consumers_at,
+                  fanout + uint64_t{record.fanout_begin} * sizeof(uint32_t),
+                  uint64_t{record.fanout_count} * sizeof(uint32_t));
+    }
+    task.producer_count = record.fanin_count;
+  }
+  return graph;
+}
+
+}  // namespace host
+}  // namespace chiprt

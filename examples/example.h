@@ -2,6 +2,11 @@
 // generator with a fixed seed, a plain C++ reference and a tolerance) that the `chiprt` CLI and
 // the scene tests run on a Worker and check.
 //
+// An example runs in three steps: it generates its inputs and uploads them to the Worker, hands the
+// registered callable and its arguments to an Executor (Worker::run by default; `chiprt bench`
+// passes one that runs the exported graph on a peer runtime), then reads the results back and
+// checks them against its reference.
+//
 // The registry is built once on first use (thread-safe static initialisation) and is immutable
 // afterwards. Example::run uses only the Worker it is given and leaves it as it found it: every
 // device buffer and callable it creates is released before it returns, also when it throws.
@@ -17,6 +22,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/run_report.h"
+#include "chiprt/task_args.h"
 #include "chiprt/worker.h"
 
 namespace chiprt::examples {
@@ -52,14 +58,29 @@ struct Outcome {
   std::string message;  // why it failed (first bad element, task count mismatch) or a summary
 };
 
-using ExampleRunner =
-    std::function<Outcome(Worker& worker, const ExampleCase& example_case, const CallConfig&)>;
+// Executes the registered callable `callable_id` with `args` under `config` on `worker` (whose
+// device buffers hold the inputs) and reports the run; the outputs must be in the buffers when it
+// returns. Called once per Example::run, on the caller's thread; throws on failure.
+using Executor = std::function<RunReport(Worker& worker, int32_t callable_id, const TaskArgs& args,
+                                         const CallConfig& config)>;
+
+// The default Executor: worker.run(callable_id, args, config).
+RunReport run_on_worker(Worker& worker, int32_t callable_id, const TaskArgs& args,
+                        const CallConfig& config);
+
+// An example's body; `executor` is never empty.
+using ExampleRunner = std::function<Outcome(Worker& worker, const ExampleCase& example_case,
+                                            const CallConfig&, const Executor& executor)>;
 
 struct Example {
   std::string name;
   std::string description;
   std::vector<ExampleCase> cases;  // the first is the default
-  ExampleRunner run;
+  ExampleRunner runner;
+
+  // Runs `example_case` on `worker`: inputs, `executor` (empty: run_on_worker), result check.
+  Outcome run(Worker& worker, const ExampleCase& example_case, const CallConfig& config,
+              const Executor& executor = {}) const;
 
   // nullptr when the example has no case of that name.
   const ExampleCase* find_case(std::string_view case_name) const;

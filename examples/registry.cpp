@@ -26,6 +26,20 @@ std::string ExampleCase::params_text() const {
   return text;
 }
 
+RunReport run_on_worker(Worker& worker, int32_t callable_id, const TaskArgs& args,
+                        const CallConfig& config) {
+  return worker.run(callable_id, args, config);
+}
+
+Outcome Example::run(Worker& worker, const ExampleCase& example_case, const CallConfig& config,
+                     const Executor& executor) const {
+  if (!runner) {
+    throw Error(StatusCode::InternalError,
+                "example '" + name + "' has no runner (set Example::runner in its make_ function)");
+  }
+  return runner(worker, example_case, config, executor ? executor : Executor(run_on_worker));
+}
+
 const ExampleCase* Example::find_case(std::string_view case_name) const {
   for (const ExampleCase& c : cases) {
     if (c.name == case_name) return &c;

@@ -14,7 +14,8 @@
 //
 // `bench` runs the performance suite (tools/perf/suite.h) on chiprt's variants and the peer
 // runtimes that were found at configure time, and prints one table of ns per task (the
-// real-kernel rows bgemm and paged_attention: wall time and efficiency, chiprt columns only).
+// real-kernel rows bgemm and paged_attention: wall time and efficiency; the in-process peers run
+// the graph Worker::export_graph gives for the same call).
 // `bench --scaling` runs the graph workloads at several sizes instead (tools/perf/scaling.h): ns
 // per task at each size, its growth, and chiprt's memory per in-flight task.
 //

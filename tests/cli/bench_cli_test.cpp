@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,14 +62,20 @@ std::set<std::string> all_workloads() {
   return all;
 }
 
-// A real-kernel row's chiprt cell: wall and kernel time, the threads the efficiency divides by
-// (1 for serial columns; threaded, the threads that run kernels: at least --threads, more when
-// kernels run on the AICPU threads, of which a chip has at least 2) and an efficiency that is a
-// fraction of those threads' capacity (kernel CPU time cannot exceed the wall time of the threads
-// that ran it; 5% slack for clocks).
+// The libomp peer's note on real-kernel rows (tools/perf/runners.h kChildProcessKernelNote).
+const std::string kChildProcessKernelNote =
+    "real-kernel rows run in process (the kernels and buffers belong to the bench's Worker); the "
+    "libomp peer runs in a child process";
+
+// A real-kernel row's cell: wall and kernel time, the threads the efficiency divides by (1 for
+// serial columns; threaded chiprt, the threads that run kernels: at least --threads, more when
+// kernels run on the AICPU threads, of which a chip has at least 2; peers: exactly --threads) and
+// an efficiency that is a fraction of those threads' capacity (kernel CPU time cannot exceed the
+// wall time of the threads that ran it; 5% slack for clocks). A cell is measured only when the
+// example's result matched its reference in every run.
 void expect_kernel_cell(const nlohmann::json& cell, const std::string& column, unsigned threads,
-                        const std::string& where) {
-  expect_measured_cell(cell, false, where);
+                        const std::string& where, bool peer = false) {
+  expect_measured_cell(cell, peer, where);
   EXPECT_GT(cell.at("wall_ns").get<double>(), 0.0) << where;
   EXPECT_GT(cell.at("kernel_ns").get<double>(), 0.0) << where;
   const double efficiency = cell.at("efficiency").get<double>();
@@ -76,6 +84,8 @@ void expect_kernel_cell(const nlohmann::json& cell, const std::string& column, u
   const bool serial = column.ends_with("_serial");
   if (serial) {
     EXPECT_EQ(cell.at("threads").get<unsigned>(), 1u) << where;
+  } else if (peer) {
+    EXPECT_EQ(cell.at("threads").get<unsigned>(), threads) << where;
   } else {
     EXPECT_GE(cell.at("threads").get<unsigned>(), threads) << where;
   }
@@ -147,13 +157,12 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
     }
     for (const std::string& id : peer_ids) {
       const nlohmann::json& cell = row.at("cells").at(id);
-      if (real_kernels) {
-        // Peers do not run the real-kernel rows, and say so.
+      if (real_kernels && id == "llvm_openmp" && available.count(id)) {
+        // The child-process peer does not run the real-kernel rows, and says why.
         EXPECT_EQ(cell.at("status"), "unavailable") << workload << "/" << id;
-        if (available.count(id)) {
-          EXPECT_EQ(cell.at("note"), "real-kernel rows run on chiprt only")
-              << workload << "/" << id;
-        }
+        EXPECT_EQ(cell.at("note"), kChildProcessKernelNote) << workload << "/" << id;
+      } else if (real_kernels && available.count(id)) {
+        expect_kernel_cell(cell, id, 2, workload + "/" + id, true);
       } else if (available.count(id)) {
         expect_measured_cell(cell, true, workload + "/" + id);
       } else {
@@ -198,6 +207,55 @@ TEST(ChiprtBenchCli, WorkloadsSelectsRowsInSuiteOrder) {
   for (const std::string& id : kChiprtColumns) {
     expect_kernel_cell(j.at("rows")[1].at("cells").at(id), id, 1, "paged_attention/" + id);
   }
+}
+
+// A real-kernel row on its own: every in-process peer runs the exported graph with the example's
+// kernels (the same task count as chiprt's host_build_graph, whose graph it is), the table shows
+// its cell with the ratio to chiprt's best, and the libomp peer's cells carry their note.
+TEST(ChiprtBenchCli, RealKernelRowHasPeerCells) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-peer-kernels");
+  const CommandResult r = run_bench(
+      "--quick --repetitions 1 --threads 2 --workloads bgemm --json " + json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("peers run the graph Worker::export_graph gives for the same call"),
+            std::string::npos)
+      << r.output;
+  std::ifstream in(json_path);
+  ASSERT_TRUE(in) << "no JSON written at " << json_path;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(json_path);
+  ASSERT_EQ(j.at("rows").size(), 1u) << j.dump(1);
+  const nlohmann::json& cells = j.at("rows")[0].at("cells");
+  const uint64_t graph_tasks = cells.at("host_build_graph").at("tasks").get<uint64_t>();
+  std::ptrdiff_t peers_run = 0;
+  for (const nlohmann::json& column : j.at("columns")) {
+    if (column.at("kind") != "peer") continue;
+    const std::string id = column.at("id");
+    const nlohmann::json& cell = cells.at(id);
+    if (!column.at("available").get<bool>()) {
+      EXPECT_EQ(cell.at("status"), "unavailable") << id;
+    } else if (id == "llvm_openmp") {
+      EXPECT_EQ(cell.at("note"), kChildProcessKernelNote) << id;
+      EXPECT_NE(r.output.find("n/a on real-kernel rows: " + kChildProcessKernelNote),
+                std::string::npos)
+          << r.output;
+    } else {
+      expect_kernel_cell(cell, id, 2, "bgemm/" + id, true);
+      EXPECT_EQ(cell.at("tasks").get<uint64_t>(), graph_tasks) << id;
+      ++peers_run;
+    }
+  }
+  // The table row: each peer cell shows wall time, efficiency and the ratio ("72.7 ms 49% 1.0x").
+  const std::size_t row_start = r.output.find("\nbgemm ");
+  ASSERT_NE(row_start, std::string::npos) << r.output;
+  const std::string row =
+      r.output.substr(row_start + 1, r.output.find('\n', row_start + 1) - row_start - 1);
+  const std::regex peer_cell(R"(\d+\.\d ms \d+% \d+\.\dx)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(row.begin(), row.end(), peer_cell),
+                          std::sregex_iterator()),
+            peers_run)
+      << row;
+  EXPECT_EQ(r.output.find("error:"), std::string::npos) << r.output;
 }
 
 TEST(ChiprtBenchCli, RejectsInvalidOptions) {

@@ -124,6 +124,41 @@ TEST(ExampleSceneSequence, SmallCasesTwiceOnOneWorkerOnBothVariants) {
   for (int32_t id = 0; id < chiprt::kMaxCallableIds; ++id) EXPECT_FALSE(worker.has_callable(id));
 }
 
+// Example::run hands the call to the executor it is given, exactly once, and checks what the
+// executor reports and left in the buffers: one that forwards to Worker::run passes, one that runs
+// nothing fails (no task executed).
+TEST(ExampleExecutor, EveryExampleRunsItsCallThroughTheGivenExecutor) {
+  chiprt::Worker worker;
+  worker.init(sim_options(2));
+  for (const Example& example : chiprt::examples::all_examples()) {
+    const ExampleCase* small = example.find_case("small");
+    ASSERT_NE(small, nullptr) << example.name << " has no 'small' case";
+    int calls = 0;
+    chiprt::RunReport forwarded;
+    const chiprt::examples::Executor forwarding = [&](chiprt::Worker& w, int32_t callable_id,
+                                                      const chiprt::TaskArgs& args,
+                                                      const chiprt::CallConfig& config) {
+      ++calls;
+      EXPECT_EQ(&w, &worker) << example.name;
+      EXPECT_TRUE(w.has_callable(callable_id)) << example.name;
+      forwarded = chiprt::examples::run_on_worker(w, callable_id, args, config);
+      return forwarded;
+    };
+    const Outcome outcome = example.run(worker, *small, {}, forwarding);
+    EXPECT_EQ(calls, 1) << example.name;
+    EXPECT_TRUE(outcome.passed) << example.name << ": " << outcome.message;
+    EXPECT_EQ(outcome.report.task_count, forwarded.task_count) << example.name;
+
+    const chiprt::examples::Executor running_nothing =
+        [](chiprt::Worker&, int32_t, const chiprt::TaskArgs&, const chiprt::CallConfig&) {
+          return chiprt::RunReport{};
+        };
+    EXPECT_FALSE(example.run(worker, *small, {}, running_nothing).passed) << example.name;
+  }
+  EXPECT_FALSE(worker.has_callable(0));
+  worker.close();
+}
+
 TEST(ExampleRegistry, NamesAndCasesAreUniqueAndFindable) {
   const auto examples = chiprt::examples::all_examples();
   ASSERT_EQ(examples.size(), 4u);
@@ -131,7 +166,7 @@ TEST(ExampleRegistry, NamesAndCasesAreUniqueAndFindable) {
     EXPECT_EQ(chiprt::examples::find_example(example.name), &example);
     EXPECT_FALSE(example.description.empty()) << example.name;
     ASSERT_FALSE(example.cases.empty()) << example.name;
-    EXPECT_TRUE(static_cast<bool>(example.run)) << example.name;
+    EXPECT_TRUE(static_cast<bool>(example.runner)) << example.name;
     for (const ExampleCase& c : example.cases) {
       EXPECT_EQ(example.find_case(c.name), &c) << example.name << "/" << c.name;
     }

@@ -7,6 +7,8 @@
 #include "chiprt/worker.h"
 #include "chiprt_options.h"
 #include "example.h"
+#include "kernel_graph.h"
+#include "runners.h"
 
 namespace chiprt::perf {
 
@@ -59,7 +61,11 @@ KernelBenchDevice::KernelBenchDevice(unsigned threads) : worker_(std::make_uniqu
 
 KernelBenchDevice::~KernelBenchDevice() = default;
 
-KernelRunResult KernelBenchDevice::run(KernelWorkload workload, const CallConfig& config) {
+namespace {
+
+// Runs the bench case of `workload`'s example on `worker` through `executor` and checks it.
+RunReport run_checked(Worker& worker, KernelWorkload workload, const CallConfig& config,
+                      const examples::Executor& executor) {
   const std::string name(kernel_workload_name(workload));
   const examples::Example* example = examples::find_example(name);
   if (example == nullptr) {
@@ -73,22 +79,46 @@ KernelRunResult KernelBenchDevice::run(KernelWorkload workload, const CallConfig
                 "example '" + name + "' has no case '" + std::string(kKernelBenchCase) +
                     "' for the bench row (cases: " + example->case_names() + ")");
   }
-  const examples::Outcome outcome = example->run(*worker_, *example_case, config);
+  const examples::Outcome outcome = example->run(worker, *example_case, config, executor);
   if (!outcome.passed) {
     throw Error(StatusCode::InternalError,
                 name + "/" + example_case->name + " computed a wrong result: " + outcome.message);
   }
-  const RunReport& report = outcome.report;
-  if (!report.kernel_time_measured) {
+  if (!outcome.report.kernel_time_measured) {
     throw Error(StatusCode::InternalError,
                 name + ": the run report has no kernel time although measure_kernel_time was set");
   }
+  return outcome.report;
+}
+
+}  // namespace
+
+KernelRunResult KernelBenchDevice::run(KernelWorkload workload, const CallConfig& config) {
+  const RunReport report = run_checked(*worker_, workload, config, examples::run_on_worker);
   KernelRunResult result;
   result.tasks = report.task_count;
   result.wall_ns = report.host_total_ns;
   result.kernel_ns = report.kernel_ns;
   // host_build_graph measures its graph build on the host; a replay skips it.
   result.replayed = config.replay_graph && !report.phase(Phase::GraphBuild).present;
+  return result;
+}
+
+KernelRunResult KernelBenchDevice::run_on_peer(KernelWorkload workload, DagRunner& peer) {
+  // The graph is the call's description, like a Workload: exporting it is not timed.
+  const examples::Executor on_peer = [&peer](Worker& worker, int32_t callable_id,
+                                             const TaskArgs& args, const CallConfig& config) {
+    const GraphExport graph = worker.export_graph(callable_id, args, config);
+    return run_graph_export(peer, graph);
+  };
+  CallConfig config;
+  config.runtime = RuntimeVariant::HostBuildGraph;
+  config.measure_kernel_time = true;
+  const RunReport report = run_checked(*worker_, workload, config, on_peer);
+  KernelRunResult result;
+  result.tasks = report.task_count;
+  result.wall_ns = report.host_total_ns;
+  result.kernel_ns = report.kernel_ns;
   return result;
 }
 

@@ -1,7 +1,9 @@
 // Real-kernel rows of `chiprt bench`: the bgemm and paged_attention examples (examples/example.h)
-// run through Example::run on chiprt's variants, with CallConfig::measure_kernel_time on, so a
-// row reports wall time and efficiency = (summed kernel CPU time / host threads used) / wall
-// time. The example checks its result every run; a wrong result throws (an error cell).
+// run through Example::run on chiprt's variants, with CallConfig::measure_kernel_time on, and on
+// the peer runtimes, whose executor runs the graph Worker::export_graph gives for the example's
+// call (kernel_graph.h: the same tasks, kernels and dependencies). A row reports wall time and
+// efficiency = (summed kernel CPU time / host threads used) / wall time. The example checks its
+// result every run; a wrong result throws (an error cell).
 //
 // A KernelBenchDevice owns one simulated chip (its own Worker) and is used from one thread; its
 // chip threads live until it is destroyed.
@@ -20,6 +22,8 @@ class Worker;
 }
 
 namespace chiprt::perf {
+
+class DagRunner;
 
 enum class KernelWorkload : uint8_t { Bgemm, PagedAttention };
 inline constexpr KernelWorkload kAllKernelWorkloads[] = {KernelWorkload::Bgemm,
@@ -56,6 +60,10 @@ class KernelBenchDevice {
   // chiprt::Error when the run fails or the result is wrong (naming the first bad element), or
   // when the kernel time was not measured.
   KernelRunResult run(KernelWorkload workload, const CallConfig& config);
+  // Runs the workload's example case once with `peer` as its executor: the graph is exported
+  // untimed, then `peer` builds and runs it (wall_ns: its graph construction to its last task's
+  // completion). Throws like run(), and chiprt::Error when the graph cannot run on a peer.
+  KernelRunResult run_on_peer(KernelWorkload workload, DagRunner& peer);
 
  private:
   std::unique_ptr<Worker> worker_;

@@ -1,6 +1,7 @@
 // The oneTBB peer: the suite's graphs as a tbb::flow::graph of continue_nodes with hand-written
 // edges (no dependency inference), built and run inside a task_arena of the suite's thread count.
-// Building the nodes and edges is timed, as chiprt's graph construction is.
+// Building the nodes and edges is timed, as chiprt's graph construction is. Task DAGs (the random
+// DAG row, the real-kernel rows): one node per task, an edge from each predecessor.
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -25,17 +26,57 @@ struct EmptyBody {
   void operator()(const continue_msg&) const noexcept {}
 };
 
-class TbbRunner final : public Runner {
+struct DagTaskBody {
+  const TaskDag* dag;
+  uint64_t task;
+  void operator()(const continue_msg&) const noexcept { dag->run(task); }
+};
+
+uint64_t elapsed_since(std::chrono::steady_clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+}
+
+class TbbRunner final : public DagRunner {
  public:
   explicit TbbRunner(unsigned threads) : arena_(static_cast<int>(threads)) {}
 
   RunResult run(const Workload& w) override {
+    if (w.shape == Shape::RandomDag) return {w.tasks, run_dag(random_dag_of(w))};
     uint64_t elapsed = 0;
     arena_.execute([&] { elapsed = build_and_run(w); });
     return {w.tasks, elapsed};
   }
 
+  uint64_t run_dag(const TaskDag& dag) override {
+    uint64_t elapsed = 0;
+    arena_.execute([&] { elapsed = build_and_run_dag(dag); });
+    return elapsed;
+  }
+
  private:
+  static uint64_t build_and_run_dag(const TaskDag& dag) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      graph g;
+      std::deque<Node> nodes;  // stable addresses; a node's edges refer to it
+      std::vector<Node*> task_nodes(dag.tasks);
+      std::vector<Node*> roots;
+      for (uint64_t i = 0; i < dag.tasks; ++i) {
+        Node& task = nodes.emplace_back(g, DagTaskBody{&dag, i});
+        task_nodes[i] = &task;
+        const auto preds = dag.predecessors(i);
+        for (const uint64_t pred : preds) make_edge(*task_nodes[pred], task);
+        if (preds.empty()) roots.push_back(&task);
+      }
+      for (Node* root : roots) root->try_put(continue_msg());
+      g.wait_for_all();
+      // Nodes are destroyed before `g` (declared after it) and before the clock stops.
+    }
+    return elapsed_since(start);
+  }
+
   static uint64_t build_and_run(const Workload& w) {
     const auto start = std::chrono::steady_clock::now();
     {
@@ -92,25 +133,15 @@ class TbbRunner final : public Runner {
           }
           break;
         }
-        case Shape::RandomDag: {
-          std::vector<Node*> tasks(w.tasks);
-          for (uint64_t i = 0; i < w.tasks; ++i) {
-            Node& task = add();
-            tasks[i] = &task;
-            const auto preds = w.predecessors(i);
-            for (const uint64_t pred : preds) make_edge(*tasks[pred], task);
-            if (preds.empty()) roots.push_back(&task);
-          }
+        case Shape::RandomDag:
+          // run() sends it to run_dag.
           break;
-        }
       }
       for (Node* root : roots) root->try_put(continue_msg());
       g.wait_for_all();
       // Nodes are destroyed before `g` (declared after it) and before the clock stops.
     }
-    const auto end = std::chrono::steady_clock::now();
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+    return elapsed_since(start);
   }
 
   oneapi::tbb::task_arena arena_;

@@ -17,6 +17,8 @@ struct PeerSpec {
   // Set for a peer that was built but may be absent at run time (a separate executable): returns
   // why it cannot run now, or "".
   std::string (*unavailable)() = nullptr;
+  // Set for a peer that does not run the real-kernel rows: why.
+  const char* kernel_rows_note = nullptr;
 };
 
 #ifdef CHIPRT_PEER_LLVM_OPENMP
@@ -54,7 +56,7 @@ const PeerSpec kPeers[] = {
     {"llvm_openmp", "omp/llvm",
      "OpenMP tasks with depend clauses, the omp column's code in a child process "
      "(" CHIPRT_PEER_LLVM_OPENMP ")",
-     make_llvm_openmp_runner, "", llvm_openmp_unavailable},
+     make_llvm_openmp_runner, "", llvm_openmp_unavailable, kChildProcessKernelNote},
 #else
     {"llvm_openmp", "omp/llvm",
      "OpenMP tasks with depend clauses, the omp column's code in a child process (LLVM libomp)",
@@ -110,6 +112,7 @@ std::vector<RunnerColumn> make_runners(const RunnerOptions& options) {
     column.id = p.id;
     column.label = p.label;
     column.description = p.description;
+    if (p.kernel_rows_note != nullptr) column.kernel_rows_note = p.kernel_rows_note;
     if (p.factory == nullptr) {
       column.note = std::string(p.missing) + " at configure time" + kInstallHint;
     } else if (!options.peers) {

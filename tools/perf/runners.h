@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "task_dag.h"
 #include "workloads.h"
 
 namespace chiprt::perf {
@@ -30,6 +31,17 @@ class Runner {
   virtual void prepare(const Workload& workload) { run(workload); }
 };
 
+// A peer runner that also executes caller-given task DAGs (task_dag.h): its random DAG row and
+// the real-kernel rows (kernel_graph.h) go through run_dag. The LLVM libomp peer, which runs in a
+// child process, is not one.
+class DagRunner : public Runner {
+ public:
+  // Builds `dag` in the runtime's own form (its way of expressing dependencies) and runs it with
+  // the runner's worker threads; returns the wall time from the start of building to the
+  // completion of the last task. Throws std::exception on failure.
+  virtual uint64_t run_dag(const TaskDag& dag) = 0;
+};
+
 // One column of the table. A chiprt column holds its runner; a peer column holds the factory
 // that starts it (its worker threads) only while its own column is measured, so idle peer
 // threads never compete with the other columns for the host's cores. Neither is set when the
@@ -42,6 +54,8 @@ struct RunnerColumn {
   std::unique_ptr<Runner> runner;
   std::unique_ptr<Runner> (*start)(unsigned threads) = nullptr;
   std::string note;
+  // Set for an available peer that does not run the real-kernel rows: why (their cells say so).
+  std::string kernel_rows_note;
   bool available() const noexcept { return runner != nullptr || start != nullptr; }
 };
 
@@ -58,6 +72,11 @@ std::vector<RunnerColumn> make_runners(const RunnerOptions& options);
 
 // The ids of make_runners()'s columns, in order, without creating any runner.
 std::vector<std::string> column_ids();
+
+// The LLVM libomp column's kernel_rows_note.
+inline constexpr const char* kChildProcessKernelNote =
+    "real-kernel rows run in process (the kernels and buffers belong to the bench's Worker); the "
+    "libomp peer runs in a child process";
 
 // Peer factories, defined only when the peer was found at configure time (see CMakeLists.txt).
 std::unique_ptr<Runner> make_openmp_runner(unsigned threads);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -19,16 +21,16 @@ Cell measure(Runner& runner, const Workload& workload, const SuiteOptions& optio
 }
 
 // One real-kernel cell: an untimed warm-up run (loads the chip objects; records the graph for the
-// replay column), then the timed runs. Summarised like a graph cell (ns per task) plus wall time,
-// kernel time and efficiency, each the median of the repetitions.
-Cell measure_kernels(KernelBenchDevice& device, KernelWorkload workload, const CallConfig& config,
-                     unsigned threads_used, const SuiteOptions& options) {
+// replay column; starts the peer's threads), then the timed runs. Summarised like a graph cell
+// (ns per task) plus wall time, kernel time and efficiency, each the median of the repetitions.
+Cell measure_kernels(const std::function<KernelRunResult()>& run_once, unsigned threads_used,
+                     const SuiteOptions& options) {
   std::vector<double> wall_ns, kernel_ns, efficiency;
   uint64_t replayed_runs = 0;
   Cell cell =
-      time_cell([&] { device.run(workload, config); },
+      time_cell([&] { run_once(); },
                 [&] {
-                  const KernelRunResult r = device.run(workload, config);
+                  const KernelRunResult r = run_once();
                   const double wall = static_cast<double>(std::max<uint64_t>(r.wall_ns, 1));
                   if (r.replayed) ++replayed_runs;
                   wall_ns.push_back(wall);
@@ -48,45 +50,84 @@ Cell measure_kernels(KernelBenchDevice& device, KernelWorkload workload, const C
   return cell;
 }
 
-// The real-kernel rows, after the graph rows (no peer is running any more).
-void run_kernel_rows(const std::vector<ColumnInfo>& columns, const SuiteOptions& options,
-                     std::FILE* progress, std::vector<Row>* rows) {
+// How the real-kernel rows reach a peer column (the graph rows' runners are gone by then).
+struct KernelPeer {
+  std::unique_ptr<Runner> (*start)(unsigned threads) = nullptr;
+  std::string not_run;  // RunnerColumn::kernel_rows_note
+};
+
+void report_kernel_cell(std::FILE* progress, const Row& row, const ColumnInfo& column,
+                        const Cell& cell) {
+  if (progress == nullptr) return;
+  char text[96];
+  std::snprintf(text, sizeof(text), "%.2f ms, efficiency %.0f%% (%u threads)",
+                cell.wall_ns_median / 1e6, cell.efficiency_median * 100, cell.threads);
+  std::fprintf(progress, "bench: %-12s %-28s %s\n", row.workload.c_str(), column.id.c_str(),
+               !cell.not_run.empty() ? ("not run: " + cell.not_run).c_str()
+               : cell.measured       ? text
+                                     : ("error: " + cell.error).c_str());
+  std::fflush(progress);
+}
+
+// The real-kernel rows, after the graph rows (no peer is running any more), column by column: a
+// peer is started only while its own cells are measured, as in the graph rows.
+void run_kernel_rows(const std::vector<ColumnInfo>& columns, const std::vector<KernelPeer>& peers,
+                     const SuiteOptions& options, std::FILE* progress, std::vector<Row>* rows) {
   if (options.kernel_workloads.empty()) return;
   KernelBenchDevice device(options.threads);
+  const std::size_t first_row = rows->size();
   for (const KernelWorkload workload : options.kernel_workloads) {
     Row row;
     row.workload = std::string(kernel_workload_name(workload));
     row.real_kernels = true;
     row.example_case = std::string(kKernelBenchCase);
     row.cells.resize(columns.size());
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-      const ColumnInfo& column = columns[c];
-      Cell& cell = row.cells[c];
-      if (!column.available) continue;
-      if (!column.chiprt) {
-        cell.not_run = kRealKernelPeerNote;
-        continue;
-      }
-      const std::optional<CallConfig> config = kernel_column_config(column.id);
-      if (!config.has_value()) {
-        cell.error = "chiprt column '" + column.id +
-                     "' has no real-kernel configuration (tools/perf/kernel_workloads.cpp)";
-      } else {
-        cell =
-            measure_kernels(device, workload, *config,
-                            config->serial ? 1u : chiprt_kernel_threads(options.threads), options);
-      }
-      if (cell.measured && row.tasks == 0) row.tasks = cell.tasks;
-      if (progress != nullptr) {
-        char text[96];
-        std::snprintf(text, sizeof(text), "%.2f ms, efficiency %.0f%% (%u threads)",
-                      cell.wall_ns_median / 1e6, cell.efficiency_median * 100, cell.threads);
-        std::fprintf(progress, "bench: %-12s %-28s %s\n", row.workload.c_str(), column.id.c_str(),
-                     cell.measured ? text : ("error: " + cell.error).c_str());
-        std::fflush(progress);
+    rows->push_back(std::move(row));
+  }
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const ColumnInfo& column = columns[c];
+    if (!column.available) continue;
+    std::unique_ptr<Runner> started;
+    DagRunner* peer = nullptr;
+    std::string peer_error;
+    if (!column.chiprt && peers[c].not_run.empty()) {
+      try {
+        started = peers[c].start(options.threads);
+        peer = dynamic_cast<DagRunner*>(started.get());
+        if (peer == nullptr) {
+          peer_error = "peer column '" + column.id +
+                       "' does not run task DAGs (tools/perf/runners.h DagRunner); give it a "
+                       "kernel_rows_note in tools/perf/runners.cpp";
+        }
+      } catch (const std::exception& e) {
+        peer_error = std::string("failed to start: ") + e.what();
       }
     }
-    rows->push_back(std::move(row));
+    for (std::size_t k = 0; k < options.kernel_workloads.size(); ++k) {
+      const KernelWorkload workload = options.kernel_workloads[k];
+      Row& row = (*rows)[first_row + k];
+      Cell& cell = row.cells[c];
+      if (column.chiprt) {
+        const std::optional<CallConfig> config = kernel_column_config(column.id);
+        if (!config.has_value()) {
+          cell.error = "chiprt column '" + column.id +
+                       "' has no real-kernel configuration (tools/perf/kernel_workloads.cpp)";
+        } else {
+          cell = measure_kernels([&] { return device.run(workload, *config); },
+                                 config->serial ? 1u : chiprt_kernel_threads(options.threads),
+                                 options);
+        }
+        if (cell.measured && row.tasks == 0) row.tasks = cell.tasks;
+      } else if (!peers[c].not_run.empty()) {
+        cell.not_run = peers[c].not_run;
+      } else if (peer == nullptr) {
+        cell.error = peer_error;
+      } else {
+        cell = measure_kernels([&] { return device.run_on_peer(workload, *peer); }, options.threads,
+                               options);
+      }
+      report_kernel_cell(progress, row, column, cell);
+    }
   }
 }
 
@@ -198,28 +239,35 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
       }
     }
   }
+  std::vector<KernelPeer> kernel_peers;
   for (const RunnerColumn& r : runners) {
     result.columns.push_back({r.id, r.label, r.chiprt, r.description, r.available(), r.note});
+    kernel_peers.push_back({r.start, r.kernel_rows_note});
   }
   // The graph rows' chip and any peer go before the real-kernel rows get their own chip.
   runners.clear();
-  run_kernel_rows(result.columns, options, progress, &result.rows);
+  run_kernel_rows(result.columns, kernel_peers, options, progress, &result.rows);
 
   const std::vector<ColumnInfo>& columns = result.columns;
   for (Row& row : result.rows) {
+    // Graph rows compare ns per task; real-kernel rows wall time (a peer may count its tasks
+    // differently from chiprt, the work is the same).
+    const auto key = [&row](const Cell& cell) {
+      return row.real_kernels ? cell.wall_ns_median : cell.median;
+    };
     for (std::size_t c = 0; c < columns.size(); ++c) {
       const Cell& cell = row.cells[c];
       if (cell.measured && columns[c].chiprt &&
-          (row.best_chiprt < 0 || cell.median < row.cells[row.best_chiprt].median)) {
+          (row.best_chiprt < 0 || key(cell) < key(row.cells[row.best_chiprt]))) {
         row.best_chiprt = static_cast<int>(c);
       }
     }
     if (row.best_chiprt >= 0) {
-      const double best = row.cells[row.best_chiprt].median;
+      const double best = key(row.cells[row.best_chiprt]);
       for (std::size_t c = 0; c < columns.size(); ++c) {
         Cell& cell = row.cells[c];
         if (!columns[c].chiprt && cell.measured && best > 0) {
-          cell.ratio_to_best_chiprt = cell.median / best;
+          cell.ratio_to_best_chiprt = key(cell) / best;
         }
       }
     }
@@ -313,6 +361,11 @@ std::string format_table(const SuiteResult& result) {
                       cell.efficiency_median * 100);
         text = wall;
         if (static_cast<int>(c) == row.best_chiprt) text += "*";
+        if (!result.columns[c].chiprt && cell.ratio_to_best_chiprt > 0) {
+          char ratio[32];
+          std::snprintf(ratio, sizeof(ratio), " %.1fx", cell.ratio_to_best_chiprt);
+          text += ratio;
+        }
       } else {
         text =
             format_ns(cell.median) + " (" + format_ns(cell.min) + "-" + format_ns(cell.max) + ")";
@@ -357,8 +410,20 @@ std::string format_table(const SuiteResult& result) {
     out +=
         "): wall time (median) and efficiency = (sum of kernel CPU time / host threads used) / "
         "wall time; host threads used = " +
-        std::to_string(chiprt_kernel_threads(o.threads)) + " threaded, 1 serial; " +
-        kRealKernelPeerNote + "\n";
+        std::to_string(chiprt_kernel_threads(o.threads)) + " threaded, 1 serial, " +
+        std::to_string(o.threads) +
+        " for peers; peers run the graph Worker::export_graph gives for the same call (same "
+        "tasks, kernels, arguments and dependencies; exporting it is not timed) and the example "
+        "checks their result; peer ratios compare wall times\n";
+    for (std::size_t c = 0; c < result.columns.size(); ++c) {
+      for (const Row& row : result.rows) {
+        if (row.real_kernels && !row.cells[c].not_run.empty()) {
+          out +=
+              result.columns[c].label + " n/a on real-kernel rows: " + row.cells[c].not_run + "\n";
+          break;
+        }
+      }
+    }
     std::string not_replayed;
     for (const Row& row : result.rows) {
       for (std::size_t c = 0; c < result.columns.size(); ++c) {

@@ -1,8 +1,10 @@
 // The `chiprt bench` suite: every workload of workloads.h on every runner column of runners.h,
 // N timed repetitions each (after one untimed warm-up run), summarised as ns per task (median,
 // min, max) with each peer's ratio to the best chiprt column of the row. Then the real-kernel rows
-// (kernel_workloads.h: bgemm, paged_attention) on the chiprt columns only, summarised as wall time
-// and efficiency = (summed kernel CPU time / host threads used) / wall time.
+// (kernel_workloads.h: bgemm, paged_attention) on the chiprt columns and on the in-process peers
+// (which run the graph chiprt exports for the same call, kernel_graph.h), summarised as wall time
+// and efficiency = (summed kernel CPU time / host threads used) / wall time, each peer with its
+// wall time's ratio to the best chiprt column of the row.
 //
 // run_suite() is synchronous and single-threaded from the caller's view (runtimes start their own
 // workers); the result is a plain value.
@@ -34,9 +36,6 @@ struct SuiteOptions {
                                                   std::end(kAllKernelWorkloads)};
 };
 
-// Why a peer cell of a real-kernel row is empty.
-inline constexpr const char* kRealKernelPeerNote = "real-kernel rows run on chiprt only";
-
 struct ColumnInfo {
   std::string id;
   std::string label;
@@ -54,11 +53,14 @@ struct Cell {
   double median = 0;
   double min = 0;
   double max = 0;
-  double ratio_to_best_chiprt = 0;  // peers only: median / best chiprt median of the row
-  // Set when the column is available but does not run this row (peers on real-kernel rows).
+  // Peers only: median / best chiprt median of the row (real-kernel rows: of the wall times).
+  double ratio_to_best_chiprt = 0;
+  // Set when the column is available but does not run this row (the libomp peer on real-kernel
+  // rows).
   std::string not_run;
   // Real-kernel rows: one value per timed repetition, medians, and the host threads the
-  // efficiency divides by (the suite's thread count, 1 for serial columns).
+  // efficiency divides by (chiprt_kernel_threads() threaded, 1 for serial columns, the suite's
+  // thread count for peers).
   std::vector<double> wall_ns;
   std::vector<double> kernel_ns;
   std::vector<double> efficiency;
@@ -74,7 +76,8 @@ struct Row {
   bool real_kernels = false;  // a kernel_workloads.h row (cells: wall time and efficiency)
   std::string example_case;   // real-kernel rows: the example case run
   uint64_t tasks = 0;
-  int best_chiprt = -1;     // column index of the lowest chiprt median, -1 if none measured
+  // Column index of the lowest chiprt median (real-kernel rows: wall time), -1 if none measured.
+  int best_chiprt = -1;
   std::vector<Cell> cells;  // one per column
 };
 
@@ -96,7 +99,7 @@ std::string workload_names();
 SuiteResult run_suite(const SuiteOptions& options, std::FILE* progress);
 
 // True when every cell of an available column was measured (cells a column does not run, such as
-// peers on real-kernel rows, excepted).
+// the libomp peer's on real-kernel rows, excepted).
 bool all_cells_measured(const SuiteResult& result);
 
 std::string format_table(const SuiteResult& result);

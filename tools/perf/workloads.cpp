@@ -14,7 +14,18 @@ uint64_t next_random(uint64_t& state) noexcept {
   return z ^ (z >> 31);
 }
 
+void empty_task(void* /*context*/, uint64_t /*task*/) noexcept {}
+
 }  // namespace
+
+TaskDag random_dag_of(const Workload& workload) noexcept {
+  TaskDag dag;
+  dag.tasks = workload.tasks;
+  dag.offsets = workload.dag_offsets.data();
+  dag.preds = workload.dag_preds.data();
+  dag.body = empty_task;
+  return dag;
+}
 
 std::string_view shape_name(Shape shape) noexcept {
   switch (shape) {

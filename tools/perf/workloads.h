@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "task_dag.h"
+
 namespace chiprt::perf {
 
 enum class Shape : uint8_t { Independent, Chain, Fan, Wavefront, RandomDag };
@@ -42,6 +44,10 @@ struct Workload {
     return {dag_preds.data() + dag_offsets[task], dag_offsets[task + 1] - dag_offsets[task]};
   }
 };
+
+// A RandomDag workload's graph as a TaskDag with empty bodies (peers run that row through their
+// DagRunner::run_dag). The view points into `workload`.
+TaskDag random_dag_of(const Workload& workload) noexcept;
 
 // The workload of `shape` closest to `requested_tasks` (at least one stage / row / task).
 Workload make_workload(Shape shape, uint64_t requested_tasks);

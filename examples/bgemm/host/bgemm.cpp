@@ -31,7 +31,8 @@ std::vector<float> random_matrix(std::mt19937& rng, uint64_t elements) {
   return m;
 }
 
-Outcome run_bgemm(Worker& worker, const ExampleCase& example_case, const CallConfig& config) {
+Outcome run_bgemm(Worker& worker, const ExampleCase& example_case, const CallConfig& config,
+                  const Executor& executor) {
   const auto tile = static_cast<uint64_t>(example_case.param("tile"));
   const uint64_t m = static_cast<uint64_t>(example_case.param("tiles_m")) * tile;
   const uint64_t n = static_cast<uint64_t>(example_case.param("tiles_n")) * tile;
@@ -65,7 +66,7 @@ Outcome run_bgemm(Worker& worker, const ExampleCase& example_case, const CallCon
       .in(Tensor::make(dev_b.buffer(), {k, n}, DataType::F32))
       .inout(Tensor::make(dev_c.buffer(), {m, n}, DataType::F32))
       .scalar(tile);
-  const RunReport report = worker.run(callable.id(), args, config);
+  const RunReport report = executor(worker, callable.id(), args, config);
 
   std::vector<float> got(m * n);
   worker.copy_from(got.data(), dev_c.buffer(), m * n * sizeof(float));
@@ -93,7 +94,7 @@ Example make_bgemm_example() {
       // both host threads busy to the end (chains of 4 accumulations each).
       {"bench", {{"tiles_m", 8}, {"tiles_n", 8}, {"tiles_k", 4}, {"tile", 64}}, true},
   };
-  example.run = run_bgemm;
+  example.runner = run_bgemm;
   return example;
 }
 

@@ -110,7 +110,7 @@ CallConfig case_config(const ExampleCase& example_case, const CallConfig& config
 }
 
 Outcome run_paged_attention(Worker& worker, const ExampleCase& example_case,
-                            const CallConfig& config) {
+                            const CallConfig& config, const Executor& executor) {
   const auto param = [&](const char* key) {
     return static_cast<uint64_t>(example_case.param(key));
   };
@@ -186,7 +186,7 @@ Outcome run_paged_attention(Worker& worker, const ExampleCase& example_case,
           Tensor::make(dev_out.buffer(), {s.batch, s.heads, s.q_rows, hd}, DataType::F32))
       .scalar(scale)
       .scalar(scope_mode);
-  const RunReport report = worker.run(callable.id(), args, resolved);
+  const RunReport report = executor(worker, callable.id(), args, resolved);
 
   std::vector<float> got(qo_elements);
   worker.copy_from(got.data(), dev_out.buffer(), got.size() * sizeof(float));
@@ -249,7 +249,7 @@ Example make_paged_attention_example() {
       {"manual", case_params(3, 2, 4, 32, 16, 70, true)},
       {"manual_tiny_rings", case_params(3, 2, 4, 32, 16, 150, true, true)},
   };
-  example.run = run_paged_attention;
+  example.runner = run_paged_attention;
   return example;
 }
 

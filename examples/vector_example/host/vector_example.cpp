@@ -34,7 +34,7 @@ std::vector<uint8_t> build_container() {
 }
 
 Outcome run_vector_example(Worker& worker, const ExampleCase& example_case,
-                           const CallConfig& config) {
+                           const CallConfig& config, const Executor& executor) {
   const auto length = static_cast<uint64_t>(example_case.param("elements"));
   const auto chunk = static_cast<uint64_t>(example_case.param("chunk"));
   const uint64_t bytes = length * sizeof(float);
@@ -63,7 +63,7 @@ Outcome run_vector_example(Worker& worker, const ExampleCase& example_case,
       .in(Tensor::make(dev_b.buffer(), {length}, DataType::F32))
       .output_existing(Tensor::make(dev_f.buffer(), {length}, DataType::F32))
       .scalar(chunk);
-  const RunReport report = worker.run(callable.id(), args, config);
+  const RunReport report = executor(worker, callable.id(), args, config);
 
   std::vector<float> got(length);
   worker.copy_from(got.data(), dev_f.buffer(), bytes);
@@ -86,7 +86,7 @@ Example make_vector_example() {
       {"default", {{"elements", 16384}, {"chunk", 4096}}},
       {"small", {{"elements", 1024}, {"chunk", 1024}}},
   };
-  example.run = run_vector_example;
+  example.runner = run_vector_example;
   return example;
 }
 

@@ -44,7 +44,8 @@ void reference_wavefront(std::vector<float>& x, uint64_t tile_rows, uint64_t til
   }
 }
 
-Outcome run_wavefront(Worker& worker, const ExampleCase& example_case, const CallConfig& config) {
+Outcome run_wavefront(Worker& worker, const ExampleCase& example_case, const CallConfig& config,
+                      const Executor& executor) {
   const auto tile = static_cast<uint64_t>(example_case.param("tile"));
   // Interior tiles plus the halo row and column.
   const uint64_t tile_rows = static_cast<uint64_t>(example_case.param("tiles_r")) + 1;
@@ -66,7 +67,7 @@ Outcome run_wavefront(Worker& worker, const ExampleCase& example_case, const Cal
   RegisteredCallable callable(worker, container);
   TaskArgs args;
   args.inout(Tensor::make(dev_x.buffer(), {rows, cols}, DataType::F32)).scalar(tile);
-  const RunReport report = worker.run(callable.id(), args, config);
+  const RunReport report = executor(worker, callable.id(), args, config);
 
   std::vector<float> got(rows * cols);
   worker.copy_from(got.data(), dev_x.buffer(), bytes);
@@ -88,7 +89,7 @@ Example make_wavefront_example() {
       {"small", {{"tiles_r", 8}, {"tiles_c", 8}, {"tile", 8}}},
       {"large", {{"tiles_r", 64}, {"tiles_c", 64}, {"tile", 8}}, true},
   };
-  example.run = run_wavefront;
+  example.runner = run_wavefront;
   return example;
 }
 

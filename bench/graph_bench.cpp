@@ -272,7 +272,7 @@ const bool kRegistered = [] {
     benchmark::RegisterBenchmark(("BM_Scoped/" + std::string(c.id)).c_str(), BM_Scoped, c.mode)
         ->Apply(scoped_sizes);
   }
-  for (const Shape shape : {Shape::Independent, Shape::Wavefront}) {
+  for (const Shape shape : perf::kAllShapes) {
     benchmark::RegisterBenchmark(("BM_Replay/" + std::string(perf::shape_name(shape))).c_str(),
                                  BM_Replay, shape)
         ->Apply(replay_sizes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 
 namespace chiprt::scheduler {
 namespace {
@@ -59,6 +60,8 @@ SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
     const uint32_t aiv = args_.device_clusters + 2 * c;
     clusters_[cluster_count_++] = Cluster{{aic, link_of_core[aiv], link_of_core[aiv + 1]}};
   }
+  unopened_ = link_count_;
+  lean_ = view.ring == nullptr || view.exclusive || self == 0;
   std::fill(std::begin(held_), std::end(held_), common::kTaskIdle);
   batching_ = !view.exclusive;
   schedulers_ = std::max(1u, view.thread_count - std::min(view.first_scheduler, view.thread_count));
@@ -126,11 +129,13 @@ void SchedulerThread::run(PhaseStamps* stamps) {
 }
 
 bool SchedulerThread::open_ready_cores() {
+  if (unopened_ == 0) return false;
   bool opened = false;
   for (uint32_t i = 0; i < link_count_; ++i) {
     CoreLink& link = links_[i];
     if (!link.opened() && link.reported_ready()) {
       link.open();
+      --unopened_;
       kick(link);
       opened = true;
     }
@@ -142,10 +147,16 @@ bool SchedulerThread::collect_finishes(uint32_t* pushed) {
   bool any = false;
   uint32_t task = 0;
   PassBuffer* local = batching_ ? &local_ : nullptr;
-  for (uint32_t i = 0; i < link_count_; ++i) {
-    while (links_[i].take_finished(&task)) {
-      finish_dispatch(view_, task, pushed, local);
-      any = true;
+  for (uint32_t word = 0; word < std::size(busy_); ++word) {
+    for (uint64_t bits = lean_ ? busy_[word] : ~uint64_t{0}; bits != 0; bits &= bits - 1) {
+      const uint32_t i = word * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+      if (i >= link_count_) break;
+      CoreLink& link = links_[i];
+      while (link.take_finished(&task)) {
+        finish_dispatch(view_, task, pushed, local);
+        any = true;
+      }
+      if (link.outstanding() == 0) busy_[word] &= ~(uint64_t{1} << (i % 64));
     }
   }
   if (local != nullptr) {
@@ -309,6 +320,11 @@ void SchedulerThread::return_local(uint32_t* pushed) {
 // One block of a MIX task goes to a cluster only when each of its three cores has a free slot,
 // so the parts start together (never a partial cluster). Parts without a kernel get no dispatch.
 bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
+  // Most graphs have no MIX task: skip the cluster scan while the queue looks empty (a push this
+  // misses is taken by the next pass; parking re-checks the queue with seq_cst loads).
+  if (lean_ && held_[kQueueMix] == common::kTaskIdle && view_.queues[kQueueMix]->size_hint() == 0) {
+    return false;
+  }
   bool any = false;
   for (uint32_t c = 0; c < cluster_count_; ++c) {
     const Cluster& cluster = clusters_[c];
@@ -336,6 +352,7 @@ bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
       } else {
         link.dispatch_pending(task, payloads[k]);
       }
+      mark_busy(cluster.links[k]);
       kick(link);
     }
     any = true;
@@ -354,13 +371,26 @@ bool SchedulerThread::dispatch(uint32_t* pushed) {
   drained_[kQueueAic] = false;
   drained_[kQueueAiv] = false;
   uint32_t task = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t i = 0; i < link_count_; ++i) {
+  // Queues take_task found empty in this call: the other cores of that shape skip them (a pass
+  // of a chain would otherwise try every idle core). A skipped task's completion may push work,
+  // so that forgets them.
+  const uint32_t skip_when_empty = lean_ ? queue_bit(kQueueAic) | queue_bit(kQueueAiv) : 0;
+  const uint32_t both_shapes = queue_bit(kQueueAic) | queue_bit(kQueueAiv);
+  uint32_t empty = 0;
+  for (int pass = 0; pass < 2 && (empty & skip_when_empty) != both_shapes; ++pass) {
+    for (uint32_t i = 0; i < link_count_ && (empty & skip_when_empty) != both_shapes; ++i) {
       CoreLink& link = links_[i];
+      const int queue = link.queue();
+      if ((empty & skip_when_empty & queue_bit(queue)) != 0) continue;
       const bool free_slot = pass == 0 ? link.running_free() : link.pending_free();
       if (!free_slot) continue;
-      const int queue = link.queue();
-      if (!take_task(queue, &task, pushed)) continue;
+      const uint64_t skipped = skipped_;
+      const bool took = take_task(queue, &task, pushed);
+      if (skipped_ != skipped) empty = 0;
+      if (!took) {
+        empty |= queue_bit(queue);
+        continue;
+      }
       const common::DispatchPayload payload =
           payload_of(task, view_.tasks[task].func_id, claim_block(queue, task));
       if (pass == 0) {
@@ -368,6 +398,7 @@ bool SchedulerThread::dispatch(uint32_t* pushed) {
       } else {
         link.dispatch_pending(task, payload);
       }
+      mark_busy(i);
       if (!batching_) share_surplus(queue);
       kick(link);
       any = true;

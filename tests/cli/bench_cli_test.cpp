@@ -97,6 +97,18 @@ void expect_kernel_cell(const nlohmann::json& cell, const std::string& column, u
   }
 }
 
+// Both reports record the load average at their start and end (Linux: /proc/loadavg).
+void expect_host_load(const nlohmann::json& j, const std::string& output) {
+  const nlohmann::json& load = j.at("host_load");
+  EXPECT_TRUE(load.at("start").is_number()) << load;
+  EXPECT_TRUE(load.at("end").is_number()) << load;
+  const bool busy = load.at("start").get<double>() >= j.at("hardware_threads").get<double>() ||
+                    load.at("end").get<double>() >= j.at("hardware_threads").get<double>();
+  EXPECT_EQ(load.at("busy").get<bool>(), busy) << load;
+  EXPECT_NE(output.find("host load average (1 min): "), std::string::npos) << output;
+  EXPECT_EQ(output.find("warning: the host's load reached") != std::string::npos, busy) << output;
+}
+
 TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
   ASSERT_TRUE(std::filesystem::exists(chiprt_binary())) << chiprt_binary();
   const std::filesystem::path json_path = temp_json("chiprt-bench-quick");
@@ -117,6 +129,7 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
   const nlohmann::json j = nlohmann::json::parse(in);
   std::filesystem::remove(json_path);
   EXPECT_EQ(j.at("worker_threads"), 2);
+  expect_host_load(j, r.output);
   EXPECT_EQ(j.at("quick"), true);
   EXPECT_EQ(j.at("repetitions"), 1);
   EXPECT_EQ(j.at("unit"), "ns_per_task");
@@ -400,6 +413,7 @@ TEST(ChiprtBenchCli, ScalingReportsEverySizeGrowthAndMemory) {
   std::filesystem::remove(json_path);
   EXPECT_EQ(j.at("mode"), "scaling");
   EXPECT_EQ(j.at("worker_threads"), 2);
+  expect_host_load(j, r.output);
   EXPECT_EQ(j.at("sizes"), nlohmann::json::array({200, 400}));  // sorted
   EXPECT_EQ(j.at("repetitions"), 1);
   EXPECT_EQ(j.at("unit"), "ns_per_task");

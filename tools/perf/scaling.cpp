@@ -176,6 +176,8 @@ ScalingResult run_scaling(const ScalingOptions& requested, std::FILE* progress) 
   result.options = requested;
   result.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
   if (result.options.threads == 0) result.options.threads = result.hardware_threads;
+  result.host_load.hardware_threads = result.hardware_threads;
+  result.host_load.start = read_load_average();
   const ScalingOptions& options = result.options;
 
   // The graphs, made once (the random DAG's predecessor lists are the expensive part).
@@ -326,6 +328,7 @@ ScalingResult run_scaling(const ScalingOptions& requested, std::FILE* progress) 
                                           added;
     }
   }
+  result.host_load.end = read_load_average();
   return result;
 }
 
@@ -350,6 +353,7 @@ std::string format_scaling_table(const ScalingResult& result) {
                 o.repetitions, o.cell_budget_s, o.threads, result.hardware_threads);
   out += line;
   out += describe_chiprt_threads(o.threads) + "; serial columns: 1 thread\n";
+  out += result.host_load.describe();
   std::snprintf(line, sizeof(line),
                 "growth = ns per task at the largest size / at the smallest (flat: ~1); ! marks "
                 "growth above %.1f\n\n",
@@ -474,6 +478,7 @@ nlohmann::json scaling_to_json(const ScalingResult& result) {
   j["mode"] = "scaling";
   j["worker_threads"] = o.threads;
   j["hardware_threads"] = result.hardware_threads;
+  j["host_load"] = result.host_load.to_json();
   j["sizes"] = o.sizes;
   j["repetitions"] = o.repetitions;
   j["cell_budget_s"] = o.cell_budget_s;

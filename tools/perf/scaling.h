@@ -120,6 +120,7 @@ struct ScalingRow {
 struct ScalingResult {
   ScalingOptions options;
   unsigned hardware_threads = 0;
+  HostLoad host_load;  // load average when the report started and ended
   std::vector<ColumnInfo> columns;
   std::vector<ScalingRow> rows;  // workload-major, columns in suite order
 };

@@ -195,6 +195,8 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
   result.options = requested;
   result.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
   if (result.options.threads == 0) result.options.threads = result.hardware_threads;
+  result.host_load.hardware_threads = result.hardware_threads;
+  result.host_load.start = read_load_average();
   const SuiteOptions& options = result.options;
 
   std::vector<Workload> workloads;
@@ -272,6 +274,7 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
       }
     }
   }
+  result.host_load.end = read_load_average();
   return result;
 }
 
@@ -337,6 +340,7 @@ std::string format_table(const SuiteResult& result) {
                 static_cast<unsigned long long>(o.tasks));
   out += line;
   out += describe_chiprt_threads(o.threads) + "; serial columns: 1 thread\n";
+  out += result.host_load.describe();
   out +=
       "peer cells end with their ratio to the best chiprt cell of the row (x > 1: chiprt "
       "faster); * marks that best cell\n\n";
@@ -464,6 +468,7 @@ nlohmann::json to_json(const SuiteResult& result) {
   nlohmann::json j;
   j["worker_threads"] = o.threads;
   j["hardware_threads"] = result.hardware_threads;
+  j["host_load"] = result.host_load.to_json();
   j["requested_tasks"] = o.tasks;
   j["repetitions"] = o.repetitions;
   j["quick"] = o.quick;

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host_load.h"
 #include "kernel_workloads.h"
 #include "runners.h"
 #include "workloads.h"
@@ -84,6 +85,7 @@ struct Row {
 struct SuiteResult {
   SuiteOptions options;
   unsigned hardware_threads = 0;
+  HostLoad host_load;  // load average when the suite started and ended
   std::vector<ColumnInfo> columns;
   std::vector<Row> rows;
 };

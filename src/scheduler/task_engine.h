@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "common/predicate.h"
 #include "scheduler/shared_state.h"
 
 namespace chiprt::scheduler {
@@ -44,17 +45,7 @@ inline bool single_dispatch(const common::TaskRecord& task) {
 }
 // The predicate of a predicated task: its first predicate_bytes at predicate_addr, non-zero = run.
 inline bool predicate_true(const common::TaskRecord& task) {
-  const auto* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(task.predicate_addr));
-  switch (task.predicate_bytes) {
-    case 1:
-      return *p != 0;
-    case 2:
-      return *reinterpret_cast<const uint16_t*>(p) != 0;
-    case 4:
-      return *reinterpret_cast<const uint32_t*>(p) != 0;
-    default:
-      return *reinterpret_cast<const uint64_t*>(p) != 0;
-  }
+  return common::predicate_holds(task.predicate_addr, task.predicate_bytes);
 }
 
 // What one scheduler pass of a threaded launch collects instead of publishing each item at once:

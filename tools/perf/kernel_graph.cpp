@@ -9,6 +9,7 @@
 
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
+#include "common/predicate.h"
 
 namespace chiprt::perf {
 
@@ -23,21 +24,6 @@ uint64_t thread_cpu_ns() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// As the chip's dispatcher reads it (scheduler/task_engine.h predicate_true).
-bool predicate_true(const ExportedTask& task) noexcept {
-  const auto* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(task.predicate_addr));
-  switch (task.predicate_bytes) {
-    case 1:
-      return *p != 0;
-    case 2:
-      return *reinterpret_cast<const uint16_t*>(p) != 0;
-    case 4:
-      return *reinterpret_cast<const uint32_t*>(p) != 0;
-    default:
-      return *reinterpret_cast<const uint64_t*>(p) != 0;
-  }
 }
 
 std::string task_name(uint64_t index, const ExportedTask& task) {
@@ -139,7 +125,7 @@ void KernelDag::run_task(void* context, uint64_t index) noexcept {
   auto* self = static_cast<KernelDag*>(context);
   const ExportedTask& task = self->graph_.tasks[index];
   if (task.dummy) return;
-  if (task.predicated && !predicate_true(task)) {
+  if (task.predicated && !common::predicate_holds(task.predicate_addr, task.predicate_bytes)) {
     self->skipped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -5,8 +5,12 @@
 //   chiprt run <example> [--case NAME] [--runtime host_build_graph|tensormap_ringbuffer]
 //              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
 //              [--ring-window N[,N...]] [--ring-heap N[,N...]] [--ring-dep-pool N[,N...]]
+//              [--graph FILE]
 //   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
 //                [--workloads NAME[,NAME...]] [--scaling [--scaling-sizes N,N[,N...]]]
+//
+// --graph exports the first round's task graph (Worker::export_graph: the host_build_graph build
+// of the same call, whatever the runtime), prints its shape and writes it as Graphviz DOT.
 //
 // The ring options size the tensormap_ringbuffer rings per scope depth 0..3 (CallConfig::rings:
 // one value for every depth, or a list whose last value repeats); unset, the CHIPRT_RING_*
@@ -27,10 +31,12 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "chiprt/call_config.h"
+#include "chiprt/graph_export.h"
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
@@ -61,6 +67,7 @@ struct RunOptions {
   std::string ring_window;
   std::string ring_heap;
   std::string ring_dep_pool;
+  std::string graph_path;  // --graph: write the first round's graph as Graphviz DOT ("" = no)
 };
 
 void print_list() {
@@ -156,6 +163,29 @@ CLI::Validator at_least(int minimum) {
       "INT>=" + std::to_string(minimum));
 }
 
+// Prints the exported graph's shape and writes its DOT to `out` (opened on `path` before the run,
+// so a bad path fails before any work); false (after a message) when the write fails.
+bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std::ofstream& out) {
+  const chiprt::GraphShape shape = graph.shape();
+  std::printf(
+      "graph: %llu tasks (%llu kernel, %llu dependency-only), %llu edges, %llu sources, %llu "
+      "sinks, depth %llu (tasks on the longest dependency chain), widest level %llu tasks\n",
+      static_cast<unsigned long long>(shape.tasks),
+      static_cast<unsigned long long>(shape.kernel_tasks),
+      static_cast<unsigned long long>(shape.dependency_only_tasks),
+      static_cast<unsigned long long>(shape.edges), static_cast<unsigned long long>(shape.sources),
+      static_cast<unsigned long long>(shape.sinks), static_cast<unsigned long long>(shape.depth),
+      static_cast<unsigned long long>(shape.max_width));
+  out << graph.to_dot();
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "error: cannot write the graph to '%s'\n", path.c_str());
+    return false;
+  }
+  std::printf("graph written to %s (Graphviz DOT)\n", path.c_str());
+  return true;
+}
+
 int run_example(const RunOptions& options) {
   const Example* example = chiprt::examples::find_example(options.example);
   if (example == nullptr) {
@@ -219,6 +249,16 @@ int run_example(const RunOptions& options) {
     }
   }
 
+  std::ofstream graph_out;
+  if (!options.graph_path.empty()) {
+    graph_out.open(options.graph_path);
+    if (!graph_out) {
+      std::fprintf(stderr, "error: --graph: cannot open '%s' for writing\n",
+                   options.graph_path.c_str());
+      return kExitFailure;
+    }
+  }
+
   chiprt::Worker worker;
   worker.init(worker_options);
   std::vector<chiprt::RunReport> reports;
@@ -226,8 +266,17 @@ int run_example(const RunOptions& options) {
   double max_error = 0;
   std::string first_failure;
   Outcome last;
+  // --graph: the first round exports the graph of its call, then runs it as usual.
+  std::optional<chiprt::GraphExport> graph;
+  const chiprt::examples::Executor exporting = [&](chiprt::Worker& w, int32_t callable_id,
+                                                   const chiprt::TaskArgs& args,
+                                                   const chiprt::CallConfig& call_config) {
+    if (!graph.has_value()) graph = w.export_graph(callable_id, args, call_config);
+    return w.run(callable_id, args, call_config);
+  };
   for (int round = 0; round < options.rounds; ++round) {
-    last = example->run(worker, *example_case, config);
+    last = example->run(worker, *example_case, config,
+                        options.graph_path.empty() ? chiprt::examples::Executor{} : exporting);
     reports.push_back(last.report);
     max_error = std::max(max_error, last.max_abs_error);
     if (!last.passed && all_passed) {
@@ -253,6 +302,9 @@ int run_example(const RunOptions& options) {
                                                               : ", kernels on executor threads",
               options.rounds);
   print_timing(reports);
+  if (graph.has_value() && !write_graph(*graph, options.graph_path, graph_out)) {
+    return kExitFailure;
+  }
   return all_passed ? 0 : kExitFailure;
 }
 
@@ -369,6 +421,9 @@ int main(int argc, char** argv) {
                   "the core), executors (on executor threads), auto (aicpu when the host has no "
                   "more hardware threads than AICPU threads; default, or CHIPRT_SIM_CORES)")
       ->check(CLI::IsMember({"auto", "aicpu", "executors"}));
+  run->add_option("--graph", options.graph_path,
+                  "export the first round's task graph (the host_build_graph build of the call), "
+                  "print its shape and write it to FILE as Graphviz DOT");
   run->add_option("--ring-window", options.ring_window,
                   "tensormap_ringbuffer task slots per scope depth: N or N,N,... (power of two "
                   "in [16, 1048576]; default 1024 or CHIPRT_RING_TASK_WINDOW)");

@@ -53,6 +53,21 @@ struct ExportedTask {
   uint32_t producer_count = 0;  // tasks this one waits for
 };
 
+// The shape of an exported graph: how much parallelism its dependencies leave. A task's level is
+// 1 + the largest level of its producers (sources: 1); `depth` is the largest level (the tasks on
+// the longest dependency chain, dependency-only tasks included) and `max_width` the most tasks
+// sharing one level.
+struct GraphShape {
+  uint64_t tasks = 0;
+  uint64_t kernel_tasks = 0;
+  uint64_t dependency_only_tasks = 0;  // dummy tasks (scope fences, submit_dummy, allocate)
+  uint64_t edges = 0;
+  uint64_t sources = 0;  // tasks with no producer
+  uint64_t sinks = 0;    // tasks with no consumer
+  uint64_t depth = 0;
+  uint64_t max_width = 0;
+};
+
 struct GraphExport {
   std::vector<ExportedTask> tasks;  // submission order; a task's index is its id in the graph
   std::vector<int64_t> args;
@@ -68,6 +83,8 @@ struct GraphExport {
     return {consumers.data() + task.consumers_begin, task.consumer_count};
   }
   uint64_t edge_count() const noexcept { return consumers.size(); }
+  // Counts, depth and widest level (see GraphShape); linear in tasks + edges.
+  GraphShape shape() const;
   // The graph in Graphviz DOT: one node per task labelled with its index and func_id (dummy
   // tasks dashed), one edge per dependency.
   std::string to_dot() const;

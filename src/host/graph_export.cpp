@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "chiprt/graph_export.h"
 #include "common/graph_image.h"
@@ -33,6 +35,29 @@ std::string GraphExport::to_dot() const {
   }
   dot += "}\n";
   return dot;
+}
+
+GraphShape GraphExport::shape() const {
+  GraphShape shape;
+  shape.tasks = tasks.size();
+  shape.edges = consumers.size();
+  // Consumers come after their producers, so one pass in task order settles every level.
+  std::vector<uint64_t> level(tasks.size(), 1);
+  std::vector<uint64_t> width;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const ExportedTask& task = tasks[i];
+    (task.dummy ? shape.dependency_only_tasks : shape.kernel_tasks) += 1;
+    if (task.producer_count == 0) ++shape.sources;
+    if (task.consumer_count == 0) ++shape.sinks;
+    if (level[i] > width.size()) width.resize(level[i], 0);
+    ++width[level[i] - 1];
+    for (const uint32_t consumer : consumers_of(task)) {
+      if (consumer < level.size()) level[consumer] = std::max(level[consumer], level[i] + 1);
+    }
+  }
+  shape.depth = width.size();
+  for (const uint64_t w : width) shape.max_width = std::max(shape.max_width, w);
+  return shape;
 }
 
 namespace host {

@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli/cli_support.h"
@@ -48,6 +50,43 @@ TEST_F(ChiprtCli, RunVectorExamplePassesWithTimingTable) {
   EXPECT_TRUE(contains(r.output, "host prepare")) << r.output;
   EXPECT_TRUE(contains(r.output, "device wall")) << r.output;
   EXPECT_TRUE(contains(r.output, "run_wall")) << r.output;
+}
+
+// --graph: the first round's exported graph, its shape printed and its DOT written.
+TEST_F(ChiprtCli, GraphOptionPrintsTheShapeAndWritesDot) {
+  const std::filesystem::path dot =
+      std::filesystem::temp_directory_path() / ("chiprt-cli-graph-" + std::to_string(getpid()));
+  for (const char* runtime : {"host_build_graph", "tensormap_ringbuffer"}) {
+    SCOPED_TRACE(runtime);
+    std::filesystem::remove(dot);
+    const CommandResult r = run_chiprt("run bgemm --case small --rounds 2 --runtime " +
+                                       std::string(runtime) + " --graph " + dot.string());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "PASS bgemm/small")) << r.output;
+    // 4 x 4 C tiles, each a chain of 4 (matmul -> accumulate) steps and its scope's fence.
+    EXPECT_TRUE(contains(r.output,
+                         "graph: 144 tasks (128 kernel, 16 dependency-only), 240 edges, 64 "
+                         "sources, 16 sinks, depth 6"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "graph written to " + dot.string())) << r.output;
+    std::ifstream in(dot);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.rfind("digraph chiprt {\n", 0), 0u) << text.substr(0, 200);
+    EXPECT_TRUE(contains(text, "  t143 [label=\"t143 dummy\", style=dashed];")) << text;
+    std::size_t edges = 0;
+    for (std::size_t at = text.find(" -> "); at != std::string::npos;
+         at = text.find(" -> ", at + 1)) {
+      ++edges;
+    }
+    EXPECT_EQ(edges, 240u);
+  }
+  std::filesystem::remove(dot);
+
+  const CommandResult bad = run_chiprt("run vector_example --graph /nonexistent-dir/g.dot");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--graph: cannot open '/nonexistent-dir/g.dot' for writing"))
+      << bad.output;
+  EXPECT_FALSE(contains(bad.output, "PASS")) << bad.output;
 }
 
 TEST_F(ChiprtCli, RoundsReportMedianMinMax) {

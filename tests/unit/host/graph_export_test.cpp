@@ -273,6 +273,56 @@ TEST_F(GraphExportTest, DiamondExportsExactTasksArgumentsAndEdges) {
   EXPECT_FALSE(graph.accessed_tensor_data);
 }
 
+// Field by field, so a failure names the field.
+void expect_shape(const GraphShape& got, const GraphShape& want) {
+  EXPECT_EQ(got.tasks, want.tasks);
+  EXPECT_EQ(got.kernel_tasks, want.kernel_tasks);
+  EXPECT_EQ(got.dependency_only_tasks, want.dependency_only_tasks);
+  EXPECT_EQ(got.edges, want.edges);
+  EXPECT_EQ(got.sources, want.sources);
+  EXPECT_EQ(got.sinks, want.sinks);
+  EXPECT_EQ(got.depth, want.depth);
+  EXPECT_EQ(got.max_width, want.max_width);
+}
+
+TEST_F(GraphExportTest, ShapeCountsLevelsOfTheExportedGraph) {
+  // Diamond: levels 1, 2, 3, then the two copies at 4, the add at 5.
+  expect_shape(worker.export_graph(kDiamondId, b.args, small_config()).shape(),
+               {.tasks = 6,
+                .kernel_tasks = 6,
+                .dependency_only_tasks = 0,
+                .edges = 6,
+                .sources = 1,
+                .sinks = 1,
+                .depth = 5,
+                .max_width = 2});
+  // Two kernels, then the scope's fence after both.
+  expect_shape(worker.export_graph(kScopedId, b.args, small_config()).shape(),
+               {.tasks = 3,
+                .kernel_tasks = 2,
+                .dependency_only_tasks = 1,
+                .edges = 3,
+                .sources = 1,
+                .sinks = 1,
+                .depth = 3,
+                .max_width = 1});
+}
+
+TEST(GraphExport, ShapeOfIndependentAndEmptyGraphs) {
+  GraphExport independent;
+  independent.tasks.resize(4);
+  for (ExportedTask& task : independent.tasks) task.func_id = 0;
+  expect_shape(independent.shape(), {.tasks = 4,
+                                     .kernel_tasks = 4,
+                                     .dependency_only_tasks = 0,
+                                     .edges = 0,
+                                     .sources = 4,
+                                     .sinks = 4,
+                                     .depth = 1,
+                                     .max_width = 4});
+  expect_shape(GraphExport{}.shape(), GraphShape{});
+}
+
 TEST_F(GraphExportTest, LaunchesNothingAndLaterRunsAndReplaysStayCorrect) {
   host::DeviceRunner& runner = worker.runner();
   const CallConfig config = small_config();

@@ -109,19 +109,11 @@ void expect_vadd_result(Worker& worker, const VaddBuffers& v) {
 }
 
 WorkerOptions small_options(bool serial = false) {
-  WorkerOptions options;
-  options.sim.clusters = 2;
-  options.sim.host_threads = 2;
-  options.sim.memory_bytes = 512ull << 20;
-  options.sim.serial = serial;
-  return options;
+  return host::test::small_worker_options({.memory_bytes = 512ull << 20, .serial = serial});
 }
 
 CallConfig small_config() {
-  CallConfig config;
-  config.output_heap_bytes = 1 << 20;
-  config.max_tasks = 1024;
-  return config;
+  return host::test::small_call_config(1024);
 }
 
 TEST(EndToEnd, VectorAddThroughFourTasks) {

@@ -68,10 +68,7 @@ RunnerOptions timeouts(const char* scheduler_ms, const char* stream_sync_ms) {
 }
 
 CallConfig small_config() {
-  CallConfig config;
-  config.output_heap_bytes = 1 << 20;
-  config.max_tasks = 64;
-  return config;
+  return test::small_call_config(64);
 }
 
 class FaultRecovery : public ::testing::Test {

@@ -13,6 +13,7 @@
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
+#include "host_test_support.h"
 
 namespace chiprt {
 namespace {
@@ -137,19 +138,11 @@ std::vector<uint8_t> callable_with(OrchestrationEntry orchestration) {
 }
 
 WorkerOptions small_options(RuntimeVariant runtime = RuntimeVariant::HostBuildGraph) {
-  WorkerOptions options;
-  options.runtime = runtime;
-  options.sim.clusters = 2;
-  options.sim.host_threads = 2;
-  options.sim.memory_bytes = 256ull << 20;
-  return options;
+  return host::test::small_worker_options({.runtime = runtime});
 }
 
 CallConfig small_config() {
-  CallConfig config;
-  config.output_heap_bytes = 1 << 20;
-  config.max_tasks = 1024;
-  return config;
+  return host::test::small_call_config(1024);
 }
 
 uint64_t entry_of(void (*kernel)(int64_t*)) {

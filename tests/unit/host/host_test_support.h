@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "chiprt/call_config.h"
 #include "chiprt/status.h"
+#include "chiprt/worker.h"
 #include "host/device_runner.h"
 #include "platform/platform.h"
 
@@ -36,6 +38,31 @@ inline RunnerOptions options_with_env(std::map<std::string, std::string> vars) {
     return it == shared->end() ? nullptr : it->second.c_str();
   };
   return options;
+}
+
+// A small simulated chip for the Worker-level tests.
+struct SmallChip {
+  uint32_t clusters = 2;
+  uint32_t host_threads = 2;
+  uint64_t memory_bytes = 256ull << 20;
+  bool serial = false;
+  RuntimeVariant runtime = RuntimeVariant::HostBuildGraph;
+};
+inline WorkerOptions small_worker_options(const SmallChip& chip = {}) {
+  WorkerOptions options;
+  options.runtime = chip.runtime;
+  options.sim.clusters = chip.clusters;
+  options.sim.host_threads = chip.host_threads;
+  options.sim.memory_bytes = chip.memory_bytes;
+  options.sim.serial = chip.serial;
+  return options;
+}
+// A 1 MiB output heap and room for `max_tasks` tasks.
+inline CallConfig small_call_config(uint64_t max_tasks) {
+  CallConfig config;
+  config.output_heap_bytes = 1 << 20;
+  config.max_tasks = max_tasks;
+  return config;
 }
 
 }  // namespace chiprt::host::test

@@ -9,6 +9,7 @@
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
+#include "host_test_support.h"
 
 namespace chiprt {
 namespace {
@@ -41,18 +42,11 @@ std::vector<uint8_t> accumulate_callable() {
 }
 
 WorkerOptions small_options() {
-  WorkerOptions options;
-  options.sim.clusters = 1;
-  options.sim.host_threads = 2;
-  options.sim.memory_bytes = 256ull << 20;
-  return options;
+  return host::test::small_worker_options({.clusters = 1});
 }
 
 CallConfig small_config() {
-  CallConfig config;
-  config.output_heap_bytes = 1 << 20;
-  config.max_tasks = 64;
-  return config;
+  return host::test::small_call_config(64);
 }
 
 TaskArgs accumulate_args(const DeviceBuffer& a, const DeviceBuffer& c) {

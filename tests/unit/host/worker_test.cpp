@@ -9,6 +9,7 @@
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
 #include "host/device_runner.h"
+#include "host_test_support.h"
 
 namespace chiprt {
 namespace {
@@ -38,11 +39,7 @@ std::vector<uint8_t> callable_with_signature(const ArgSignature& sig) {
 }
 
 WorkerOptions small_options() {
-  WorkerOptions options;
-  options.sim.clusters = 1;
-  options.sim.host_threads = 1;
-  options.sim.memory_bytes = 256ull << 20;
-  return options;
+  return host::test::small_worker_options({.clusters = 1, .host_threads = 1});
 }
 
 TEST(WorkerMisuse, EveryCallBeforeInitIsNotInitialized) {

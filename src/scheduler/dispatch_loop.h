@@ -10,8 +10,10 @@
 // (PassBuffer): consumers its completions released are kept for its own free slots up to a fair
 // share (the rest pushed in one batch), ready tasks are popped in batches sized to its free
 // slots (a fair share of the queue when kernels run inline on this thread), and completions are
-// added to the shared counter once per pass. run() loops step() with a bounded spin, parks on the
-// thread's doorbell, runs the watchdog and finally shuts the cores down.
+// added to the shared counter once per pass. A pass costs what its work needs (see lean_): it
+// collects from the cores with dispatches outstanding only and stops trying a queue it found
+// empty. run() loops step() with a bounded spin, parks on the thread's doorbell, runs the
+// watchdog and finally shuts the cores down.
 //
 // Lifetime and threading: constructed on its AICPU thread after the start barrier, used only by
 // that thread; `view` must outlive it. No allocation after construction.

@@ -32,6 +32,15 @@ std::filesystem::path temp_json(const char* name) {
          (std::string(name) + "-" + std::to_string(getpid()) + ".json");
 }
 
+// The JSON the bench wrote at `path` (null when there is none); removes the file.
+nlohmann::json take_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  return j;
+}
+
 const std::set<std::string> kGraphWorkloads = {"independent", "chain", "fan", "wavefront",
                                                "random_dag"};
 const std::set<std::string> kKernelWorkloads = {"bgemm", "paged_attention"};
@@ -124,10 +133,8 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
             std::string::npos)
       << r.output;
 
-  std::ifstream in(json_path);
-  ASSERT_TRUE(in) << "no JSON written at " << json_path;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json_path);
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   EXPECT_EQ(j.at("worker_threads"), 2);
   expect_host_load(j, r.output);
   EXPECT_EQ(j.at("quick"), true);
@@ -191,10 +198,8 @@ TEST(ChiprtBenchCli, NoPeersLeavesPeerColumnsUnavailable) {
   const CommandResult r = run_bench(
       "--quick --tasks 100 --repetitions 1 --threads 1 --no-peers --json " + json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(json_path);
-  ASSERT_TRUE(in) << "no JSON written at " << json_path;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json_path);
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   for (const nlohmann::json& column : j.at("columns")) {
     if (column.at("kind") == "peer") {
       EXPECT_FALSE(column.at("available").get<bool>());
@@ -210,10 +215,8 @@ TEST(ChiprtBenchCli, WorkloadsSelectsRowsInSuiteOrder) {
       "paged_attention,chain --json " +
       json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(json_path);
-  ASSERT_TRUE(in) << "no JSON written at " << json_path;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json_path);
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   ASSERT_EQ(j.at("rows").size(), 2u) << j.dump(1);
   EXPECT_EQ(j.at("rows")[0].at("workload"), "chain");
   EXPECT_EQ(j.at("rows")[1].at("workload"), "paged_attention");
@@ -233,10 +236,8 @@ TEST(ChiprtBenchCli, RealKernelRowHasPeerCells) {
   EXPECT_NE(r.output.find("peers run the graph Worker::export_graph gives for the same call"),
             std::string::npos)
       << r.output;
-  std::ifstream in(json_path);
-  ASSERT_TRUE(in) << "no JSON written at " << json_path;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json_path);
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   ASSERT_EQ(j.at("rows").size(), 1u) << j.dump(1);
   const nlohmann::json& cells = j.at("rows")[0].at("cells");
   const uint64_t graph_tasks = cells.at("host_build_graph").at("tasks").get<uint64_t>();
@@ -304,10 +305,8 @@ TEST(ChiprtBenchCli, LlvmOpenmpColumnSaysWhyItsExecutableIsMissing) {
       "bench --quick --tasks 100 --repetitions 1 --threads 1 --json " + json_path.string(),
       "CHIPRT_PEER_LIBOMP=" + missing);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(json_path);
-  ASSERT_TRUE(in) << "no JSON written at " << json_path;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json_path);
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   std::vector<std::string> ids;
   for (const nlohmann::json& column : j.at("columns")) ids.push_back(column.at("id"));
   const auto openmp = std::find(ids.begin(), ids.end(), "openmp");
@@ -407,10 +406,8 @@ TEST(ChiprtBenchCli, ScalingReportsEverySizeGrowthAndMemory) {
     }
   }
 
-  std::ifstream in(json_path);
-  ASSERT_TRUE(in) << "no JSON written at " << json_path;
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::filesystem::remove(json_path);
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   EXPECT_EQ(j.at("mode"), "scaling");
   EXPECT_EQ(j.at("worker_threads"), 2);
   expect_host_load(j, r.output);

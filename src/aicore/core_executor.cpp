@@ -44,11 +44,13 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
   const auto& services =
       *reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   const common::DispatchPayload payload = cell.running_payload;
-  // The start time serves the watchdog, which never looks while a serial launch runs a kernel
-  // (the kernel runs inline on the only scheduler thread): reading the clock per task is skipped.
+  // The start time serves the watchdog's report, which never looks while a serial launch runs a
+  // kernel (the kernel runs inline on the only scheduler thread): reading the clock per task is
+  // skipped. The start count is progress to every watchdog, the host's too (common/progress.h).
   if (!args->serial) {
     cell.started_cycles.store(services.cycles(services.ctx), std::memory_order_relaxed);
   }
+  cell.starts.store(cell.starts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   cell.executing.store(task, std::memory_order_release);  // ack
   if (payload.kernel_addr == 0) {
     common::latch_chip_error(&args->result, StatusCode::UnknownFuncId,

@@ -24,7 +24,8 @@
 //   4. C takes `running` (or, if running is idle and pending holds a task, re-reads running —
 //      S may have filled running and then pending since C's first look — and only if running
 //      is still idle promotes pending first):
-//      ack: executing = id, started_cycles = now (release); runs the kernel; executing = idle.
+//      ack: executing = id, started_cycles = now, starts += 1 (release); runs the kernel;
+//      executing = idle.
 //   5. C finishes: promotes pending into running (copies the payload, running = pending id,
 //      pending = kTaskIdle) or sets running = kTaskIdle; only then finished_task = id and
 //      finished_count += 1 (seq_cst), and rings S. Tasks of one core finish in dispatch order, so
@@ -88,6 +89,9 @@ struct alignas(64) HandshakeCell {
   alignas(64) std::atomic<uint32_t> status;
   std::atomic<uint32_t> executing;  // task id being run, kTaskIdle, or kTaskExit
   std::atomic<uint32_t> finished_task;
+  // Kernels this core started in the launch (one writer: relaxed load + store); a change is
+  // progress to every watchdog (common/progress.h). Read by observers while the launch runs.
+  std::atomic<uint32_t> starts;
   std::atomic<uint64_t> finished_count;
   std::atomic<uint64_t> started_cycles;  // chip cycles when `executing` was acknowledged
   // ChipLaunchArgs::measure_kernel_time: this core's summed kernel CPU time in ns. Only this
@@ -181,6 +185,9 @@ struct SharedPrefix {
   alignas(64) std::atomic<uint32_t> init_state;  // start barrier, futex word
   alignas(64) HandshakeCell cells[kMaxCores];    // indexed by device core number
   Doorbell doorbells[kMaxAicpuThreads];          // indexed by scheduler thread
+  // Bumped by the tensormap_ringbuffer orchestrator on every submission and when the
+  // orchestration function returns (one writer); progress to every watchdog (common/progress.h).
+  alignas(64) std::atomic<uint32_t> orchestrator_beat;
 };
 static_assert(sizeof(SharedPrefix) % 64 == 0);
 

@@ -12,6 +12,7 @@
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
 #include "common/handshake.h"
+#include "common/progress.h"
 #include "host/graph_image_export.h"
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
@@ -709,6 +710,26 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   programs.cores = geometry_.cores();
   programs.serial = shape.serial;
 
+  // The host's side of the progress rule (common/progress.h): the cores' kernel starts and the
+  // orchestrator's beat, read through the platform while the launch runs.
+  uint64_t shared_addr = 0;
+  throw_if(memory_.copy_from_device(
+      &shared_addr, launch_args_addr + offsetof(common::ChipLaunchArgs, shared_addr),
+      sizeof(shared_addr)));
+  auto read_progress = [&]() {
+    uint64_t sum = 0;
+    uint32_t word = 0;
+    const uint64_t beat_addr = shared_addr + offsetof(common::SharedPrefix, orchestrator_beat);
+    if (platform_->load_device_word(beat_addr, &word).is_ok()) sum += word;
+    for (uint32_t core = 0; core < std::min(programs.cores, common::kMaxCores); ++core) {
+      const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
+                            core * sizeof(common::HandshakeCell) +
+                            offsetof(common::HandshakeCell, starts);
+      if (platform_->load_device_word(addr, &word).is_ok()) sum += word;
+    }
+    return sum;
+  };
+
   const Clock::time_point t_launch = Clock::now();
   report->host_prepare_ns = ns_between(t_entry, t_launch);
   throw_if(platform_->launch(programs));
@@ -735,9 +756,15 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
     return platform_->load_device_word(code_addr, &word).is_ok() ? static_cast<StatusCode>(word)
                                                                  : StatusCode::Ok;
   };
+  // The stream-sync timeout bounds a launch that stopped progressing, not a long one: the
+  // deadline moves with every sample that shows progress.
+  auto since_launch_ms = [&]() { return ns_between(t_launch, Clock::now()) / 1'000'000; };
+  common::ProgressWatch watch(read_progress(), 0, timeouts_.stream_sync_ms);
   auto left_ms = [&]() -> uint64_t {
-    const uint64_t spent_ms = ns_between(t_launch, Clock::now()) / 1'000'000;
-    return spent_ms < timeouts_.stream_sync_ms ? timeouts_.stream_sync_ms - spent_ms : 0;
+    const uint64_t now = since_launch_ms();
+    if (watch.sample_due(now)) watch.observe(read_progress(), now);
+    const uint64_t deadline = watch.since() + timeouts_.stream_sync_ms;
+    return now < deadline ? deadline - now : 0;
   };
   uint64_t drain_budget_ms = timeouts_.stream_sync_ms;
   bool chip_failed = false;
@@ -782,8 +809,11 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
       }
     } else {
       thrown = StatusCode::StreamSyncTimeout;
-      message += "the launch did not finish within " + std::to_string(timeouts_.stream_sync_ms) +
-                 " ms (" + waited.message() + ")";
+      message += "the launch made no progress for " + std::to_string(timeouts_.stream_sync_ms) +
+                 " ms (no kernel started, no task submitted) and its chip threads did not "
+                 "return; nothing on the chip reported an error (every scheduler thread is "
+                 "stuck: in a kernel running on it, or in an orchestration function that never "
+                 "returns)";
     }
     if (stream_timed_out || code == StatusCode::SchedulerTimeout) {
       abandon_after_fault();
@@ -871,7 +901,9 @@ void DeviceRunner::abandon_after_fault() noexcept {
   faulted_ = true;
   initialized_ = false;
   chip_init_done_ = false;
-  // The device may still be executing (a stuck kernel): nothing here touches it.
+  // The device may still be executing (a stuck kernel): nothing here touches it, and stopping
+  // the streams later does not wait for that launch.
+  platform_->abandon_launch();
   platform_->abandon_memory();
   callables_.abandon();
   arenas_.abandon();

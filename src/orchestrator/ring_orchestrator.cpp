@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "orchestrator/ring_allocators.h"
 #include "orchestrator/tensor_map.h"
 
@@ -121,10 +122,6 @@ struct RingOrchestrator::State {
     uint64_t first_seq = 0;  // next_seq of the scope's set when it began
   };
   // What a wait loop watches: progress resets the no-progress clock.
-  struct Progress {
-    uint64_t completed = 0;
-    uint64_t since = 0;  // cycles
-  };
 
   State(const RingMemory& memory, RingDriver& driver) : mem(memory), driver(driver) {}
 
@@ -334,17 +331,16 @@ struct RingOrchestrator::State {
   }
 
   // ---- waiting ------------------------------------------------------------------------------
-  Progress start_progress() const { return Progress{driver.completed(), driver.now()}; }
-  // Notes completions since the last call; true when the no-progress bound passed.
-  bool timed_out(Progress* p) const {
-    const uint64_t done = driver.completed();
+  // The no-progress bound of every wait follows the launch's progress (common/progress.h), not
+  // only completions: a wait for a long kernel that is running is not a timeout.
+  common::ProgressWatch start_progress() const {
+    return common::ProgressWatch(driver.progress(), driver.now(), timeout_cycles);
+  }
+  // Samples the launch's progress; true when the no-progress bound passed.
+  bool timed_out(common::ProgressWatch* watch) const {
     const uint64_t now = driver.now();
-    if (done != p->completed) {
-      p->completed = done;
-      p->since = now;
-      return false;
-    }
-    return now - p->since >= timeout_cycles;
+    watch->observe(driver.progress(), now);
+    return watch->expired(now);
   }
 
   // The completed count at which completers ring the waiting orchestrator's doorbell (read by
@@ -389,7 +385,7 @@ struct RingOrchestrator::State {
                TryTake&& try_take) {
     if (try_take()) return true;
     SetState& set = sets[d];
-    Progress progress = start_progress();
+    common::ProgressWatch progress = start_progress();
     for (;;) {
       if (retire_all() > 0) {
         progress = start_progress();
@@ -432,20 +428,20 @@ struct RingOrchestrator::State {
       // the heap) could be retired rather than waking per task. Every published task completes
       // (or an error rings the doorbell), so a target capped at the submitted count cannot
       // oversleep.
-      const uint64_t seen = progress.completed;
+      const uint64_t seen = driver.completed();
       const uint64_t batch = std::max<uint64_t>(1, (set.next_seq - set.retired_seq) / 4);
       uint64_t target = std::min(seen + batch, submitted);
       if (target <= seen) target = seen + 1;
       set_wake_target(target);
       auto recheck = [&] { return driver.completed() >= target || driver.chip_failed(); };
-      driver.wait(progress.since + timeout_cycles, &call_recheck<decltype(recheck)>, &recheck);
+      driver.wait(progress.next_check(), &call_recheck<decltype(recheck)>, &recheck);
     }
   }
 
   // Waits until `done()` holds. `waited_on()` returns the slot named on timeout.
   template <class Done, class WaitedOn>
   bool wait_until(const char* what, Done&& done, WaitedOn&& waited_on) {
-    Progress progress = start_progress();
+    common::ProgressWatch progress = start_progress();
     for (;;) {
       if (done()) return true;
       retire_all();
@@ -459,10 +455,10 @@ struct RingOrchestrator::State {
                  " ms without progress for " + slot_description(waited_on()) + " to complete");
         return false;
       }
-      const uint64_t seen = progress.completed;
+      const uint64_t seen = driver.completed();
       set_wake_target(seen + 1);  // any completion may be the one waited for
       auto recheck = [&] { return driver.completed() != seen || driver.chip_failed(); };
-      driver.wait(progress.since + timeout_cycles, &call_recheck<decltype(recheck)>, &recheck);
+      driver.wait(progress.next_check(), &call_recheck<decltype(recheck)>, &recheck);
     }
   }
 

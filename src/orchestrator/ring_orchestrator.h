@@ -36,6 +36,10 @@ class RingDriver {
   virtual void note_submitted(uint64_t submitted) = 0;
   // Tasks completed so far in this run (acquire).
   virtual uint64_t completed() const = 0;
+  // A count that changes whenever the launch makes progress (common/progress.h: a completion, a
+  // kernel start, a submission); the waits' no-progress bound follows it. Drivers without cores
+  // of their own report the completed count.
+  virtual uint64_t progress() const { return completed(); }
   // Waits until something may have changed (a completion, a slot becoming retirable, an error) or
   // `deadline_cycles` passed. Threaded: parks on the orchestrator's doorbell with
   // RingControl::orchestrator_waiting set. Serial: runs one scheduling pass on this thread.

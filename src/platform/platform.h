@@ -112,6 +112,9 @@ class Platform {
   // Waits only for every AICPU thread of the last launch to return (cores may still run; call
   // wait() afterwards). StreamSyncTimeout if they do not within `timeout_ms`.
   virtual Status wait_aicpu(uint64_t timeout_ms) = 0;
+  // The host gave up on the running launch (a device fault: a stuck kernel or orchestration
+  // function). Stopping the streams then waits for nothing that is known to be stuck.
+  virtual void abandon_launch() = 0;
   // After a fault: if the last launch has drained, forgets it so a new launch is accepted and
   // returns Ok; DeviceFaulted while it is still running (a stuck kernel) or when the streams had
   // to abandon stuck threads.

@@ -65,9 +65,18 @@ SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
   std::fill(std::begin(held_), std::end(held_), common::kTaskIdle);
   batching_ = !view.exclusive;
   schedulers_ = std::max(1u, view.thread_count - std::min(view.first_scheduler, view.thread_count));
-  timeout_cycles_ = ms_to_cycles(scheduler_timeout_ms(args_), args_.clock_hz);
+  restart_watchdog();
+}
+
+uint64_t SchedulerThread::progress_signature() const {
+  return view_.globals->completed.load(std::memory_order_acquire) +
+         common::chip_progress_counters(*view_.prefix, 3 * args_.device_clusters);
+}
+
+void SchedulerThread::restart_watchdog() {
   last_completed_ = view_.globals->completed.load(std::memory_order_acquire);
-  last_progress_ = view_.now();
+  watch_.restart(progress_signature(), view_.now(),
+                 ms_to_cycles(scheduler_timeout_ms(args_), args_.clock_hz));
 }
 
 void SchedulerThread::kick(const CoreLink& link) {
@@ -98,8 +107,7 @@ bool SchedulerThread::step() {
 
 void SchedulerThread::run(PhaseStamps* stamps) {
   for (uint32_t i = 0; i < link_count_; ++i) kick(links_[i]);  // solicit ready reports
-  last_completed_ = view_.globals->completed.load(std::memory_order_acquire);
-  last_progress_ = view_.now();
+  restart_watchdog();
   int idle_spins = 0;
   while (!view_.failed()) {
     const bool progress = step();
@@ -450,33 +458,48 @@ void SchedulerThread::park() {
     return;
   }
   const uint64_t now = view_.now();
-  const uint64_t deadline = last_progress_ + timeout_cycles_;
+  const uint64_t deadline = watch_.next_check();  // the watchdog's next sample or its deadline
   const uint64_t wait_cycles = deadline > now ? deadline - now : 0;
   bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(wait_cycles, args_.clock_hz), 1000000));
 }
 
-// True (after latching SchedulerTimeout) when tasks were published but none completed anywhere
-// for the timeout. With nothing outstanding (the ring orchestrator is still submitting) the
-// clock restarts instead.
+// True (after latching SchedulerTimeout) when the launch made no progress (common/progress.h: no
+// task completed, no kernel started, the orchestration function neither submitted nor returned)
+// for the timeout. The completed count is read on every call (it is read anyway); the other
+// counters, one per core, only when a sample is due.
 bool SchedulerThread::watchdog_expired() {
   const uint64_t completed = view_.globals->completed.load(std::memory_order_acquire);
   const uint64_t now = view_.now();
-  if (completed != last_completed_ ||
-      view_.globals->published.load(std::memory_order_acquire) <= completed) {
+  if (completed != last_completed_) {
     last_completed_ = completed;
-    last_progress_ = now;
+    watch_.note_progress(now);
     return false;
   }
-  if (now - last_progress_ < timeout_cycles_) return false;
-  report_stuck(now, completed);
+  if (watch_.sample_due(now) && watch_.observe(progress_signature(), now)) return false;
+  if (!watch_.expired(now)) return false;
+  report_stuck(now);
   common::ring_all_doorbells(view_.prefix);
   return true;
 }
 
-void SchedulerThread::report_stuck(uint64_t now, uint64_t completed) {
+// host_build_graph passes count completions locally and add them to the shared counter in
+// batches, so a thread stuck in a kernel may hold some: the task states are exact. A ring run
+// counts each completion at once (its slots are reused, so their states are no count).
+uint64_t SchedulerThread::completed_tasks() const {
+  if (view_.ring != nullptr) return view_.globals->completed.load(std::memory_order_acquire);
+  uint64_t completed = 0;
+  for (uint32_t t = 0; t < view_.task_count; ++t) {
+    completed += view_.task_state[t].load(std::memory_order_relaxed) ==
+                 static_cast<uint8_t>(TaskState::Completed);
+  }
+  return completed;
+}
+
+void SchedulerThread::report_stuck(uint64_t now) {
   ChipLaunchArgs& args = *view_.args;
   const unsigned long long timeout_ms = scheduler_timeout_ms(args);
   const unsigned long long published = view_.globals->published.load(std::memory_order_acquire);
+  const uint64_t completed = completed_tasks();
   // The task running longest on any core of the run.
   uint32_t stuck_core = UINT32_MAX;
   uint32_t stuck_task = common::kTaskIdle;
@@ -508,6 +531,15 @@ void SchedulerThread::report_stuck(uint64_t now, uint64_t completed) {
       args.result.stuck_func_id = func_id;
       args.result.stuck_core = static_cast<int32_t>(stuck_core);
     }
+    return;
+  }
+  // A ring run whose orchestration function is still running with every submitted task done.
+  if (view_.ring != nullptr && completed >= published &&
+      view_.globals->total.load(std::memory_order_acquire) == UINT64_MAX) {
+    latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
+                     "no progress for %llu ms: the orchestration function (AICPU thread 0) has "
+                     "neither submitted a task nor returned; %llu tasks submitted, all completed",
+                     timeout_ms, published);
     return;
   }
   // Nothing runs: name the first task that has not completed and why it waits.

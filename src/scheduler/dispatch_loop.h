@@ -23,6 +23,7 @@
 
 #include "common/chip_launch.h"
 #include "common/handshake.h"
+#include "common/progress.h"
 #include "scheduler/core_link.h"
 #include "scheduler/shared_state.h"
 #include "scheduler/task_engine.h"
@@ -76,8 +77,9 @@ class SchedulerThread {
   void run(PhaseStamps* stamps);
   // Orders every owned core to exit and waits (bounded) for the acknowledgements.
   void shut_down();
-  // True (after latching SchedulerTimeout, naming the stuck task) when tasks were published but
-  // none completed for the scheduler timeout. Also usable by a thread that owns no cores.
+  // True (after latching SchedulerTimeout, naming the stuck task, kernel or orchestration
+  // function) when the launch made no progress (common/progress.h) for the scheduler timeout.
+  // Also usable by a thread that owns no cores.
   bool watchdog_expired();
 
  private:
@@ -117,7 +119,11 @@ class SchedulerThread {
   uint32_t wanted_queues() const;
   bool has_work(uint32_t wants) const;
   void park();
-  void report_stuck(uint64_t now, uint64_t completed);
+  void report_stuck(uint64_t now);
+  uint64_t completed_tasks() const;
+  // The launch's progress counters (common/progress.h) with the completed count.
+  uint64_t progress_signature() const;
+  void restart_watchdog();
 
   const RunView& view_;
   const common::ChipLaunchArgs& args_;
@@ -144,9 +150,8 @@ class SchedulerThread {
   uint32_t schedulers_ = 1;           // scheduler threads sharing the queues
   bool drained_[2] = {false, false};  // AIC / AIV queue found empty by this dispatch
   PassBuffer local_;
-  uint64_t timeout_cycles_ = 0;
+  common::ProgressWatch watch_;  // in chip cycles
   uint64_t last_completed_ = 0;
-  uint64_t last_progress_ = 0;
   uint64_t first_dispatch_ = 0;
   uint64_t last_completion_ = 0;
   uint64_t collecting_passes_ = 0;  // passes of collect_finishes that took a finish

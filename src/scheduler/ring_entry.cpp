@@ -8,6 +8,7 @@
 #include "chiprt/callable.h"
 #include "chiprt/task_args.h"
 #include "common/handshake.h"
+#include "common/progress.h"
 #include "common/ring_state.h"
 #include "orchestrator/ring_orchestrator.h"
 #include "scheduler/dispatch_loop.h"
@@ -240,6 +241,16 @@ class ChipRingDriver final : public orchestrator::RingDriver {
 
   void note_submitted(uint64_t submitted) override {
     view_.globals->published.store(submitted, std::memory_order_release);
+    beat();
+  }
+  // Progress to every watchdog (common/progress.h); this thread is the beat's only writer.
+  void beat() {
+    std::atomic<uint32_t>& beat = view_.prefix->orchestrator_beat;
+    beat.store(beat.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  uint64_t progress() const override {
+    return completed() +
+           common::chip_progress_counters(*view_.prefix, 3 * view_.args->device_clusters);
   }
 
   // seq_cst: the orchestrator's park re-checks read it after announcing the park (Doorbell).
@@ -371,6 +382,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
     latch_chip_error(&args->result, StatusCode::InternalError,
                      "tensormap_ringbuffer orchestrator failed: %s", e.what());
   }
+  driver.beat();  // the function returned: progress
   const uint64_t end = view.now();
   stamps->stamp(Phase::Orchestration, start, end);
   // Dekker with the completer's check in complete_task: either it sees the total or this load

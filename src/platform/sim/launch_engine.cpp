@@ -13,6 +13,9 @@ namespace {
 // kick that follows a completion closely is picked up without a futex round trip, and on an
 // oversubscribed host the yield hands the CPU to whoever will produce that kick.
 constexpr int kSpinBeforePark = 16;
+// After the host abandoned a stuck launch, how long stop() waits for the threads that are not
+// stuck (idle ones exit within microseconds) before it detaches the rest.
+constexpr uint64_t kAbandonedExitGraceMs = 200;
 
 void kick_core_thunk(void* ctx, uint32_t core) {
   static_cast<LaunchEngine*>(ctx)->kick_core(core);
@@ -301,6 +304,7 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   aicpu_running_ = programs.aicpu_threads;
   launch_active_ = true;
   launch_timed_out_ = false;
+  launch_abandoned_ = false;
   ++launch_generation_;
   aicpu_cv_.notify_all();
   return Status::ok();
@@ -372,7 +376,13 @@ Status LaunchEngine::wait(uint64_t timeout_ms) {
   inline_kicks_.store(false, std::memory_order_relaxed);
   launch_active_ = false;
   launch_timed_out_ = false;
+  launch_abandoned_ = false;
   return Status::ok();
+}
+
+void LaunchEngine::abandon_launch() {
+  std::lock_guard lock(mutex_);
+  if (launch_active_) launch_abandoned_ = true;
 }
 
 Status LaunchEngine::recover() {
@@ -393,20 +403,25 @@ Status LaunchEngine::recover() {
 }
 
 void LaunchEngine::stop() {
+  bool abandoned = false;
   {
     std::lock_guard lock(mutex_);
     if (!started_ || faulted_) return;
+    abandoned = launch_abandoned_;
   }
-  // A launch still running gets a bounded time to finish; a stuck one is abandoned below.
-  const bool drained = wait(options_.stop_grace_ms).is_ok();
+  // A launch still running gets a bounded time to finish (none when the host abandoned it: it is
+  // known to be stuck); a stuck one is abandoned below.
+  const bool drained = wait(abandoned ? 0 : options_.stop_grace_ms).is_ok();
+  const uint64_t exit_grace_ms = abandoned && !drained
+                                     ? std::min(options_.stop_grace_ms, kAbandonedExitGraceMs)
+                                     : options_.stop_grace_ms;
   std::unique_lock lock(mutex_);
   stopping_ = true;
   stopping_flag_.store(true, std::memory_order_seq_cst);
   aicpu_cv_.notify_all();
   wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake(&wake_epoch_, INT_MAX);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.stop_grace_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(exit_grace_ms);
   host_cv_.wait_until(lock, deadline, [&] { return live_threads_ == 0; });
   std::vector<std::thread> to_join;
   bool stuck = false;

@@ -74,6 +74,9 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   Status wait_aicpu(uint64_t timeout_ms);
   // See Platform::recover: wait(0), mapping a launch that is still running to DeviceFaulted.
   Status recover();
+  // See Platform::abandon_launch: stop() gives an abandoned launch no grace to finish and its
+  // threads only a short one to exit (idle threads exit at once; stuck ones never do).
+  void abandon_launch();
 
   void kick_core(uint32_t core) noexcept;
   uint64_t cycles() const noexcept;
@@ -123,6 +126,7 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   bool launch_active_ = false;
   // A wait() on the active launch timed out: a later launch() is refused as a fault, not misuse.
   bool launch_timed_out_ = false;
+  bool launch_abandoned_ = false;  // abandon_launch() on the active launch
   uint64_t launch_generation_ = 0;
   LaunchPrograms launch_programs_{};
   uint32_t aicpu_running_ = 0;

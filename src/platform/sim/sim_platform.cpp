@@ -158,6 +158,9 @@ Status SimPlatform::start_streams() {
 void SimPlatform::stop_streams() {
   engine_->stop();
 }
+void SimPlatform::abandon_launch() {
+  engine_->abandon_launch();
+}
 Status SimPlatform::launch(const LaunchPrograms& programs) {
   return engine_->launch(programs);
 }

@@ -63,6 +63,7 @@ class SimPlatform final : public Platform {
   Status launch(const LaunchPrograms& programs) override;
   Status wait(uint64_t timeout_ms) override;
   Status wait_aicpu(uint64_t timeout_ms) override;
+  void abandon_launch() override;
   Status recover() override;
 
   // Introspection for tests and diagnostics.

@@ -82,9 +82,9 @@ class FaultRecovery : public ::testing::Test {
 };
 
 // Runs the blocking callable and expects the scheduler watchdog or the stream timeout to fault.
-void run_into_fault(DeviceRunner& runner) {
+void run_into_fault(DeviceRunner& runner, const CallConfig& config = small_config()) {
   try {
-    runner.run(0, TaskArgs{}, small_config());
+    runner.run(0, TaskArgs{}, config);
     ADD_FAILURE() << "the stuck kernel should fault the run";
   } catch (const Error& e) {
     EXPECT_TRUE(e.code() == StatusCode::SchedulerTimeout ||
@@ -168,6 +168,25 @@ TEST_P(StuckKernel, FaultsWithoutWaitingTheWholeStreamSyncTimeout) {
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(15)) << "waited for the stream timeout";
   EXPECT_TRUE(runner.faulted());
+}
+
+// Closing a runner whose launch it abandoned does not wait for that launch again: the stuck
+// threads are left behind at once (they keep what they use alive until they return).
+TEST_P(StuckKernel, ClosingAfterTheFaultIsPrompt) {
+  const StuckCase& param = GetParam();
+  ReleaseKernelAtExit release;
+  auto runner = std::make_unique<DeviceRunner>(
+      test::make_sim(1, false, 256ull << 20, 2, param.cores), timeouts("100", "30000"));
+  runner->attach(0);
+  runner->register_callable(0, one_task_callable(&blocking_kernel));
+  CallConfig config = small_config();
+  config.runtime = param.runtime;
+  config.aicpu_thread_num = param.aicpu_threads;
+  run_into_fault(*runner, config);
+  const Clock::time_point start = Clock::now();
+  runner.reset();  // finalize and platform teardown while the kernel is still stuck
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1500))
+      << "closing waited for the abandoned launch";
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -407,7 +407,12 @@ struct RingOrchestrator::State {
                  ring_unit(kind) + "), which is full; its oldest task, " + slot_description(head) +
                  ", holds outputs of the scope at depth " + std::to_string(info[head].depth) +
                  " that is still open, so nothing can be freed before that scope ends; raise " +
-                 ring_knob(kind, d) + ", or end the scope sooner");
+                 ring_knob(kind, d) +
+                 (info[head].depth == 0
+                      // The root scope ends only when the function returns.
+                      ? ", or wrap the outputs in a chiprt::Scope so that they are released "
+                        "when it ends"
+                      : ", or end the scope sooner"));
         return false;
       }
       if (driver.chip_failed()) {

@@ -24,6 +24,7 @@ namespace chiprt {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr uint64_t kN = 256;  // elements per vector (1 KiB of F32)
 
@@ -438,6 +439,9 @@ TEST_F(RingRunTest, RootScopeHoldingEveryOutputDeadlocksNamingTheRing) {
   // The whole message survives the chip's result buffer, down to the settings to raise.
   EXPECT_THAT(e.message(),
               HasSubstr("raise CallConfig::rings.task_window[0] or CHIPRT_RING_TASK_WINDOW"));
+  // The root scope cannot be ended early by the user: the hint says what to do instead.
+  EXPECT_THAT(e.message(), HasSubstr("or wrap the outputs in a chiprt::Scope"));
+  EXPECT_THAT(e.message(), Not(HasSubstr("end the scope sooner")));
   // The device stays usable after an orchestration error.
   worker_->register_callable(50, callable_with(&chain_orchestration));
   EXPECT_EQ(worker_->run(50, chain_args(2)).task_count, 4u);

@@ -233,6 +233,7 @@ TEST(RingOrchestrator, OpenScopeFillingTheHeapIsADeadlock) {
   EXPECT_THAT(error_text(h), HasSubstr("output heap of depth 1 (4096 bytes)"));
   EXPECT_THAT(error_text(h), HasSubstr("heap_bytes[1] or CHIPRT_RING_HEAP_BYTES"));
   EXPECT_THAT(error_text(h), HasSubstr("scope at depth 1 that is still open"));
+  EXPECT_THAT(error_text(h), HasSubstr("or end the scope sooner"));
 }
 
 TEST(RingOrchestrator, ProductiveBackPressureIsNoDeadlock) {

@@ -9,6 +9,7 @@
 
 #include "chiprt/status.h"
 #include "common/graph_image.h"
+#include "common/run_context.h"
 #include "orchestrator/task_checks.h"
 #include "orchestrator/tensor_map.h"
 
@@ -814,6 +815,9 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
   }
   // The latched error wins over anything the function throws afterwards (often a consequence).
   try {
+    // The function runs on the thread that holds the Worker: a Worker call from it is refused
+    // instead of taking the Worker's lock again (common/run_context.h).
+    const common::RunContextScope context({common::RunRole::HostOrchestration});
     entry(*this, args);
   } catch (const Error&) {
     if (!state_->error.is_ok()) throw Error(state_->error);

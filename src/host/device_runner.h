@@ -125,6 +125,9 @@ class DeviceRunner {
   // heap, so they are valid until the next run or export on that bank.
   GraphExport export_graph(int32_t callable_id, const TaskArgs& args,
                            const CallConfig& config = {});
+  // Bytes of host storage kept between host_build_graph builds for reuse (the graph builder's
+  // working state and image storage; not the replay cache), for tests and statistics.
+  uint64_t retained_host_bytes() const noexcept { return builder_scratch_.retained_bytes(); }
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
   // How many replays launched their image prevalidated (ChipLaunchArgs::image_prevalidated):

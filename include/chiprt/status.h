@@ -79,7 +79,12 @@ namespace chiprt {
   X(WaitTimeout, 32, "the orchestrator waited too long for a task to complete or retire",         \
     "find the task named in the message or raise CHIPRT_SCHEDULER_TIMEOUT_MS")                    \
   X(InvalidScope, 33, "a scope nesting rule was broken (an automatic scope inside a manual one)", \
-    "nest automatic scopes only outside manual ones")
+    "nest automatic scopes only outside manual ones")                                             \
+  X(ReentrantCall, 34,                                                                            \
+    "a Worker method was called from inside a run (an orchestration function "                    \
+    "or a kernel)",                                                                               \
+    "call Worker methods from a host thread outside orchestration functions and kernels; inside " \
+    "an orchestration function use its Orchestration (submit, allocate, get/set_tensor_data)")
 
 enum class StatusCode : int32_t {
 #define CHIPRT_STATUS_ENUM(name, value, detail, hint) name = value,

@@ -7,7 +7,15 @@
 // further runs (DeviceFaulted) until it is closed and a new one created.
 //
 // Threading: a Worker is used from one thread at a time (calls are serialised internally by a
-// mutex, so concurrent calls are safe but not parallel). Runs execute one at a time.
+// mutex, so concurrent calls are safe but not parallel: a call from another thread while a run is
+// in flight waits until the run returns). Runs execute one at a time.
+// No Worker method (of this or any other Worker) may be called from inside a run: from an
+// orchestration function (host_build_graph runs it on the thread inside Worker::run,
+// tensormap_ringbuffer on the chip) or from a kernel. Such a call throws Error(ReentrantCall)
+// at once, naming the method and where it was called from; inside an orchestration function use
+// its Orchestration (submit, allocate, get/set_tensor_data). Thrown there, the error fails that
+// run like any orchestration error; thrown in a kernel, the run fails with KernelFault. Neither
+// faults the device: the next run works.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
 #include "common/handshake.h"
+#include "common/run_context.h"
 #include "platform/platform.h"
 
 namespace chiprt::aicore {
@@ -76,6 +77,8 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
       kernel_args = scratch;
     }
     const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(payload.kernel_addr));
+    // Names the kernel to a host API call it makes (refused, see common/run_context.h).
+    const common::RunContextScope context({common::RunRole::Kernel, payload.func_id, task, core});
     try {
       if (args->measure_kernel_time) {
         const uint64_t start = thread_cpu_ns();

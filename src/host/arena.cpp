@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "common/retention.h"
 #include "host/log.h"
 
 namespace chiprt::host {
@@ -53,8 +54,13 @@ Status ArenaSet::setup(uint32_t bank_index, const ArenaSizes& sizes) {
       }
       continue;
     }
-    if (!current.empty() && current.size >= requested) continue;
-    // Grow: release first so the old and new regions never need to fit at once.
+    if (!current.empty() && current.size >= requested) {
+      // Reused while big enough, unless the retention rule gives a much larger region back; bank
+      // 0's regions stay while they hold the replay cache's layout.
+      const bool keeps_cache = bank_index == 0 && prebuilt_valid_;
+      if (keeps_cache || !common::release_retained(current.size, requested, current.size)) continue;
+    }
+    // Grow (or shrink): release first so the old and new regions never need to fit at once.
     if (!current.empty()) {
       failure = memory_->free(current.addr, AllocationOwner::Runtime);
       current = {};
@@ -115,6 +121,11 @@ const PrebuiltImage* ArenaSet::lookup_prebuilt(uint32_t bank,
 
 void ArenaSet::store_prebuilt(uint32_t bank, PrebuiltImage image) {
   if (bank != 0) return;
+  // The image may sit in storage an earlier, larger image left (the builder reuses it).
+  if (common::release_retained(image.image.capacity(), image.image.size(),
+                               image.image.capacity())) {
+    image.image.shrink_to_fit();
+  }
   prebuilt_ = std::move(image);
   prebuilt_valid_ = true;
 }
@@ -127,7 +138,7 @@ void ArenaSet::invalidate_prebuilt() noexcept {
   prebuilt_valid_ = false;
   prebuilt_.chip_validated = false;
   prebuilt_.key.clear();
-  prebuilt_.image.clear();
+  std::vector<uint8_t>().swap(prebuilt_.image);  // gives the storage back, not just the size
   prebuilt_.output_heap = prebuilt_.shared_state = prebuilt_.runtime_image = {};
   prebuilt_.task_count = 0;
 }

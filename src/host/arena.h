@@ -3,7 +3,9 @@
 // ArenaSet holds kPipelineDepth banks; each bank has three regions (the output heap runtime
 // outputs are carved from, the orchestrator<->scheduler shared state, the runtime graph image).
 // A region is committed once and reused; a larger request releases and recommits it; a request of
-// 0 releases it. If any region of a bank fails to commit, all three are released (the bank returns
+// 0 releases it; a request of less than a quarter of a region above 64 MiB recommits it at the
+// requested size (common/retention.h), except bank 0's while it holds the replay cache's layout.
+// If any region of a bank fails to commit, all three are released (the bank returns
 // to its initial state) so a failure never leaves a half-sized layout behind.
 //
 // The single-entry prebuilt-image cache belongs to bank 0 (its addresses point into bank 0's

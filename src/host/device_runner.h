@@ -7,10 +7,13 @@
 // again; after a device fault (scheduler watchdog, stream sync timeout) the runner abandons its
 // device resources without touching them and refuses work with DeviceFaulted until reset().
 //
-// Threading: the methods are not thread-safe; one thread at a time (the Worker serialises with a
-// mutex). run() and export_graph() additionally hold a single active-run owner guard: a second
-// call entering while one is in flight is refused with InvalidArgument rather than corrupting the
-// first.
+// Threading: the methods are not thread-safe; one thread at a time. Through the Worker that always
+// holds: it serialises calls from host threads with a mutex (a call during a run waits for it) and
+// refuses calls from inside a run (orchestration functions, kernels) with ReentrantCall before
+// taking the mutex. For direct users of a runner, run() and export_graph() additionally hold a
+// single active-run owner guard: run() or export_graph() entered while one is in flight (from the
+// orchestration function or a kernel through a runner reference, or from another thread) is
+// refused with InvalidArgument rather than corrupting the first.
 // Every method reports failure by throwing chiprt::Error.
 #pragma once
 
@@ -122,6 +125,9 @@ class DeviceRunner {
   // heap, so they are valid until the next run or export on that bank.
   GraphExport export_graph(int32_t callable_id, const TaskArgs& args,
                            const CallConfig& config = {});
+  // Bytes of host storage kept between host_build_graph builds for reuse (the graph builder's
+  // working state and image storage; not the replay cache), for tests and statistics.
+  uint64_t retained_host_bytes() const noexcept { return builder_scratch_.retained_bytes(); }
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
   // How many replays launched their image prevalidated (ChipLaunchArgs::image_prevalidated):

@@ -36,6 +36,7 @@ EnvLookup process_env();
 struct TimeoutResolution {
   TimeoutConfig config;
   std::vector<std::string> warnings;  // each also logged at warn level
+  std::vector<std::string> notes;     // one per derived value, each also logged at info level
 };
 
 // Parses a positive decimal (digits only, no sign or spaces) not above `max`. Returns false for
@@ -47,9 +48,17 @@ bool parse_positive_decimal(std::string_view text, uint64_t max, uint64_t* out) 
 // otherwise the name of the violated part with the values.
 std::string check_timeout_order(const TimeoutConfig& config);
 
-// Defaults overridden by the set variables. Any violation — a value that is not a positive decimal
-// fitting its type, or a result that breaks the ordering rule — ignores every override (defaults
-// used) with one warning naming the rule, the offending variables or values, and the defaults.
+// Defaults overridden by the set variables; an empty variable counts as unset. An unset value
+// keeps its default when that is ordered against every value that is set; otherwise it is derived
+// from the values known (set or kept), in the defaults' proportions 1 : 2 : 3:
+//   scheduler   = min(op execute / 2 (or stream sync / 3 when op execute is derived too),
+//                     stream sync - 1501 ms), whole ms, at least 1 ms;
+//   stream sync = max(1.5 x op execute (or 3 x scheduler), scheduler + 1501 ms), whole ms;
+//   op execute  = midway between the scheduler and stream sync timeouts (derived last).
+// Each derived value gets a note. Any violation — a value that is not a positive decimal fitting
+// its type, a value that cannot be derived within its range, or a set of values that breaks the
+// ordering rule — ignores every override (defaults used) with one warning naming the rule or the
+// value that cannot be derived, the offending variables or values, and the defaults.
 TimeoutResolution resolve_timeouts(const EnvLookup& env, const TimeoutConfig& defaults = {});
 
 }  // namespace chiprt::host

@@ -1,10 +1,12 @@
 // Worker: the public host API over one DeviceRunner (see include/chiprt/worker.h).
 #include "chiprt/worker.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
+#include "common/run_context.h"
 #include "host/device_runner.h"
 #include "host/log.h"
 #include "platform/platform.h"
@@ -14,8 +16,23 @@ namespace chiprt {
 struct Worker::Impl {
   enum class State { Fresh, Ready, Closed };
   mutable std::mutex mutex;
-  State state = State::Fresh;
+  // Written under the mutex; atomic so that initialized() needs no lock.
+  std::atomic<State> state{State::Fresh};
   std::unique_ptr<host::DeviceRunner> runner;
+
+  // Every entry point starts here: a call made from inside a run (an orchestration function or a
+  // kernel, see common/run_context.h) is refused before the lock is taken, since a
+  // host_build_graph orchestration function runs on the thread that already holds it, and chip
+  // threads would wait for the run they belong to. Then takes the lock.
+  std::unique_lock<std::mutex> enter(const char* what) const {
+    const common::RunContext& context = common::current_run_context();
+    if (context.role != common::RunRole::None) {
+      throw Error(StatusCode::ReentrantCall, std::string("Worker::") + what +
+                                                 " called from inside a run, from " +
+                                                 common::describe(context));
+    }
+    return std::unique_lock<std::mutex>(mutex);
+  }
 
   // Throws unless the worker is initialised and open.
   host::DeviceRunner& ready(const char* what) const {
@@ -141,7 +158,7 @@ Worker::~Worker() {
 }
 
 void Worker::init(const WorkerOptions& options) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("init");
   if (impl_->state == Impl::State::Closed) {
     throw Error(StatusCode::AlreadyClosed,
                 "Worker::init called after close(); create a new Worker");
@@ -177,38 +194,37 @@ void Worker::init(const WorkerOptions& options) {
 }
 
 bool Worker::initialized() const noexcept {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->state == Impl::State::Ready;
+  return impl_->state.load() == Impl::State::Ready;
 }
 
 void Worker::register_callable(int32_t callable_id, std::span<const uint8_t> container) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("register_callable");
   impl_->ready("register_callable").register_callable(callable_id, container);
 }
 
 void Worker::unregister_callable(int32_t callable_id) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("unregister_callable");
   impl_->ready("unregister_callable").unregister_callable(callable_id);
 }
 
 bool Worker::has_callable(int32_t callable_id) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("has_callable");
   return impl_->ready("has_callable").has_callable(callable_id);
 }
 
 RunReport Worker::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("run");
   return impl_->ready("run").run(callable_id, args, config);
 }
 
 GraphExport Worker::export_graph(int32_t callable_id, const TaskArgs& args,
                                  const CallConfig& config) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("export_graph");
   return impl_->ready("export_graph").export_graph(callable_id, args, config);
 }
 
 DeviceBuffer Worker::malloc(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("malloc");
   host::DeviceRunner& runner = impl_->ready("malloc");
   if (bytes == 0) {
     throw Error(StatusCode::InvalidArgument, "Worker::malloc: 0 bytes requested; ask for >= 1");
@@ -217,7 +233,7 @@ DeviceBuffer Worker::malloc(uint64_t bytes) {
 }
 
 void Worker::free(DeviceBuffer buffer) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("free");
   host::DeviceRunner& runner = impl_->ready("free");
   if (buffer.empty()) {
     throw Error(StatusCode::InvalidDevicePointer,
@@ -227,7 +243,7 @@ void Worker::free(DeviceBuffer buffer) {
 }
 
 void Worker::copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t dst_offset) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("copy_to");
   host::DeviceRunner& runner = impl_->ready("copy_to");
   check_buffer_range("copy_to", dst, dst_offset, bytes);
   if (bytes == 0) return;
@@ -236,7 +252,7 @@ void Worker::copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t
 }
 
 void Worker::copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src_offset) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("copy_from");
   host::DeviceRunner& runner = impl_->ready("copy_from");
   check_buffer_range("copy_from", src, src_offset, bytes);
   if (bytes == 0) return;
@@ -247,19 +263,19 @@ void Worker::copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src
 }
 
 void Worker::memset(DeviceBuffer dst, int value, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("memset");
   host::DeviceRunner& runner = impl_->ready("memset");
   check_buffer_range("memset", dst, 0, bytes);
   runner.memset(dst.addr, value, bytes);
 }
 
 uint64_t Worker::device_bytes_in_use() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("device_bytes_in_use");
   return impl_->ready("device_bytes_in_use").bytes_in_use();
 }
 
 void Worker::close() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("close");
   if (impl_->state == Impl::State::Closed) return;
   impl_->state = Impl::State::Closed;
   std::unique_ptr<host::DeviceRunner> runner = std::move(impl_->runner);
@@ -267,7 +283,7 @@ void Worker::close() {
 }
 
 host::DeviceRunner& Worker::runner() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto lock = impl_->enter("runner");
   return impl_->ready("runner");
 }
 

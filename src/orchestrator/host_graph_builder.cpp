@@ -9,6 +9,8 @@
 
 #include "chiprt/status.h"
 #include "common/graph_image.h"
+#include "common/retention.h"
+#include "common/run_context.h"
 #include "orchestrator/task_checks.h"
 #include "orchestrator/tensor_map.h"
 
@@ -113,6 +115,7 @@ struct HostGraphBuilder::State {
       buf_[(head_ + size_) & (buf_.size() - 1)] = s;
       ++size_;
     }
+    const std::vector<HeapSegment>& storage() const noexcept { return buf_; }
     void rotate_front_to_back() noexcept {
       const HeapSegment s = at(0);
       pop_front();
@@ -204,6 +207,18 @@ struct HostGraphBuilder::State {
   std::vector<uint32_t> fanout_begin;
   std::vector<uint32_t> cursor;
   std::vector<uint32_t> fanout;
+
+  // Bytes of storage this state holds (capacities), which reset() keeps.
+  uint64_t retained_bytes() const noexcept {
+    uint64_t total = map.retained_bytes() + capacity_bytes(segments.storage()) +
+                     capacity_bytes(tasks) + capacity_bytes(producers) +
+                     capacity_bytes(kernel_args) + capacity_bytes(scopes) + capacity_bytes(blocks) +
+                     capacity_bytes(released) + capacity_bytes(alloc_log) +
+                     capacity_bytes(touched_extents) + capacity_bytes(fanout_begin) +
+                     capacity_bytes(cursor) + capacity_bytes(fanout);
+    for (const ScopeFrame& frame : scopes) total += capacity_bytes(frame.touched);
+    return total;
+  }
 
   void check_open() const {
     if (built) {
@@ -792,6 +807,27 @@ struct HostGraphBuilder::State {
 BuilderScratch::BuilderScratch() = default;
 BuilderScratch::~BuilderScratch() = default;
 
+uint64_t BuilderScratch::retained_bytes() const noexcept {
+  return (state_ != nullptr ? state_->retained_bytes() : 0) + spare_image_.capacity();
+}
+
+void BuilderScratch::take_back(std::unique_ptr<HostGraphBuilder::State> state) noexcept {
+  const uint64_t tasks = state->tasks.size();
+  if (common::release_retained(state->retained_bytes(), tasks, served_tasks_)) {
+    state.reset();  // the next build starts with storage of its own size
+    served_tasks_ = 0;
+    return;
+  }
+  served_tasks_ = std::max(served_tasks_, tasks);
+  state_ = std::move(state);
+}
+
+void BuilderScratch::recycle_image(std::vector<uint8_t>&& image) noexcept {
+  std::vector<uint8_t> taken = std::move(image);
+  if (common::release_retained(taken.capacity(), taken.size(), taken.capacity())) return;
+  spare_image_ = std::move(taken);
+}
+
 HostGraphBuilder::HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap,
                                    const BuilderLimits& limits, BuilderScratch* scratch)
     : kernels_(kernels), limits_(limits), scratch_(scratch) {
@@ -804,7 +840,7 @@ HostGraphBuilder::HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap
 }
 
 HostGraphBuilder::~HostGraphBuilder() {
-  if (scratch_ != nullptr) scratch_->state_ = std::move(state_);
+  if (scratch_ != nullptr && state_ != nullptr) scratch_->take_back(std::move(state_));
 }
 
 void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
@@ -814,6 +850,9 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
   }
   // The latched error wins over anything the function throws afterwards (often a consequence).
   try {
+    // The function runs on the thread that holds the Worker: a Worker call from it is refused
+    // instead of taking the Worker's lock again (common/run_context.h).
+    const common::RunContextScope context({common::RunRole::HostOrchestration});
     entry(*this, args);
   } catch (const Error&) {
     if (!state_->error.is_ok()) throw Error(state_->error);

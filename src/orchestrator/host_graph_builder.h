@@ -96,6 +96,11 @@ class HostGraphBuilder final : public Orchestration {
 // hands it back with recycle_image, and the next builder lays its image out in that storage:
 // a million-task image is over 100 MB, whose fresh pages would otherwise be faulted in anew by
 // every build.
+//
+// Storage is kept under common/retention.h's rule: the working state is released when it holds
+// more than 64 MiB and a build had fewer than a quarter of the tasks of the largest build it
+// served; the image storage when it holds more than 64 MiB and an image used less than a quarter
+// of it. So after one very large graph, a much smaller one gives the memory back.
 class BuilderScratch {
  public:
   BuilderScratch();
@@ -103,11 +108,19 @@ class BuilderScratch {
   BuilderScratch(const BuilderScratch&) = delete;
   BuilderScratch& operator=(const BuilderScratch&) = delete;
 
-  void recycle_image(std::vector<uint8_t>&& image) noexcept { spare_image_ = std::move(image); }
+  // Keeps `image`'s storage for the next build, unless the retention rule releases it.
+  void recycle_image(std::vector<uint8_t>&& image) noexcept;
+  // Bytes of host storage kept for the next build (working state and image capacities).
+  uint64_t retained_bytes() const noexcept;
 
  private:
   friend class HostGraphBuilder;
+  // A builder hands its state back when it is destroyed.
+  void take_back(std::unique_ptr<HostGraphBuilder::State> state) noexcept;
+
   std::unique_ptr<HostGraphBuilder::State> state_;
+  // The most tasks a build had since state_ was created (what its storage is sized for).
+  uint64_t served_tasks_ = 0;
   std::vector<uint8_t> spare_image_;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/progress.h"
+#include "common/run_context.h"
 #include "orchestrator/ring_allocators.h"
 #include "orchestrator/tensor_map.h"
 
@@ -851,6 +852,8 @@ Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
   }
   if (!s.failed) {
     try {
+      // A host API call from the function is refused (common/run_context.h).
+      const common::RunContextScope context({common::RunRole::ChipOrchestration});
       entry(*this, args);
     } catch (const Error& e) {
       s.fail(e.code(), e.what());

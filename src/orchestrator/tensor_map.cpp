@@ -845,6 +845,12 @@ void TensorMap::clear() noexcept {
   ++layout_epoch_;
 }
 
+uint64_t TensorMap::retained_bytes() const noexcept {
+  return capacity_bytes(slots_) + capacity_bytes(cells_) + capacity_bytes(entries_) +
+         capacity_bytes(regions_) + capacity_bytes(buffers_) + capacity_bytes(free_buffers_) +
+         capacity_bytes(scratch_);
+}
+
 std::size_t TensorMap::entries_of(uint64_t buffer_addr) const noexcept {
   const int64_t slot = find_slot(buffer_addr);
   if (slot < 0) return 0;

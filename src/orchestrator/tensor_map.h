@@ -87,6 +87,12 @@ struct TensorMapStats {
   uint64_t max_candidates = 0;  // in one operation
 };
 
+// Bytes a vector's storage holds (its capacity), for the retained-storage accounting.
+template <class T>
+uint64_t capacity_bytes(const std::vector<T>& v) noexcept {
+  return static_cast<uint64_t>(v.capacity()) * sizeof(T);
+}
+
 class TensorMap {
  public:
   TensorMap();
@@ -128,6 +134,8 @@ class TensorMap {
   void clear() noexcept;
 
   std::size_t entry_count() const noexcept { return live_entries_; }
+  // Bytes of storage the map holds (capacities of its tables), kept across clear().
+  uint64_t retained_bytes() const noexcept;
   std::size_t buffer_count() const noexcept { return live_buffers_; }
   // Entries recorded for one buffer (tests and diagnostics).
   std::size_t entries_of(uint64_t buffer_addr) const noexcept;

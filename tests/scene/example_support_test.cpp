@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chiprt/status.h"
+#include "scoped_env.h"
 #include "support.h"
 
 namespace {
@@ -84,29 +85,7 @@ TEST(MakeOutcome, PassesOnlyWithMatchingResultsAndEveryKernelTask) {
   EXPECT_NE(wrong.message.find("element 0"), std::string::npos) << wrong.message;
 }
 
-// Sets an environment variable for one test and restores the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_old_ = true;
-      old_ = old;
-    }
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_old_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_old_ = false;
-  std::string old_;
-};
+using chiprt::test::ScopedEnv;
 
 TEST(ChipObjects, EnvironmentOverridesTheDirectory) {
   ScopedEnv env(chiprt::examples::kChipObjectDirEnv, "/tmp/chiprt-elsewhere");

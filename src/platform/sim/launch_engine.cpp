@@ -4,6 +4,7 @@
 #include <string>
 #include <system_error>
 
+#include "common/run_context.h"
 #include "platform/sim/futex.h"
 
 namespace chiprt::platform::sim {
@@ -74,7 +75,8 @@ Status LaunchEngine::start_thread_locked(std::vector<std::unique_ptr<HostThread>
       host_thread->thread =
           std::thread([engine, index, seen, self] { engine->aicpu_main(index, seen, self); });
     } else {
-      host_thread->thread = std::thread([engine, self] { engine->executor_main(self); });
+      host_thread->thread =
+          std::thread([engine, index, self] { engine->executor_main(index, self); });
     }
   } catch (const std::system_error& error) {
     return Status(StatusCode::InternalError,
@@ -114,6 +116,8 @@ void LaunchEngine::thread_exited(HostThread* self) {
 }
 
 void LaunchEngine::aicpu_main(uint32_t index, uint64_t seen_generation, HostThread* self) {
+  // This thread runs only chip code: host API calls from it are refused (common/run_context.h).
+  common::t_run_context = {common::RunRole::AicpuThread, -1, 0, index};
   std::unique_lock lock(mutex_);
   for (;;) {
     aicpu_cv_.wait(lock, [&] { return stopping_ || launch_generation_ != seen_generation; });
@@ -134,7 +138,8 @@ void LaunchEngine::aicpu_main(uint32_t index, uint64_t seen_generation, HostThre
   thread_exited(self);
 }
 
-void LaunchEngine::executor_main(HostThread* self) {
+void LaunchEngine::executor_main(uint32_t index, HostThread* self) {
+  common::t_run_context = {common::RunRole::CoreExecutor, -1, 0, index};
   uint32_t core = 0;
   while (!stopping_flag_.load(std::memory_order_acquire)) {
     bool found = queue_.pop(&core);

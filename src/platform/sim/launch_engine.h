@@ -103,7 +103,7 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   };
 
   void aicpu_main(uint32_t index, uint64_t seen_generation, HostThread* self);
-  void executor_main(HostThread* self);
+  void executor_main(uint32_t index, HostThread* self);
   void thread_exited(HostThread* self);
   void enqueue(uint32_t core) noexcept;
   void run_queued(uint32_t core) noexcept;

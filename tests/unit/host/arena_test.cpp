@@ -121,6 +121,30 @@ TEST_F(ArenaTest, PrebuiltCacheIsInvalidatedByAnyBankZeroChange) {
   EXPECT_FALSE(arenas_.prebuilt_valid());
 }
 
+class LargeArenaTest : public ArenaTest {
+ protected:
+  LargeArenaTest() : ArenaTest(512ull << 20) {}
+};
+
+// The retention rule (common/retention.h): a region above 64 MiB is recommitted at the requested
+// size when the request is below a quarter of it; smaller regions and larger requests reuse it.
+TEST_F(LargeArenaTest, AMuchSmallerRequestGivesALargeRegionBack) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  ASSERT_TRUE(arenas_.setup(1, {64 * kMiB, 200 * kMiB, 4096}).is_ok());
+  const uint64_t commits = arenas_.commit_count();
+  // A quarter or more of the region: reused as it is.
+  ASSERT_TRUE(arenas_.setup(1, {16 * kMiB, 50 * kMiB, 4096}).is_ok());
+  EXPECT_EQ(arenas_.commit_count(), commits);
+  EXPECT_EQ(arenas_.committed_sizes(1).shared_state, 200 * kMiB);
+  // Below a quarter: the 200 MiB region is recommitted at 1 MiB; the 64 MiB heap (not above the
+  // floor) is kept.
+  ASSERT_TRUE(arenas_.setup(1, {kMiB, kMiB, 4096}).is_ok());
+  EXPECT_EQ(arenas_.commit_count(), commits + 1);
+  EXPECT_EQ(arenas_.committed_sizes(1).shared_state, kMiB);
+  EXPECT_EQ(arenas_.committed_sizes(1).output_heap, 64 * kMiB);
+  EXPECT_EQ(platform_->bytes_in_use(), 65 * kMiB + 4096);
+}
+
 class TinyArenaTest : public ArenaTest {
  protected:
   TinyArenaTest() : ArenaTest(1ull << 20) {}

@@ -84,16 +84,171 @@ TEST_P(InvalidTimeoutValue, IsIgnoredWithOneWarningNamingTheRuleAndVariable) {
 INSTANTIATE_TEST_SUITE_P(
     Values, InvalidTimeoutValue,
     ::testing::Values(
-        InvalidCase{kSchedulerTimeoutEnv, ""}, InvalidCase{kSchedulerTimeoutEnv, "-5"},
-        InvalidCase{kSchedulerTimeoutEnv, "12ms"}, InvalidCase{kSchedulerTimeoutEnv, " 100"},
+        InvalidCase{kSchedulerTimeoutEnv, "-5"}, InvalidCase{kSchedulerTimeoutEnv, "12ms"},
+        InvalidCase{kSchedulerTimeoutEnv, " 100"},
         InvalidCase{kSchedulerTimeoutEnv, "4294967296"},  // uint32 max + 1
-        InvalidCase{kSchedulerTimeoutEnv, "0"}, InvalidCase{kOpExecuteTimeoutEnv, ""},
-        InvalidCase{kOpExecuteTimeoutEnv, "-1"}, InvalidCase{kOpExecuteTimeoutEnv, "1e6"},
+        InvalidCase{kSchedulerTimeoutEnv, "0"}, InvalidCase{kOpExecuteTimeoutEnv, "-1"},
+        InvalidCase{kOpExecuteTimeoutEnv, "1e6"},
         InvalidCase{kOpExecuteTimeoutEnv, "18446744073709551616"},  // u64 max + 1
-        InvalidCase{kOpExecuteTimeoutEnv, "0"}, InvalidCase{kStreamSyncTimeoutEnv, ""},
-        InvalidCase{kStreamSyncTimeoutEnv, "-30000"}, InvalidCase{kStreamSyncTimeoutEnv, "0x10"},
+        InvalidCase{kOpExecuteTimeoutEnv, "0"}, InvalidCase{kStreamSyncTimeoutEnv, "-30000"},
+        InvalidCase{kStreamSyncTimeoutEnv, "0x10"},
         InvalidCase{kStreamSyncTimeoutEnv, "99999999999"},
         InvalidCase{kStreamSyncTimeoutEnv, "0"}));
+
+// An empty variable counts as unset (as CHIPRT_RING_* do): no warning, and the other overrides
+// still apply.
+TEST_F(TimeoutsTest, EmptyValueCountsAsUnset) {
+  for (const char* name : {kSchedulerTimeoutEnv, kOpExecuteTimeoutEnv, kStreamSyncTimeoutEnv}) {
+    TimeoutResolution r = resolve_timeouts(fake_env({{name, ""}}));
+    EXPECT_TRUE(r.warnings.empty()) << name;
+    EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms) << name;
+    EXPECT_EQ(r.config.op_execute_us, TimeoutConfig{}.op_execute_us) << name;
+    EXPECT_EQ(r.config.stream_sync_ms, TimeoutConfig{}.stream_sync_ms) << name;
+  }
+  TimeoutResolution r = resolve_timeouts(fake_env({{kSchedulerTimeoutEnv, ""},
+                                                   {kOpExecuteTimeoutEnv, "15000000"},
+                                                   {kStreamSyncTimeoutEnv, "40000"}}));
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
+  EXPECT_EQ(r.config.op_execute_us, 15000000u);
+  EXPECT_EQ(r.config.stream_sync_ms, 40000u);
+}
+
+// Some values set, the others unset: an unset value keeps its default when that is ordered
+// against the set values, else it is derived (see resolve_timeouts) so that the triple is
+// ordered; no warning either way, one note per derived value.
+struct DerivedCase {
+  const char* name;
+  std::map<std::string, std::string> set;
+  TimeoutConfig expected;
+  std::size_t derived;  // how many values were derived (not default, not set)
+};
+
+void PrintTo(const DerivedCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class DerivedTimeouts : public TimeoutsTest, public ::testing::WithParamInterface<DerivedCase> {};
+
+TEST_P(DerivedTimeouts, GiveAnOrderedTriple) {
+  const DerivedCase& c = GetParam();
+  TimeoutResolution r = resolve_timeouts(fake_env(c.set));
+  EXPECT_TRUE(r.warnings.empty()) << (r.warnings.empty() ? "" : r.warnings[0]);
+  EXPECT_EQ(check_timeout_order(r.config), "");
+  EXPECT_EQ(r.config.scheduler_ms, c.expected.scheduler_ms);
+  EXPECT_EQ(r.config.op_execute_us, c.expected.op_execute_us);
+  EXPECT_EQ(r.config.stream_sync_ms, c.expected.stream_sync_ms);
+  ASSERT_EQ(r.notes.size(), c.derived);
+  for (const std::string& note : r.notes) EXPECT_THAT(note, HasSubstr("derived"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DerivedTimeouts,
+    ::testing::Values(
+        // The case: the 20 s op default is above a 2 s stream sync; it goes midway.
+        DerivedCase{"SchedulerAndStream",
+                    {{kSchedulerTimeoutEnv, "200"}, {kStreamSyncTimeoutEnv, "2000"}},
+                    {200, 1100000, 2000},
+                    1},
+        DerivedCase{"SchedulerAndStreamKeepFittingDefault",
+                    {{kSchedulerTimeoutEnv, "5000"}, {kStreamSyncTimeoutEnv, "40000"}},
+                    {5000, 20000000, 40000},
+                    0},
+        // Stream sync = max(1.5 x op execute, scheduler + 1501 ms).
+        DerivedCase{"SchedulerAndOp",
+                    {{kSchedulerTimeoutEnv, "25000"}, {kOpExecuteTimeoutEnv, "30000000"}},
+                    {25000, 30000000, 45000},
+                    1},
+        DerivedCase{"SchedulerAndOpNearTheStreamDefault",
+                    {{kSchedulerTimeoutEnv, "29000"}, {kOpExecuteTimeoutEnv, "29500000"}},
+                    {29000, 29500000, 44250},
+                    1},
+        DerivedCase{"SchedulerAndOpKeepFittingDefault",
+                    {{kSchedulerTimeoutEnv, "100"}, {kOpExecuteTimeoutEnv, "300000"}},
+                    {100, 300000, 30000},
+                    0},
+        // Scheduler = min(op execute / 2, stream sync - 1501 ms).
+        DerivedCase{"OpAndStream",
+                    {{kOpExecuteTimeoutEnv, "2000000"}, {kStreamSyncTimeoutEnv, "3000"}},
+                    {1000, 2000000, 3000},
+                    1},
+        DerivedCase{"OpAndStreamBoundByTheMargin",
+                    {{kOpExecuteTimeoutEnv, "1900000"}, {kStreamSyncTimeoutEnv, "2000"}},
+                    {499, 1900000, 2000},
+                    1},
+        DerivedCase{"OpAndStreamKeepFittingDefault",
+                    {{kOpExecuteTimeoutEnv, "50000000"}, {kStreamSyncTimeoutEnv, "60000"}},
+                    {10000, 50000000, 60000},
+                    0},
+        // One value set.
+        DerivedCase{"SchedulerAboveTheOpDefault",
+                    {{kSchedulerTimeoutEnv, "25000"}},
+                    {25000, 27500000, 30000},
+                    1},
+        DerivedCase{"SchedulerAboveBothDefaults",
+                    {{kSchedulerTimeoutEnv, "29000"}},
+                    {29000, 58000000, 87000},
+                    2},
+        DerivedCase{"OpBelowTheSchedulerDefault",
+                    {{kOpExecuteTimeoutEnv, "100000"}},
+                    {50, 100000, 30000},
+                    1},
+        DerivedCase{"OpAboveTheStreamDefault",
+                    {{kOpExecuteTimeoutEnv, "50000000"}},
+                    {10000, 50000000, 75000},
+                    1},
+        // Scheduler = min(stream sync / 3, stream sync - 1501 ms), op execute midway.
+        DerivedCase{
+            "StreamBelowBothDefaults", {{kStreamSyncTimeoutEnv, "6000"}}, {2000, 4000000, 6000}, 2},
+        DerivedCase{"ShortStream", {{kStreamSyncTimeoutEnv, "1600"}}, {99, 849500, 1600}, 2},
+        DerivedCase{"EmptyCountsAsUnsetInDerivation",
+                    {{kSchedulerTimeoutEnv, "200"},
+                     {kOpExecuteTimeoutEnv, ""},
+                     {kStreamSyncTimeoutEnv, "2000"}},
+                    {200, 1100000, 2000},
+                    1}),
+    [](const ::testing::TestParamInfo<DerivedCase>& info) { return std::string(info.param.name); });
+
+// When no value can be derived, every override is ignored with one warning that says which
+// variable to set or change.
+TEST_F(TimeoutsTest, UnderivableValueIgnoresTheOverridesNamingWhatToSet) {
+  {
+    // No scheduler timeout of at least 1 ms is below 800 us.
+    TimeoutResolution r = resolve_timeouts(fake_env({{kOpExecuteTimeoutEnv, "800"}}));
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_THAT(r.warnings[0], HasSubstr("ignoring all timeout overrides"));
+    EXPECT_THAT(r.warnings[0], HasSubstr(std::string("cannot derive ") + kSchedulerTimeoutEnv));
+    EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kOpExecuteTimeoutEnv) + "=800"));
+    EXPECT_EQ(r.config.op_execute_us, TimeoutConfig{}.op_execute_us);
+  }
+  {
+    // The stream sync must exceed the scheduler timeout (>= 1 ms) by more than 1500 ms.
+    TimeoutResolution r = resolve_timeouts(fake_env({{kStreamSyncTimeoutEnv, "1500"}}));
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_THAT(r.warnings[0], HasSubstr(std::string("cannot derive ") + kSchedulerTimeoutEnv));
+    EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kStreamSyncTimeoutEnv) + "=1500"));
+    EXPECT_EQ(r.config.stream_sync_ms, TimeoutConfig{}.stream_sync_ms);
+  }
+  {
+    // No stream sync timeout fits in 32 bits above this scheduler timeout + 1500 ms.
+    TimeoutResolution r = resolve_timeouts(fake_env({{kSchedulerTimeoutEnv, "4294967000"}}));
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_THAT(r.warnings[0], HasSubstr(std::string("cannot derive ") + kStreamSyncTimeoutEnv));
+    EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
+  }
+}
+
+// Two values that are themselves out of order cannot be fixed by deriving the third.
+TEST_F(TimeoutsTest, DisorderedSetValuesIgnoreTheOverridesNamingTheRule) {
+  TimeoutResolution r =
+      resolve_timeouts(fake_env({{kSchedulerTimeoutEnv, "3000"}, {kStreamSyncTimeoutEnv, "4000"}}));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_THAT(r.warnings[0], HasSubstr("stream_sync_timeout > scheduler_timeout + 1500 ms"));
+  EXPECT_THAT(r.warnings[0], HasSubstr("ignoring all timeout overrides"));
+  EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
+  EXPECT_EQ(r.config.op_execute_us, TimeoutConfig{}.op_execute_us);
+  EXPECT_EQ(r.config.stream_sync_ms, TimeoutConfig{}.stream_sync_ms);
+}
 
 TEST_F(TimeoutsTest, InvalidValueIgnoresTheValidOverridesToo) {
   TimeoutResolution r =
@@ -120,8 +275,8 @@ TEST_F(TimeoutsTest, SchedulerNotBelowOpExecuteIgnoresAllOverridesWithOneWarning
                                                    {kStreamSyncTimeoutEnv, "5000"}}));
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_THAT(r.warnings[0], HasSubstr("scheduler_timeout < op_execute_timeout"));
-  EXPECT_THAT(r.warnings[0], HasSubstr("scheduler=100 ms"));
-  EXPECT_THAT(r.warnings[0], HasSubstr("op_execute=100000 us"));
+  EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kSchedulerTimeoutEnv) + "=100"));
+  EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kOpExecuteTimeoutEnv) + "=100000"));
   EXPECT_THAT(r.warnings[0], HasSubstr("ignoring all timeout overrides"));
   EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
   EXPECT_EQ(r.config.op_execute_us, TimeoutConfig{}.op_execute_us);
@@ -145,17 +300,9 @@ TEST_F(TimeoutsTest, StreamSyncWithoutMarginIgnoresAllOverrides) {
                                                    {kStreamSyncTimeoutEnv, "2400"}}));
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_THAT(r.warnings[0], HasSubstr("stream_sync_timeout > scheduler_timeout + 1500 ms"));
-  EXPECT_THAT(r.warnings[0], HasSubstr("stream_sync=2400 ms"));
+  EXPECT_THAT(r.warnings[0], HasSubstr(std::string(kStreamSyncTimeoutEnv) + "=2400"));
   EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
   EXPECT_EQ(r.config.op_execute_us, TimeoutConfig{}.op_execute_us);
-}
-
-TEST_F(TimeoutsTest, SingleOverrideBreakingTheOrderAgainstDefaultsIsIgnored) {
-  // The scheduler watchdog above the default op execute timeout.
-  TimeoutResolution r = resolve_timeouts(fake_env({{kSchedulerTimeoutEnv, "25000"}}));
-  ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_THAT(r.warnings[0], HasSubstr("scheduler_timeout < op_execute_timeout"));
-  EXPECT_EQ(r.config.scheduler_ms, TimeoutConfig{}.scheduler_ms);
 }
 
 TEST_F(TimeoutsTest, ParsePositiveDecimalBounds) {

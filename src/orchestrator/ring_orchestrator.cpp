@@ -388,6 +388,12 @@ struct RingOrchestrator::State {
     SetState& set = sets[d];
     common::ProgressWatch progress = start_progress();
     for (;;) {
+      // The completed count before looking for room: a completion after this read either shows
+      // in retire_all() or reaches the wake target below (seen + 1 at least). Read after
+      // retire_all(), a completion in between would count in `seen` without freeing anything
+      // here, and when it was the last outstanding task the target would be unreachable: the
+      // orchestrator slept to its deadline (a lost wake-up).
+      const uint64_t seen = driver.completed();
       if (retire_all() > 0) {
         progress = start_progress();
         if (try_take()) return true;
@@ -434,7 +440,6 @@ struct RingOrchestrator::State {
       // the heap) could be retired rather than waking per task. Every published task completes
       // (or an error rings the doorbell), so a target capped at the submitted count cannot
       // oversleep.
-      const uint64_t seen = driver.completed();
       const uint64_t batch = std::max<uint64_t>(1, (set.next_seq - set.retired_seq) / 4);
       uint64_t target = std::min(seen + batch, submitted);
       if (target <= seen) target = seen + 1;
@@ -449,6 +454,9 @@ struct RingOrchestrator::State {
   bool wait_until(const char* what, Done&& done, WaitedOn&& waited_on) {
     common::ProgressWatch progress = start_progress();
     for (;;) {
+      // Before the condition, for the reason given in acquire(): a task that completes between
+      // a false done() and this read would leave the wait with no completion left to end it.
+      const uint64_t seen = driver.completed();
       if (done()) return true;
       retire_all();
       if (driver.chip_failed()) {
@@ -461,7 +469,6 @@ struct RingOrchestrator::State {
                  " ms without progress for " + slot_description(waited_on()) + " to complete");
         return false;
       }
-      const uint64_t seen = driver.completed();
       set_wake_target(seen + 1);  // any completion may be the one waited for
       auto recheck = [&] { return driver.completed() != seen || driver.chip_failed(); };
       driver.wait(progress.next_check(), &call_recheck<decltype(recheck)>, &recheck);

@@ -675,6 +675,64 @@ TEST(RingOrchestrator, GetTensorDataTimesOutNamingTheWriter) {
   EXPECT_EQ(dst[0], 7.0f) << "nothing copied after the error";
 }
 
+// The lost wake-up of issue 11: the waited-for task completes after the wait found it
+// unfinished but before the wait chose its wake target (a scheduler finishing it meanwhile). The
+// wait must end at once, not sleep to its deadline: on the chip nothing would ring it, because
+// no completion is left to reach the target.
+TEST(RingOrchestrator, AWriterCompletingAsTheDataWaitDecidesToSleepEndsTheWait) {
+  RingHarness h;
+  h.driver.auto_complete = false;  // only the hook below completes the task
+  std::vector<float> x(4, 0.0f);
+  const DeviceBuffer buf{reinterpret_cast<uint64_t>(x.data()), 16};
+  TaskArgs w;
+  w.output_existing(Tensor::make(buf, {4}, DataType::F32));
+  const TaskId writer = aiv(h, w);
+  ASSERT_EQ(writer, 0) << error_text(h);
+  // The wait samples progress when it starts and again after finding the writer unfinished:
+  // the second sample is the moment.
+  int samples = 0;
+  bool completed = false;
+  h.driver.on_progress = [&] {
+    if (++samples != 2 || h.driver.ready.empty()) return;
+    completed = true;
+    const uint32_t slot = h.driver.ready.front();
+    h.driver.ready.pop_front();
+    h.driver.complete(slot);
+  };
+  float dst[4] = {7, 7, 7, 7};
+  h.orch->get_tensor_data(Tensor::make(buf, {4}, DataType::F32), dst, 16);
+  EXPECT_FALSE(h.orch->failed()) << error_text(h);
+  EXPECT_TRUE(completed);
+  EXPECT_EQ(h.driver.clock, 0u) << "the wait slept to its deadline after its writer completed";
+  EXPECT_EQ(dst[0], 0.0f);
+}
+
+// The same race in back-pressure: the window's last outstanding task completes after the
+// orchestrator found nothing to retire.
+TEST(RingOrchestrator, TheLastTaskCompletingAsAFullWindowWaitsEndsTheWait) {
+  RingHarness h({SetSizes{16, 4096, 64, 64}});
+  h.driver.auto_complete = false;
+  for (int i = 0; i < 16; ++i) {
+    TaskArgs a;
+    ASSERT_EQ(aiv(h, a), i) << error_text(h);
+  }
+  // Everything but the oldest completes; the window stays full (retirement is in order).
+  const uint32_t oldest = h.driver.ready.front();
+  h.driver.ready.pop_front();
+  h.driver.run_ready();
+  int samples = 0;  // as above: the second sample follows the failed retirement
+  bool completed = false;
+  h.driver.on_progress = [&] {
+    if (++samples != 2) return;
+    completed = true;
+    h.driver.complete(oldest);
+  };
+  TaskArgs next;
+  EXPECT_EQ(aiv(h, next), 16) << error_text(h);
+  EXPECT_TRUE(completed);
+  EXPECT_EQ(h.driver.clock, 0u) << "the wait slept to its deadline after the last completion";
+}
+
 TEST(RingOrchestrator, GetTensorDataRejectsAWrongByteCount) {
   RingHarness h;
   float dst[4];

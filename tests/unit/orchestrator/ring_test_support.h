@@ -42,6 +42,12 @@ class FakeDriver final : public RingDriver {
   void publish_ready(uint32_t slot) override;
   void note_submitted(uint64_t submitted) override { submitted_seen = submitted; }
   uint64_t completed() const override { return completed_; }
+  // The orchestrator samples progress while it decides whether to wait: on_progress lets a test
+  // complete a task at exactly that point (a scheduler finishing it concurrently).
+  uint64_t progress() const override {
+    if (on_progress) on_progress();
+    return completed_;
+  }
   void wait(uint64_t deadline_cycles, bool (*recheck)(void*), void* recheck_ctx) override;
   uint64_t now() const override { return clock; }
   uint64_t clock_hz() const override { return 1'000'000; }  // 1000 cycles per ms
@@ -57,6 +63,7 @@ class FakeDriver final : public RingDriver {
   bool auto_complete = true;
   std::set<int64_t> held;                     // public ids that never complete while held
   std::function<void(uint32_t slot)> on_run;  // "kernel": runs just before completion
+  std::function<void()> on_progress;          // see progress()
   bool chip_failed_flag = false;
 
   std::deque<uint32_t> ready;

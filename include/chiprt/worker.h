@@ -91,6 +91,8 @@ class Worker {
   // the chip to finish, on CallConfig::runtime (Default: WorkerOptions::runtime). Throws Error on
   // any failure, with the chip's status when it failed there; a tensormap_ringbuffer run reports
   // the first error its orchestrator or schedulers latched (RingDeadlock, WaitTimeout, ...).
+  // Tensor arguments must lie in live allocations from malloc; the tasks may name only memory of
+  // those buffers and runtime outputs of this run (InvalidDevicePointer otherwise).
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
 
   // Builds the task graph of the callable's orchestration with `args` exactly as a

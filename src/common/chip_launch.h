@@ -80,6 +80,10 @@ struct ChipLaunchArgs {
   // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
   uint64_t orchestration_entry = 0;
   uint64_t orchestration_args_addr = 0;
+  // The run's number (host: unique in the process, non-zero): the orchestrator stamps the runtime
+  // outputs with it and bounds the tasks' memory by the run's arguments and heap
+  // (orchestrator::RunMemory). 0 (chip-side tests driving a launch directly) bounds nothing.
+  uint32_t run = 0;
   uint64_t kernel_info_addr = 0;
   uint64_t heap_addr = 0;
   uint64_t heap_size = 0;

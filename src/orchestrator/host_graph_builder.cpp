@@ -157,6 +157,7 @@ struct HostGraphBuilder::State {
   // fresh allocations (page faults cost more than the rest of a submit).
   void reset(DeviceBuffer heap_region, const BuilderLimits& limits) {
     heap = heap_region;
+    memory = RunMemory();
     max_tasks = std::min(limits.max_tasks, kMaxImageTasks);
     configured_max_tasks = limits.max_tasks;
     map.clear();
@@ -179,6 +180,7 @@ struct HostGraphBuilder::State {
   }
 
   DeviceBuffer heap;
+  RunMemory memory;  // what the tasks may name; set by build()
   uint64_t max_tasks = 0;
   uint64_t configured_max_tasks = 0;
 
@@ -353,8 +355,8 @@ struct HostGraphBuilder::State {
     // The common task is accepted without building a Status; anything else gets the full check
     // and its message.
     ArgList list;
-    if (!read_args(args, &list) || !task_args_accepted(id, args, list)) {
-      throw_if_error(check_task_args(id, spec, args));
+    if (!read_args(args, &list) || !task_args_accepted(memory, id, args, list)) {
+      throw_if_error(check_task_args(memory, id, spec, args));
     }
     auto label = [&] { return task_label(id, spec); };
     uint64_t block_bytes = 0;  // the outputs packed, each 64-byte aligned
@@ -521,11 +523,11 @@ struct HostGraphBuilder::State {
       if (bytes == 0) {
         // No memory, but a real address inside (or at the end of) the heap.
         t = make_output(t, heap.addr + std::min(aligned(next_output), heap.size), 0,
-                        static_cast<TaskId>(id));
+                        static_cast<TaskId>(id), memory.run());
       } else {
         const uint64_t offset = aligned(next_output);
         next_output = offset + bytes;
-        t = make_output(t, heap.addr + offset, bytes, static_cast<TaskId>(id));
+        t = make_output(t, heap.addr + offset, bytes, static_cast<TaskId>(id), memory.run());
         if (depth > 0) alloc_log.push_back(heap.addr + offset);
         note_extent(t, id, true);
       }
@@ -599,6 +601,7 @@ struct HostGraphBuilder::State {
                   where() + ": " + std::to_string(bytes) + " bytes given, the tensor has " +
                       std::to_string(expected) + " (numel x element size)");
     }
+    throw_if_error(check_data_access(memory, op, t));
     check_live(where, t);
     uint64_t lo = 0;
     uint64_t hi = 0;
@@ -807,11 +810,12 @@ HostGraphBuilder::~HostGraphBuilder() {
   if (scratch_ != nullptr) scratch_->state_ = std::move(state_);
 }
 
-void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
+void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run) {
   state_->check_open();
   if (entry == nullptr) {
     throw Error(StatusCode::InvalidArgument, "build: the orchestration entry is null");
   }
+  if (run != 0) state_->memory = RunMemory(args, state_->heap, run);
   // The latched error wins over anything the function throws afterwards (often a consequence).
   try {
     entry(*this, args);

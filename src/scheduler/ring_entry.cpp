@@ -346,6 +346,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.task_state = view.task_state;
   memory.heap_addr = args->heap_addr;
   memory.heap_size = args->heap_size;
+  memory.run = args->run;
   memory.kernels = reinterpret_cast<const orchestrator::KernelTable*>(
       static_cast<uintptr_t>(args->kernel_info_addr));
   memory.clusters = args->clusters;

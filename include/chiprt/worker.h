@@ -83,6 +83,9 @@ class Worker {
   // containers are uploaded once (content-hash deduplication with reference counts). A callable
   // runs on either runtime variant: the orchestration entry of WorkerOptions::runtime is loaded
   // now, the other variant's (host entry or chip-side entry) on its first run.
+  // Every call taking a callable id refuses one outside [0, kMaxCallableIds) with
+  // CallableIdOutOfRange (has_callable answers false), and an unregistered one in range with
+  // UnknownCallable.
   void register_callable(int32_t callable_id, std::span<const uint8_t> container);
   void unregister_callable(int32_t callable_id);
   bool has_callable(int32_t callable_id) const;
@@ -107,8 +110,8 @@ class Worker {
   // Addresses in the result: tensor arguments are the caller's buffers; runtime outputs are in
   // this Worker's output heap (bank config.arena_bank) and valid until the next run or export;
   // kernel entries are valid while the callable stays registered. Throws Error like run()
-  // (UnknownCallable, SignatureMismatch, InvalidDevicePointer, InvalidConfig, the orchestration's
-  // own errors).
+  // (CallableIdOutOfRange, UnknownCallable, SignatureMismatch, InvalidDevicePointer, InvalidConfig,
+  // the orchestration's own errors).
   GraphExport export_graph(int32_t callable_id, const TaskArgs& args,
                            const CallConfig& config = {});
 

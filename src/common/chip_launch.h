@@ -39,6 +39,10 @@ void reduce_phase_buffer(const PhaseBuffer& buffer, uint32_t threads, uint64_t h
 // `code` CAS; later failures are dropped (errors latch).
 struct ChipResult {
   std::atomic<int32_t> code{0};  // StatusCode
+  // Set by the winner when the error is the tensormap_ringbuffer orchestrator's (a submission
+  // check, a ring, the orchestration function): the host then reports `detail` as the message
+  // host_build_graph gives for the same error, without the launch's "callable id N: " prefix.
+  bool from_orchestration = false;
   char detail[kResultDetailBytes]{};
   uint64_t tasks_completed = 0;
   int64_t stuck_task = -1;

@@ -437,10 +437,8 @@ GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args
 const RegisteredCallable& DeviceRunner::prepare_orchestration(
     const char* what, int32_t callable_id, const TaskArgs& args, RuntimeVariant variant,
     orchestrator::KernelTable* kernel_table) {
-  if (!callables_.has(callable_id)) {
-    throw Error(
-        StatusCode::UnknownCallable,
-        std::string(what) + ": callable id " + std::to_string(callable_id) + " is not registered");
+  if (Status status = callables_.check_registered(callable_id); !status.is_ok()) {
+    throw Error(status.code(), std::string(what) + ": " + status.message());
   }
   // A registration serves both variants: the orchestration entry this variant needs is loaded on
   // its first use.
@@ -786,7 +784,10 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   const StatusCode code = read_chip_code();
   const bool stream_timed_out = !waited.is_ok();
   if (code != StatusCode::Ok || stream_timed_out) {
-    std::string message = "callable id " + std::to_string(callable_id) + ": ";
+    // An orchestrator error reads as host_build_graph reports it (no launch prefix).
+    const bool orchestration_error = code != StatusCode::Ok && result->result.from_orchestration;
+    std::string message =
+        orchestration_error ? std::string() : "callable id " + std::to_string(callable_id) + ": ";
     StatusCode thrown = code;
     if (code != StatusCode::Ok) {
       const char* detail = result->result.detail;

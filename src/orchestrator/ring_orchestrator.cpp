@@ -858,7 +858,9 @@ Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
     try {
       entry(*this, args);
     } catch (const Error& e) {
-      s.fail(e.code(), e.what());
+      // The Error's own code and message, as host_build_graph reports it: what() would repeat
+      // the code and hint that the host adds again.
+      s.fail(e.code(), e.message());
     } catch (const std::exception& e) {
       s.fail(StatusCode::OrchestrationFailed,
              std::string("orchestration function threw: ") + e.what());

@@ -140,14 +140,6 @@ RunMemory::RunMemory(const TaskArgs& run_args, DeviceBuffer heap, uint32_t run) 
   count_ = merged;
 }
 
-bool RunMemory::contains(uint64_t lo, uint64_t hi) const noexcept {
-  // The last range starting at or before `lo` is the only one that can hold [lo, hi).
-  const Range* end = ranges_.data() + count_;
-  const Range* after = std::upper_bound(ranges_.data(), end, lo,
-                                        [](uint64_t v, const Range& r) { return v < r.lo; });
-  return after != ranges_.data() && hi <= (after - 1)->hi;
-}
-
 Status RunMemory::refusal(const std::string& where, const Tensor& t, uint64_t lo,
                           uint64_t hi) const {
   if (t.owner_run != 0 && t.owner_run != run_) {

@@ -57,13 +57,18 @@ class RunMemory {
   Status refusal(const std::string& where, const Tensor& t, uint64_t lo, uint64_t hi) const;
 
  private:
-  // Sorted by start, overlapping buffers merged (views of one allocation), so [lo, hi) lies in
-  // one allowed buffer exactly when it lies in the range found by a binary search.
+  // Disjoint (overlapping buffers, views of one allocation, are merged) and sorted by start. A
+  // run has few: an inline scan costs less than a call to a binary search.
   struct Range {
     uint64_t lo = 0;
     uint64_t hi = 0;
   };
-  bool contains(uint64_t lo, uint64_t hi) const noexcept;
+  bool contains(uint64_t lo, uint64_t hi) const noexcept {
+    for (uint32_t i = 0; i < count_ && ranges_[i].lo <= lo; ++i) {
+      if (hi <= ranges_[i].hi) return true;
+    }
+    return false;
+  }
 
   std::array<Range, kMaxTaskTensors + 1> ranges_{};
   uint32_t count_ = 0;

@@ -3,7 +3,9 @@
 // A Tensor names a device buffer, a start offset and up to kMaxTensorDims dimensions, each with a
 // shape and a stride counted in elements. It is plain data (trivially copyable, no ownership): the
 // buffer belongs to whoever allocated it (the user through Worker::malloc, or the runtime for
-// outputs of tasks). `owner_task` and `version` are filled in by the orchestrator for outputs.
+// outputs of tasks). `owner_task`, `version` and `owner_run` are filled in by the orchestrator for
+// outputs: a runtime output is valid only in the run that produced it, and a task of a later run
+// that names one is refused (InvalidDevicePointer) by its owner_run.
 // Every view is bounds-checked when constructed and throws chiprt::Error(ViewOutOfBounds) naming
 // the dimension; a Tensor that exists is always inside its buffer. Methods are const and
 // thread-safe.
@@ -30,6 +32,8 @@ struct Tensor {
   std::array<uint64_t, kMaxTensorDims> strides{};  // elements; 0 allowed (broadcast)
   TaskId owner_task = kNoTask;  // task that produced it (runtime outputs), else kNoTask
   uint32_t version = 0;
+  // Run that produced it (runtime outputs: a number no other run of the process has), else 0.
+  uint32_t owner_run = 0;
 
   // A contiguous row-major tensor over `buffer` starting at element `start_offset`.
   // Throws ViewOutOfBounds if it does not fit, InvalidArgument for a bad rank or dtype.

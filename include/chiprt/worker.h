@@ -91,6 +91,9 @@ class Worker {
   // containers are uploaded once (content-hash deduplication with reference counts). A callable
   // runs on either runtime variant: the orchestration entry of WorkerOptions::runtime is loaded
   // now, the other variant's (host entry or chip-side entry) on its first run.
+  // Every call taking a callable id refuses one outside [0, kMaxCallableIds) with
+  // CallableIdOutOfRange (has_callable answers false), and an unregistered one in range with
+  // UnknownCallable.
   void register_callable(int32_t callable_id, std::span<const uint8_t> container);
   void unregister_callable(int32_t callable_id);
   bool has_callable(int32_t callable_id) const;
@@ -99,6 +102,8 @@ class Worker {
   // the chip to finish, on CallConfig::runtime (Default: WorkerOptions::runtime). Throws Error on
   // any failure, with the chip's status when it failed there; a tensormap_ringbuffer run reports
   // the first error its orchestrator or schedulers latched (RingDeadlock, WaitTimeout, ...).
+  // Tensor arguments must lie in live allocations from malloc; the tasks may name only memory of
+  // those buffers and runtime outputs of this run (InvalidDevicePointer otherwise).
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
 
   // Builds the task graph of the callable's orchestration with `args` exactly as a
@@ -113,8 +118,8 @@ class Worker {
   // Addresses in the result: tensor arguments are the caller's buffers; runtime outputs are in
   // this Worker's output heap (bank config.arena_bank) and valid until the next run or export;
   // kernel entries are valid while the callable stays registered. Throws Error like run()
-  // (UnknownCallable, SignatureMismatch, InvalidDevicePointer, InvalidConfig, the orchestration's
-  // own errors).
+  // (CallableIdOutOfRange, UnknownCallable, SignatureMismatch, InvalidDevicePointer, InvalidConfig,
+  // the orchestration's own errors).
   GraphExport export_graph(int32_t callable_id, const TaskArgs& args,
                            const CallConfig& config = {});
 

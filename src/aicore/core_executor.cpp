@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <ctime>
+#include <exception>
 
 #include "chiprt/callable.h"
 #include "chiprt/task_args.h"
@@ -19,6 +20,9 @@ using common::HandshakeCell;
 
 // Tensors and scalars, then block index and block count.
 constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
+// Characters of a kernel exception's what() kept in the result detail (kResultDetailBytes).
+constexpr int kMaxExceptionText = 768;
+static_assert(kMaxExceptionText + 128 <= common::kResultDetailBytes);
 
 void ring_owner(common::SharedPrefix* prefix, const HandshakeCell& cell) {
   if (cell.owner < common::kMaxAicpuThreads) prefix->doorbells[cell.owner].ring();
@@ -90,9 +94,16 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
       } else {
         entry(kernel_args);
       }
+    } catch (const std::exception& e) {
+      // The exception's text, bounded so that the location always fits the result detail.
+      common::latch_chip_error(&args->result, StatusCode::KernelFault,
+                               "kernel func_id %d of task %u threw an exception on core %u: %.*s",
+                               payload.func_id, task, core, kMaxExceptionText, e.what());
+      common::ring_all_doorbells(prefix);
     } catch (...) {
       common::latch_chip_error(&args->result, StatusCode::KernelFault,
-                               "kernel func_id %d of task %u threw an exception on core %u",
+                               "kernel func_id %d of task %u threw an exception on core %u: a "
+                               "non-std exception (not derived from std::exception: no text)",
                                payload.func_id, task, core);
       common::ring_all_doorbells(prefix);
     }

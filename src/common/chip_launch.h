@@ -39,6 +39,10 @@ void reduce_phase_buffer(const PhaseBuffer& buffer, uint32_t threads, uint64_t h
 // `code` CAS; later failures are dropped (errors latch).
 struct ChipResult {
   std::atomic<int32_t> code{0};  // StatusCode
+  // Set by the winner when the error is the tensormap_ringbuffer orchestrator's (a submission
+  // check, a ring, the orchestration function): the host then reports `detail` as the message
+  // host_build_graph gives for the same error, without the launch's "callable id N: " prefix.
+  bool from_orchestration = false;
   char detail[kResultDetailBytes]{};
   uint64_t tasks_completed = 0;
   int64_t stuck_task = -1;
@@ -80,6 +84,10 @@ struct ChipLaunchArgs {
   // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
   uint64_t orchestration_entry = 0;
   uint64_t orchestration_args_addr = 0;
+  // The run's number (host: unique in the process, non-zero): the orchestrator stamps the runtime
+  // outputs with it and bounds the tasks' memory by the run's arguments and heap
+  // (orchestrator::RunMemory). 0 (chip-side tests driving a launch directly) bounds nothing.
+  uint32_t run = 0;
   uint64_t kernel_info_addr = 0;
   uint64_t heap_addr = 0;
   uint64_t heap_size = 0;

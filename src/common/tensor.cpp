@@ -6,6 +6,11 @@
 #include "chiprt/status.h"
 
 namespace chiprt {
+
+// owner_run sits in what was padding after `version`: task arguments (TaskArgs, which the ring
+// variant copies to the chip) keep their layout.
+static_assert(sizeof(Tensor) == 128);
+
 namespace {
 
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
@@ -358,6 +363,7 @@ std::string Tensor::to_string() const {
      << ", strides=" << format_dims(strides.data(), ndim) << ", offset=" << start_offset
      << ", buffer=0x" << std::hex << buffer.addr << std::dec << "+" << buffer.size << "B";
   if (owner_task != kNoTask) os << ", owner_task=" << owner_task << ", version=" << version;
+  if (owner_run != 0) os << ", run=#" << owner_run;
   os << ")";
   return os.str();
 }

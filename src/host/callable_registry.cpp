@@ -128,13 +128,25 @@ void CallableRegistry::release_registration(const RegisteredCallable& reg) {
   if (!reg.device_copy.empty()) release_upload(reg.content_hash, reg.device_copy.addr);
 }
 
+Status CallableRegistry::check_id_range(int32_t id) {
+  if (id >= 0 && id < kMaxCallableIds) return Status::ok();
+  return Status(StatusCode::CallableIdOutOfRange, "callable id " + std::to_string(id) +
+                                                      " is outside [0, " +
+                                                      std::to_string(kMaxCallableIds) + ")");
+}
+
+Status CallableRegistry::check_registered(int32_t id) const {
+  Status status = check_id_range(id);
+  if (status.is_ok() && callables_.count(id) == 0) {
+    status = Status(StatusCode::UnknownCallable,
+                    "callable id " + std::to_string(id) + " is not registered");
+  }
+  return status;
+}
+
 Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> container,
                                            RuntimeVariant variant) {
-  if (id < 0 || id >= kMaxCallableIds) {
-    return Status(StatusCode::CallableIdOutOfRange, "callable id " + std::to_string(id) +
-                                                        " is outside [0, " +
-                                                        std::to_string(kMaxCallableIds) + ")");
-  }
+  if (Status status = check_id_range(id); !status.is_ok()) return status;
   if (callables_.count(id) != 0) {
     return Status(StatusCode::DuplicateCallable,
                   "callable id " + std::to_string(id) +
@@ -234,11 +246,8 @@ Status CallableRegistry::load_orchestration(const ParsedCallable& parsed, Runtim
 }
 
 Status CallableRegistry::prepare_orchestration(int32_t id, RuntimeVariant variant) {
+  if (Status status = check_registered(id); !status.is_ok()) return status;
   auto it = callables_.find(id);
-  if (it == callables_.end()) {
-    return Status(StatusCode::UnknownCallable,
-                  "callable id " + std::to_string(id) + " is not registered");
-  }
   RegisteredCallable& reg = it->second;
   if ((variant == RuntimeVariant::HostBuildGraph && reg.orchestration != nullptr) ||
       (variant == RuntimeVariant::TensormapRingbuffer && reg.device_orchestration != 0)) {
@@ -251,11 +260,8 @@ Status CallableRegistry::prepare_orchestration(int32_t id, RuntimeVariant varian
 }
 
 Status CallableRegistry::unregister_callable(int32_t id) {
+  if (Status status = check_registered(id); !status.is_ok()) return status;
   auto it = callables_.find(id);
-  if (it == callables_.end()) {
-    return Status(StatusCode::UnknownCallable,
-                  "callable id " + std::to_string(id) + " is not registered");
-  }
   RegisteredCallable reg = std::move(it->second);
   callables_.erase(it);
   release_registration(reg);
@@ -264,11 +270,8 @@ Status CallableRegistry::unregister_callable(int32_t id) {
 
 Status CallableRegistry::bind(int32_t id, uint64_t table_addr,
                               orchestrator::KernelTable* builder_table) {
+  if (Status status = check_registered(id); !status.is_ok()) return status;
   auto it = callables_.find(id);
-  if (it == callables_.end()) {
-    return Status(StatusCode::UnknownCallable,
-                  "callable id " + std::to_string(id) + " is not registered");
-  }
   const RegisteredCallable& reg = it->second;
   // Rebuilt from zero every time: an entry left over from another callable would point at code
   // that may have been unloaded, and the chip would call it.

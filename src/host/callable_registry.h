@@ -66,10 +66,15 @@ class CallableRegistry {
   // device_orchestration, `orchestration` stays null). On error nothing stays registered or
   // uploaded.
   Status register_callable(int32_t id, std::span<const uint8_t> container, RuntimeVariant variant);
+  // Every entry taking a callable id checks it first with these: CallableIdOutOfRange outside
+  // [0, kMaxCallableIds), then (check_registered) UnknownCallable when nothing is registered.
+  static Status check_id_range(int32_t id);
+  Status check_registered(int32_t id) const;
   // Loads the orchestration entry a run of `variant` needs when the registration has not loaded it
-  // yet (UnknownCallable, LoadFailed; InvalidConfig for a variant that is not concrete).
+  // yet (CallableIdOutOfRange, UnknownCallable, LoadFailed; InvalidConfig for a variant that is not
+  // concrete).
   Status prepare_orchestration(int32_t id, RuntimeVariant variant);
-  // UnknownCallable when nothing is registered under `id`.
+  // CallableIdOutOfRange / UnknownCallable (check_registered).
   Status unregister_callable(int32_t id);
   bool has(int32_t id) const noexcept { return callables_.count(id) != 0; }
   const RegisteredCallable* find(int32_t id) const noexcept;

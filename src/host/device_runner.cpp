@@ -1,6 +1,7 @@
 #include "host/device_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -49,6 +50,16 @@ constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceA
 constexpr uint64_t kFaultDrainGraceMs = 1000;
 // How often the host looks for a latched chip error while it waits for the AICPU threads.
 constexpr uint64_t kAicpuWaitSliceMs = 20;
+
+// A number no other run of this process has (0 is skipped when it wraps after 2^32 - 1 runs): a
+// run's runtime outputs carry it, so an output kept from an earlier run, of any runner, is refused
+// instead of aliasing this run's outputs at the same heap address.
+uint32_t next_run_number() {
+  static std::atomic<uint32_t> last{0};
+  uint32_t run = last.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (run == 0) run = last.fetch_add(1, std::memory_order_relaxed) + 1;
+  return run;
+}
 
 std::string hex(uint64_t value) {
   char text[32];
@@ -368,15 +379,19 @@ void DeviceRunner::check_signature(const RegisteredCallable& callable, const Tas
 }
 
 void DeviceRunner::check_argument_buffers(const TaskArgs& args) const {
+  // The user's own allocations only: the runtime's (output heap, staging, kernel table) belong
+  // to the run itself, and a runtime output kept from an earlier run lies in this run's heap.
+  const AllocationOwner user = AllocationOwner::User;
   for (int i = 0; i < args.tensor_count(); ++i) {
     if (args.tag(i) == ArgTag::Out) continue;  // the runtime allocates it
     const DeviceBuffer& buffer = args.tensor(i).buffer;
-    if (buffer.size != 0 && memory_.contains(buffer.addr, buffer.size)) continue;
+    if (buffer.size != 0 && memory_.contains(buffer.addr, buffer.size, &user)) continue;
     throw Error(StatusCode::InvalidDevicePointer,
                 "argument " + std::to_string(i) + " (" + std::string(arg_tag_name(args.tag(i))) +
                     "): buffer " + hex(buffer.addr) + " of " + std::to_string(buffer.size) +
-                    " bytes is not inside a live device allocation; pass buffers from "
-                    "Worker::malloc that have not been freed");
+                    " bytes is not inside a live device allocation from Worker::malloc; pass "
+                    "buffers from Worker::malloc that have not been freed (a runtime output is "
+                    "valid only inside the run that produced it)");
   }
 }
 
@@ -423,10 +438,8 @@ GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args
 const RegisteredCallable& DeviceRunner::prepare_orchestration(
     const char* what, int32_t callable_id, const TaskArgs& args, RuntimeVariant variant,
     orchestrator::KernelTable* kernel_table) {
-  if (!callables_.has(callable_id)) {
-    throw Error(
-        StatusCode::UnknownCallable,
-        std::string(what) + ": callable id " + std::to_string(callable_id) + " is not registered");
+  if (Status status = callables_.check_registered(callable_id); !status.is_ok()) {
+    throw Error(status.code(), std::string(what) + ": " + status.message());
   }
   // A registration serves both variants: the orchestration entry this variant needs is loaded on
   // its first use.
@@ -452,7 +465,7 @@ DeviceRunner::HostBuild DeviceRunner::build_host_graph(
                                          &builder_scratch_);
   HostBuild built;
   const Clock::time_point t_build = Clock::now();
-  builder.build(callable.orchestration, args);
+  builder.build(callable.orchestration, args, next_run_number());
   built.build_ns = ns_between(t_build, Clock::now());
   built.image = builder.take_image();
   built.accessed_tensor_data = builder.accessed_tensor_data();
@@ -648,6 +661,7 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
                                         shared_bytes, phase_buffer_addr);
     launch_args->orchestration_entry = callable.device_orchestration;
     launch_args->orchestration_args_addr = orchestration_args_addr;
+    launch_args->run = next_run_number();
     launch_args->kernel_info_addr = kernel_info_addr;
     // Exactly the resolved heap, even when the committed region is larger (reused while big
     // enough): the per-depth heaps are carved from it as sized.
@@ -797,7 +811,10 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   const StatusCode code = read_chip_code();
   const bool stream_timed_out = !waited.is_ok();
   if (code != StatusCode::Ok || stream_timed_out) {
-    std::string message = "callable id " + std::to_string(callable_id) + ": ";
+    // An orchestrator error reads as host_build_graph reports it (no launch prefix).
+    const bool orchestration_error = code != StatusCode::Ok && result->result.from_orchestration;
+    std::string message =
+        orchestration_error ? std::string() : "callable id " + std::to_string(callable_id) + ": ";
     StatusCode thrown = code;
     if (code != StatusCode::Ok) {
       const char* detail = result->result.detail;

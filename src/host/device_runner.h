@@ -161,9 +161,9 @@ class DeviceRunner {
   template <class Body>
   auto as_active_run(const char* what, Body&& body) -> decltype(body());
   // The checks and bind every orchestrating call shares, after the launch shape resolved: the
-  // callable is registered (UnknownCallable naming `what`), its orchestration for `variant` is
-  // loaded, the signature and argument buffers match; then binds its kernels into the device
-  // kernel table and fills `kernel_table` for the orchestrator.
+  // callable id is in range and registered (CallableIdOutOfRange / UnknownCallable naming `what`),
+  // its orchestration for `variant` is loaded, the signature and argument buffers match; then binds
+  // its kernels into the device kernel table and fills `kernel_table` for the orchestrator.
   const RegisteredCallable& prepare_orchestration(const char* what, int32_t callable_id,
                                                   const TaskArgs& args, RuntimeVariant variant,
                                                   orchestrator::KernelTable* kernel_table);

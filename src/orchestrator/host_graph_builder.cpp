@@ -160,6 +160,7 @@ struct HostGraphBuilder::State {
   // fresh allocations (page faults cost more than the rest of a submit).
   void reset(DeviceBuffer heap_region, const BuilderLimits& limits) {
     heap = heap_region;
+    memory = RunMemory();
     max_tasks = std::min(limits.max_tasks, kMaxImageTasks);
     configured_max_tasks = limits.max_tasks;
     map.clear();
@@ -182,6 +183,7 @@ struct HostGraphBuilder::State {
   }
 
   DeviceBuffer heap;
+  RunMemory memory;  // what the tasks may name; set by build()
   uint64_t max_tasks = 0;
   uint64_t configured_max_tasks = 0;
 
@@ -368,8 +370,8 @@ struct HostGraphBuilder::State {
     // The common task is accepted without building a Status; anything else gets the full check
     // and its message.
     ArgList list;
-    if (!read_args(args, &list) || !task_args_accepted(id, args, list)) {
-      throw_if_error(check_task_args(id, spec, args));
+    if (!read_args(args, &list) || !task_args_accepted(memory, id, args, list)) {
+      throw_if_error(check_task_args(memory, id, spec, args));
     }
     auto label = [&] { return task_label(id, spec); };
     uint64_t block_bytes = 0;  // the outputs packed, each 64-byte aligned
@@ -536,11 +538,11 @@ struct HostGraphBuilder::State {
       if (bytes == 0) {
         // No memory, but a real address inside (or at the end of) the heap.
         t = make_output(t, heap.addr + std::min(aligned(next_output), heap.size), 0,
-                        static_cast<TaskId>(id));
+                        static_cast<TaskId>(id), memory.run());
       } else {
         const uint64_t offset = aligned(next_output);
         next_output = offset + bytes;
-        t = make_output(t, heap.addr + offset, bytes, static_cast<TaskId>(id));
+        t = make_output(t, heap.addr + offset, bytes, static_cast<TaskId>(id), memory.run());
         if (depth > 0) alloc_log.push_back(heap.addr + offset);
         note_extent(t, id, true);
       }
@@ -614,6 +616,7 @@ struct HostGraphBuilder::State {
                   where() + ": " + std::to_string(bytes) + " bytes given, the tensor has " +
                       std::to_string(expected) + " (numel x element size)");
     }
+    throw_if_error(check_data_access(memory, op, t));
     check_live(where, t);
     uint64_t lo = 0;
     uint64_t hi = 0;
@@ -843,11 +846,12 @@ HostGraphBuilder::~HostGraphBuilder() {
   if (scratch_ != nullptr && state_ != nullptr) scratch_->take_back(std::move(state_));
 }
 
-void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args) {
+void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run) {
   state_->check_open();
   if (entry == nullptr) {
     throw Error(StatusCode::InvalidArgument, "build: the orchestration entry is null");
   }
+  if (run != 0) state_->memory = RunMemory(args, state_->heap, run);
   // The latched error wins over anything the function throws afterwards (often a consequence).
   try {
     // The function runs on the thread that holds the Worker: a Worker call from it is refused

@@ -41,8 +41,10 @@ class HostGraphBuilder final : public Orchestration {
 
   // Runs `entry(*this, args)` and closes the graph. Throws chiprt::Error: the first latched error,
   // else the user's own exception (wrapped as OrchestrationFailed unless it is an Error); scopes
-  // left open are an error.
-  void build(OrchestrationEntry entry, const TaskArgs& args);
+  // left open are an error. `run` non-zero is the run's number (see RunMemory): its runtime
+  // outputs carry it, and task tensors must lie in `args`' buffers or the heap; 0 (orchestrator
+  // tests) bounds nothing.
+  void build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run = 0);
 
   // The finished image; valid after build().
   const std::vector<uint8_t>& image() const noexcept { return image_; }

@@ -128,6 +128,7 @@ struct RingOrchestrator::State {
 
   RingMemory mem;
   RingDriver& driver;
+  RunMemory memory;  // what the tasks may name; set by run()
   Status status;
   bool failed = false;
   uint64_t submitted = 0;
@@ -634,7 +635,7 @@ struct RingOrchestrator::State {
       if (tags[i] != ArgTag::Out) continue;
       Tensor& t = *tensors[i];
       const uint64_t bytes = output_bytes(t);
-      t = make_output(t, heap_base + cursor, bytes, static_cast<TaskId>(id));
+      t = make_output(t, heap_base + cursor, bytes, static_cast<TaskId>(id), memory.run());
       cursor += align_output(bytes);
     }
 
@@ -790,6 +791,10 @@ struct RingOrchestrator::State {
       fail(StatusCode::InvalidArgument, where() + ": the host pointer is null");
       return false;
     }
+    if (Status access = check_data_access(memory, call, tensor); !access.is_ok()) {
+      fail(std::move(access));
+      return false;
+    }
     if (released_output(tensor)) {
       fail(released_error(call, tensor));
       return false;
@@ -857,13 +862,16 @@ Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
   if (entry == nullptr) {
     s.fail(StatusCode::InvalidArgument, "run: the orchestration entry is null");
   }
+  if (s.mem.run != 0) s.memory = RunMemory(args, {s.mem.heap_addr, s.mem.heap_size}, s.mem.run);
   if (!s.failed) {
     try {
       // A host API call from the function is refused (common/run_context.h).
       const common::RunContextScope context({common::RunRole::ChipOrchestration});
       entry(*this, args);
     } catch (const Error& e) {
-      s.fail(e.code(), e.what());
+      // The Error's own code and message, as host_build_graph reports it: what() would repeat
+      // the code and hint that the host adds again.
+      s.fail(e.code(), e.message());
     } catch (const std::exception& e) {
       s.fail(StatusCode::OrchestrationFailed,
              std::string("orchestration function threw: ") + e.what());
@@ -903,9 +911,9 @@ TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
   // The common submission is accepted by the allocation-free predicates; anything they do not
   // accept takes the full checks, which give the verdict and the message.
   if (!read_args(args, &refs) || !task_spec_accepted(*s.mem.kernels, spec, args, refs) ||
-      !task_args_accepted(s.submitted, args, refs) || s.any_released_output(refs)) {
+      !task_args_accepted(s.memory, s.submitted, args, refs) || s.any_released_output(refs)) {
     Status status = check_task_spec(*s.mem.kernels, s.submitted, spec, args);
-    if (status.is_ok()) status = check_task_args(s.submitted, &spec, args);
+    if (status.is_ok()) status = check_task_args(s.memory, s.submitted, &spec, args);
     if (!status.is_ok()) {
       s.fail(std::move(status));
       return kNoTask;
@@ -925,9 +933,9 @@ TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
   ArgList refs;
-  if (!read_args(args, &refs) || !task_args_accepted(s.submitted, args, refs) ||
+  if (!read_args(args, &refs) || !task_args_accepted(s.memory, s.submitted, args, refs) ||
       s.any_released_output(refs)) {
-    Status status = check_task_args(s.submitted, nullptr, args);
+    Status status = check_task_args(s.memory, s.submitted, nullptr, args);
     if (!status.is_ok()) {
       s.fail(std::move(status));
       return kNoTask;
@@ -945,7 +953,7 @@ TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
 TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
-  Status status = check_task_args(s.submitted, nullptr, outputs);
+  Status status = check_task_args(s.memory, s.submitted, nullptr, outputs);
   if (!status.is_ok()) {
     s.fail(std::move(status));
     return kNoTask;

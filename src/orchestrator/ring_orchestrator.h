@@ -67,6 +67,9 @@ struct RingMemory {
   std::atomic<uint8_t>* task_state = nullptr;
   uint64_t heap_addr = 0;  // device address of the run's heap
   uint64_t heap_size = 0;
+  // The run's number (ChipLaunchArgs::run): non-zero bounds the tasks' memory by the run's
+  // arguments and heap and stamps the runtime outputs (see RunMemory); 0 (tests) bounds nothing.
+  uint32_t run = 0;
   const KernelTable* kernels = nullptr;
   uint32_t clusters = 0;
   uint64_t timeout_ms = 0;  // no-progress bound for waits (the scheduler timeout)

@@ -1,5 +1,6 @@
 #include "orchestrator/task_checks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -64,10 +65,11 @@ Status check_kernel(const KernelTable& kernels, uint64_t id, const TaskSpec& spe
   return Status::ok();
 }
 
-// Rank, dtype and (unless it is an Out declaration) that the view lies inside its buffer.
-// `where()` names the argument; it is called only on failure, so a valid tensor allocates nothing.
+// Rank, dtype and (unless it is an Out declaration) that the view lies inside its buffer and the
+// run's memory admits it. `where()` names the argument; it is called only on failure, so a valid
+// tensor allocates nothing.
 template <class Where>
-Status check_tensor(Where where, const Tensor& t, bool declaration) {
+Status check_tensor(const RunMemory& memory, Where where, const Tensor& t, bool declaration) {
   if (t.ndim < 1 || t.ndim > static_cast<uint32_t>(kMaxTensorDims)) {
     return Status(StatusCode::InvalidArgument, where() + ": rank " + std::to_string(t.ndim) +
                                                    " is outside [1, " +
@@ -105,10 +107,65 @@ Status check_tensor(Where where, const Tensor& t, bool declaration) {
                                             std::to_string(t.buffer.size) + "-byte buffer"
                                       : std::string(" overflows 64-bit addressing")));
   }
+  if (!memory.admits(t, region.lo, region.hi)) {
+    return memory.refusal(where(), t, region.lo, region.hi);
+  }
   return Status::ok();
 }
 
 }  // namespace
+
+RunMemory::RunMemory(const TaskArgs& run_args, DeviceBuffer heap, uint32_t run) noexcept
+    : run_(run), bounded_(true), heap_(heap) {
+  auto add = [&](const DeviceBuffer& b) {
+    uint64_t end;
+    if (b.size == 0 || __builtin_add_overflow(b.addr, b.size, &end)) return;
+    ranges_[count_++] = Range{b.addr, end};
+  };
+  const int tensors = std::clamp(run_args.tensor_count(), 0, kMaxTaskTensors);
+  for (int i = 0; i < tensors; ++i) {
+    if (run_args.tag(i) != ArgTag::Out) add(run_args.tensor(i).buffer);
+  }
+  add(heap);
+  std::sort(ranges_.begin(), ranges_.begin() + count_,
+            [](const Range& a, const Range& b) { return a.lo < b.lo; });
+  uint32_t merged = 0;
+  for (uint32_t i = 0; i < count_; ++i) {
+    if (merged > 0 && ranges_[i].lo < ranges_[merged - 1].hi) {
+      ranges_[merged - 1].hi = std::max(ranges_[merged - 1].hi, ranges_[i].hi);
+    } else {
+      ranges_[merged++] = ranges_[i];
+    }
+  }
+  count_ = merged;
+}
+
+Status RunMemory::refusal(const std::string& where, const Tensor& t, uint64_t lo,
+                          uint64_t hi) const {
+  if (t.owner_run != 0 && t.owner_run != run_) {
+    return Status(StatusCode::InvalidDevicePointer,
+                  where + ": tensor at " + hex(t.buffer.addr) + " is a runtime output of task " +
+                      std::to_string(t.owner_task) + " of run #" + std::to_string(t.owner_run) +
+                      ", not of this run (#" + std::to_string(run_) +
+                      "); a runtime output is valid only in the run that produced it (its memory "
+                      "belongs to this run's outputs now): pass data between runs in buffers "
+                      "from Worker::malloc");
+  }
+  return Status(StatusCode::InvalidDevicePointer,
+                where + ": tensor " + t.to_string() + " covers device bytes [" +
+                    hex(t.buffer.addr + lo) + ", " + hex(t.buffer.addr + hi) +
+                    "), which lie in no run argument's buffer and not in the run's output heap [" +
+                    hex(heap_.addr) + ", " + hex(heap_.addr + heap_.size) +
+                    "); a task names only memory of the run's arguments and runtime outputs of "
+                    "this run (a DeviceBuffer made up or enlarged by the orchestration is "
+                    "refused)");
+}
+
+Status check_data_access(const RunMemory& memory, const char* call, const Tensor& t) {
+  const TensorRegion region = TensorRegion::of(t);
+  if (memory.admits(t, region.lo, region.hi)) return Status::ok();
+  return memory.refusal(call, t, region.lo, region.hi);
+}
 
 std::string task_label(uint64_t id, const TaskSpec* spec) {
   std::string label = "task " + std::to_string(id);
@@ -159,7 +216,8 @@ Status check_task_spec(const KernelTable& kernels, uint64_t id, const TaskSpec& 
   return Status::ok();
 }
 
-Status check_task_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args) {
+Status check_task_args(const RunMemory& memory, uint64_t id, const TaskSpec* spec,
+                       const TaskArgs& args) {
   if (args.tensor_count() < 0 || args.tensor_count() > kMaxTaskTensors || args.scalar_count() < 0 ||
       args.scalar_count() > kMaxTaskScalars) {
     return Status(StatusCode::TooManyArgs,
@@ -185,13 +243,13 @@ Status check_task_args(uint64_t id, const TaskSpec* spec, const TaskArgs& args) 
           StatusCode::InvalidArgument,
           where() + ": tag value " + std::to_string(static_cast<int>(tag)) + " is not an ArgTag");
     }
-    Status status = check_tensor(where, args.tensor(i), tag == ArgTag::Out);
+    Status status = check_tensor(memory, where, args.tensor(i), tag == ArgTag::Out);
     if (!status.is_ok()) return status;
   }
   if (args.has_predicate()) {
     const Tensor& flag = args.predicate();
     auto where = [&] { return task_label(id, spec) + " predicate"; };
-    Status status = check_tensor(where, flag, false);
+    Status status = check_tensor(memory, where, flag, false);
     if (!status.is_ok()) return status;
     if (!integral_dtype(flag.dtype) || flag.numel() == 0) {
       return Status(StatusCode::InvalidArgument,
@@ -233,7 +291,8 @@ bool task_spec_accepted(const KernelTable& kernels, const TaskSpec& spec, const 
   return true;
 }
 
-bool task_args_accepted(uint64_t id, const TaskArgs& args, const ArgList& list) noexcept {
+bool task_args_accepted(const RunMemory& memory, uint64_t id, const TaskArgs& args,
+                        const ArgList& list) noexcept {
   // check_task_args and check_tensor as one predicate; any overflow is left to the full check.
   if (args.has_predicate() || args.scalar_count() < 0 || args.scalar_count() > kMaxTaskScalars) {
     return false;
@@ -274,11 +333,15 @@ bool task_args_accepted(uint64_t id, const TaskArgs& args, const ArgList& list) 
         return false;
       }
     }
-    if (empty) continue;
+    if (empty) {
+      if (!memory.admits(t, 0, 0)) return false;  // a stale output, even with no elements
+      continue;
+    }
     uint64_t hi;
     uint64_t lo;
     if (__builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, esize, &hi) ||
-        __builtin_mul_overflow(t.start_offset, esize, &lo) || hi > t.buffer.size) {
+        __builtin_mul_overflow(t.start_offset, esize, &lo) || hi > t.buffer.size ||
+        !memory.admits(t, lo, hi)) {
       return false;
     }
   }
@@ -291,8 +354,8 @@ uint64_t output_bytes(const Tensor& declaration) noexcept {
   return bytes;
 }
 
-Tensor make_output(const Tensor& declaration, uint64_t addr, uint64_t bytes,
-                   TaskId owner) noexcept {
+Tensor make_output(const Tensor& declaration, uint64_t addr, uint64_t bytes, TaskId owner,
+                   uint32_t run) noexcept {
   Tensor out;
   out.ndim = declaration.ndim;
   out.dtype = declaration.dtype;
@@ -305,6 +368,7 @@ Tensor make_output(const Tensor& declaration, uint64_t addr, uint64_t bytes,
   out.buffer = {addr, bytes};
   out.owner_task = owner;
   out.version = 0;
+  out.owner_run = run;
   return out;
 }
 

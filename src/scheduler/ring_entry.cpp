@@ -357,6 +357,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.task_state = view.task_state;
   memory.heap_addr = args->heap_addr;
   memory.heap_size = args->heap_size;
+  memory.run = args->run;
   memory.kernels = reinterpret_cast<const orchestrator::KernelTable*>(
       static_cast<uintptr_t>(args->kernel_info_addr));
   memory.clusters = args->clusters;
@@ -373,8 +374,9 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
     orchestrator::RingOrchestrator orchestrator(memory, driver);
     const Status status = orchestrator.run(entry, orchestration_args);
     submitted = orchestrator.submitted();
-    if (!status.is_ok()) {
-      latch_chip_error(&args->result, status.code(), "%s", status.message().c_str());
+    if (!status.is_ok() &&
+        latch_chip_error(&args->result, status.code(), "%s", status.message().c_str())) {
+      args->result.from_orchestration = true;
     }
   } catch (const std::exception& e) {
     // run() converts the function's exceptions; what reaches here is the orchestrator's own

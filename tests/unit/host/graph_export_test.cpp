@@ -497,9 +497,10 @@ void expect_same_error_as_run(Worker& worker, int32_t callable_id, const TaskArg
 }
 
 TEST_F(GraphExportTest, BadInputFailsExactlyAsRunDoes) {
-  expect_same_error_as_run(worker, 99, b.args, small_config(), StatusCode::UnknownCallable);
-  EXPECT_EQ(error_of([&] { worker.export_graph(99, b.args); }).message(),
-            "export_graph: callable id 99 is not registered");
+  expect_same_error_as_run(worker, 63, b.args, small_config(), StatusCode::UnknownCallable);
+  EXPECT_EQ(error_of([&] { worker.export_graph(63, b.args); }).message(),
+            "export_graph: callable id 63 is not registered");
+  expect_same_error_as_run(worker, 99, b.args, small_config(), StatusCode::CallableIdOutOfRange);
 
   TaskArgs too_few;
   too_few.inout(Tensor::make(b.x, {kN}, DataType::F32));

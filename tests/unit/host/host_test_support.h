@@ -6,6 +6,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+
+#include <gtest/gtest.h>
 
 #include "chiprt/call_config.h"
 #include "chiprt/status.h"
@@ -57,6 +60,19 @@ inline WorkerOptions small_worker_options(const SmallChip& chip = {}) {
   options.sim.serial = chip.serial;
   return options;
 }
+// Both runtime variants, for tests parametrised over them, and the test name of a
+// Combine(ValuesIn(kBothVariants), ValuesIn(cases)) parameter: "<variant>_<case name>".
+inline constexpr RuntimeVariant kBothVariants[] = {RuntimeVariant::HostBuildGraph,
+                                                   RuntimeVariant::TensormapRingbuffer};
+struct VariantCaseName {
+  template <class Case>
+  std::string operator()(
+      const ::testing::TestParamInfo<std::tuple<RuntimeVariant, Case>>& info) const {
+    return std::string(runtime_variant_name(std::get<0>(info.param))) + "_" +
+           std::get<1>(info.param).name;
+  }
+};
+
 // A 1 MiB output heap and room for `max_tasks` tasks.
 inline CallConfig small_call_config(uint64_t max_tasks) {
   CallConfig config;

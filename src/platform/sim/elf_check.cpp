@@ -1056,6 +1056,28 @@ bool Checker::check_dynamic() {
     return false;
   }
   if (!check_function_address(DT_INIT) || !check_function_address(DT_FINI)) return false;
+  // And the other way round: a table the sections list but the dynamic section lost would not be
+  // applied (an unrelocated .init_array entry is a call to a link-time address).
+  for (const Section& s : sections_) {
+    if ((s.sh.sh_flags & SHF_ALLOC) == 0 || s.sh.sh_size == 0) continue;
+    const auto covered = [&](int64_t addr_tag, int64_t size_tag) {
+      return dyn(addr_tag).present && dyn(size_tag).present &&
+             s.sh.sh_addr >= dyn(addr_tag).value &&
+             s.sh.sh_addr + s.sh.sh_size <= dyn(addr_tag).value + dyn(size_tag).value;
+    };
+    const bool lost =
+        (s.sh.sh_type == SHT_RELA && !covered(DT_RELA, DT_RELASZ) &&
+         !covered(DT_JMPREL, DT_PLTRELSZ)) ||
+        (s.sh.sh_type == SHT_RELR && !covered(DT_RELR, DT_RELRSZ)) ||
+        (s.sh.sh_type == SHT_INIT_ARRAY && !covered(DT_INIT_ARRAY, DT_INIT_ARRAYSZ)) ||
+        (s.sh.sh_type == SHT_FINI_ARRAY && !covered(DT_FINI_ARRAY, DT_FINI_ARRAYSZ)) ||
+        (s.sh.sh_type == SHT_PREINIT_ARRAY && !covered(DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ));
+    if (lost) {
+      return fail(section_where(s) +
+                  "no dynamic entry describes this table, so the loader "
+                  "would not apply it");
+    }
+  }
 
   // Tables found by address alone must start their section.
   const struct {
@@ -1304,6 +1326,11 @@ bool Checker::check_versions() {
       return fail(dyn_where(DT_VERDEFNUM) + "d_val=" + dec(dyn(DT_VERDEFNUM).value) +
                   ", but the chain has " + dec(records) + " records");
     }
+  }
+  if (highest != 0 && !dyn(DT_VERSYM).present) {
+    return fail(
+        "ELF dynamic section: versions are needed or defined (DT_VERNEED/DT_VERDEF) but "
+        "there is no DT_VERSYM; the loader reads it whenever there are versions");
   }
   if (dyn(DT_VERSYM).present) {
     const Section& s = *section_at(dyn(DT_VERSYM).value, SHT_GNU_versym);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "platform/sim/elf_check.h"
 #include "platform/sim/object_loader.h"
 #include "support.h"
 
@@ -283,6 +284,41 @@ TEST(ObjectValidationTest, EveryHeaderBitFlipOfAnOrchestrationObjectLoadsCorrect
   EXPECT_TRUE(r.failures.empty()) << report(r);
   EXPECT_EQ(r.works + r.rejected, flips) << report(r);
   EXPECT_GT(r.works, 0) << report(r);
+}
+
+// `image` is rejected with `needle` in the message, and loading it (in a child) does not crash.
+void expect_rejected_in_child(const std::vector<uint8_t>& image, const std::string& what,
+                              const std::string& needle) {
+  const SweepResult r = sweep_in_child(
+      1, [&](int) { return image; }, [&](int) { return what; },
+      [](sim::ObjectLoader& loader, std::span<const uint8_t> input, std::string* why) {
+        return load_and_check(
+            loader, input, [](sim::ObjectLoader&, uint64_t) { return std::string(); }, why);
+      });
+  EXPECT_TRUE(r.failures.empty()) << report(r);
+  EXPECT_EQ(r.rejected, 1) << what << " was accepted";
+  const Status s = sim::check_elf_object(image);
+  EXPECT_EQ(s.code(), StatusCode::LoadFailed) << what;
+  EXPECT_TRUE(contains(s, needle)) << "message '" << s.message() << "' lacks '" << needle << "'";
+}
+
+// Dynamic sections that lost an entry the loader depends on (the second found by
+// fuzz_object_loader).
+TEST(ObjectValidationTest, ADynamicSectionThatLostAnEntryIsRejected) {
+  // Cut short (DT_NULL where DT_RELA was): a loadable object whose relocations are never
+  // applied, so the loader would call .init_array's link-time address.
+  std::vector<uint8_t> image = kernel_image();
+  std::size_t entry = dynamic_entry(image, DT_RELA);
+  ASSERT_NE(entry, 0u);
+  write_at<int64_t>(image, entry + offsetof(Elf64_Dyn, d_tag), DT_NULL);
+  expect_rejected_in_child(image, "DT_RELA made DT_NULL",
+                           "(.rela.dyn): no dynamic entry describes this table");
+  // Versions needed but no DT_VERSYM: the loader reads it unconditionally then.
+  image = examples::read_chip_object("vector_example_orchestration");
+  entry = dynamic_entry(image, DT_VERSYM);
+  ASSERT_NE(entry, 0u);
+  write_at<int64_t>(image, entry + offsetof(Elf64_Dyn, d_tag), 0x6fa4fff0);  // an unused tag
+  expect_rejected_in_child(image, "DT_VERSYM made an unused tag", "there is no DT_VERSYM");
 }
 
 TEST(ObjectValidationTest, EveryChipObjectOfTheProjectPassesAndLoads) {

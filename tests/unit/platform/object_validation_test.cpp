@@ -224,29 +224,36 @@ TEST(ObjectValidationTest, EveryTruncationOfAKernelObjectIsRejectedOrLoads) {
   EXPECT_EQ(r.works + r.rejected, sizes - 1) << report(r);
 }
 
-// Every single-bit flip of the ELF header and the program header table of `image`.
+// Single-bit flips of the ELF header and the program header table of `image`: every one, or
+// (`sampled`) one bit of each byte, rotating (bit 0 of byte 0, bit 1 of byte 1, ...).
 SweepResult sweep_header_bit_flips(const std::vector<uint8_t>& image, const Probe& probe,
-                                   int* flips) {
+                                   bool sampled, int* flips) {
   const auto ehdr = read_at<Elf64_Ehdr>(image, 0);
   EXPECT_EQ(ehdr.e_phoff, sizeof(ehdr)) << "the program headers are expected after the ELF header";
   const int bytes = static_cast<int>(sizeof(ehdr) + ehdr.e_phnum * sizeof(Elf64_Phdr));
-  *flips = bytes * 8;
+  std::vector<int> bits;  // byte * 8 + bit
+  for (int i = 0; i < bytes * 8; ++i) {
+    const int byte = i / 8;
+    if (!sampled || i % 8 == byte % 8) bits.push_back(i);
+  }
+  *flips = static_cast<int>(bits.size());
   return sweep_in_child(
       *flips,
-      [&](int i) {
+      [&](int k) {
         std::vector<uint8_t> flipped = image;
-        flipped[static_cast<std::size_t>(i / 8)] ^= static_cast<uint8_t>(1u << (i % 8));
+        flipped[static_cast<std::size_t>(bits[k] / 8)] ^= static_cast<uint8_t>(1u << (bits[k] % 8));
         return flipped;
       },
-      [](int i) {
-        return "bit " + std::to_string(i % 8) + " of byte " + std::to_string(i / 8) + " flipped";
+      [&](int k) {
+        return "bit " + std::to_string(bits[k] % 8) + " of byte " + std::to_string(bits[k] / 8) +
+               " flipped";
       },
       probe);
 }
 
 TEST(ObjectValidationTest, EveryBitFlipOfTheElfAndProgramHeadersLoadsCorrectlyOrIsRejected) {
   int flips = 0;
-  const SweepResult r = sweep_header_bit_flips(kernel_image(), load_and_run, &flips);
+  const SweepResult r = sweep_header_bit_flips(kernel_image(), load_and_run, false, &flips);
   EXPECT_TRUE(r.failures.empty()) << report(r);
   EXPECT_EQ(r.works + r.rejected, flips) << report(r);
   // Some flips are harmless (e_entry, p_paddr, ...): they must still load.
@@ -255,7 +262,9 @@ TEST(ObjectValidationTest, EveryBitFlipOfTheElfAndProgramHeadersLoadsCorrectlyOr
 
 // The orchestration objects link the C++ runtime (DT_NEEDED, symbol versions, PLT relocations):
 // a loaded flip must resolve chiprt_orchestration to the same code as the unmodified object.
-TEST(ObjectValidationTest, EveryHeaderBitFlipOfAnOrchestrationObjectLoadsCorrectlyOrIsRejected) {
+// Sampled (568 of 4,544 flips): each loaded one costs a dlopen of a 760 KB object, about 0.1 s
+// under ASan; the kernel sweep above is exhaustive, and fuzz_object_loader goes further.
+TEST(ObjectValidationTest, SampledHeaderBitFlipsOfAnOrchestrationObjectLoadCorrectlyOrAreRejected) {
   const std::vector<uint8_t> image = examples::read_chip_object("vector_example_orchestration");
   std::vector<uint8_t> code(64);
   {
@@ -280,7 +289,7 @@ TEST(ObjectValidationTest, EveryHeaderBitFlipOfAnOrchestrationObjectLoadsCorrect
       [&](sim::ObjectLoader& loader, std::span<const uint8_t> input, std::string* why) {
         return load_and_check(loader, input, same_code, why);
       },
-      &flips);
+      true, &flips);
   EXPECT_TRUE(r.failures.empty()) << report(r);
   EXPECT_EQ(r.works + r.rejected, flips) << report(r);
   EXPECT_GT(r.works, 0) << report(r);

@@ -913,8 +913,8 @@ bool Checker::check_function_address(int64_t tag) {
       stripped = stripped && s.sh.sh_type != SHT_SYMTAB;
     }
     for (const Section& s : sections_) {
-      if (stripped && (s.sh.sh_flags & SHF_EXECINSTR) != 0 &&
-          fits(e.value - s.sh.sh_addr, 1, s.sh.sh_size) && e.value >= s.sh.sh_addr) {
+      if (stripped && (s.sh.sh_flags & SHF_EXECINSTR) != 0 && e.value >= s.sh.sh_addr &&
+          fits(e.value - s.sh.sh_addr, 1, s.sh.sh_size)) {
         return true;
       }
       if (s.sh.sh_type != SHT_SYMTAB && s.sh.sh_type != SHT_DYNSYM) continue;

@@ -6,10 +6,11 @@
 // An object is either a shared object image (ObjectKind::SharedObject, loaded from memory by the
 // platform; it exports `chiprt_orchestration` or `kernel_entry`) or an in-process function pointer
 // (ObjectKind::InProcess, 8 bytes, valid only inside the process that built it; for embedding).
+// Each object's descriptor carries its checksum (content_hash64 of its bytes).
 //
 // CallableBuilder produces containers; parse_callable validates every size, offset, alignment and
-// count before touching object bytes and never crashes on hostile input. Both are values with no
-// shared state: use one per thread.
+// count before touching object bytes, then every object's checksum, and never crashes on hostile
+// input. Both are values with no shared state: use one per thread.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,8 @@ inline constexpr char kOrchestrationSymbol[] = "chiprt_orchestration";
 inline constexpr char kKernelSymbol[] = "kernel_entry";
 
 inline constexpr char kCallableMagic[8] = {'C', 'H', 'I', 'P', 'R', 'T', 'C', 'B'};
-inline constexpr uint32_t kCallableVersion = 1;
+// Version 2 added ObjectDesc::checksum; version 1 containers are refused (rebuild them).
+inline constexpr uint32_t kCallableVersion = 2;
 inline constexpr uint64_t kObjectAlign = 64;
 inline constexpr uint32_t kMaxKernelsPerCallable = 128;
 inline constexpr uint64_t kMaxObjectBytes = 256ull << 20;
@@ -61,6 +63,7 @@ struct ObjectDesc {
   uint32_t reserved;
   uint64_t offset;
   uint64_t size;
+  uint64_t checksum;  // content_hash64 of the object's `size` bytes
 };
 struct SignatureDesc {
   uint8_t tensor_count;
@@ -124,6 +127,7 @@ class CallableBuilder {
 struct ParsedObject {
   ObjectKind kind = ObjectKind::SharedObject;
   std::span<const uint8_t> bytes;
+  uint64_t checksum = 0;  // content_hash64(bytes), as parse_callable verified it
   // For InProcess objects: the function address.
   uint64_t function_addr() const noexcept;
 };
@@ -141,8 +145,9 @@ struct ParsedCallable {
   uint64_t kernel_image_hash = 0;  // over the kernel descriptors and objects only
 };
 
-// Validates `bytes` completely; on failure returns MalformedCallable (or EmptyCallable) with a
-// message naming the field, and leaves `out` unspecified.
+// Validates `bytes` completely (an object whose bytes do not match its checksum included); on
+// failure returns MalformedCallable (or EmptyCallable) with a message naming the field or the
+// object, and leaves `out` unspecified.
 Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out);
 
 // 64-bit content hash used for deduplication (XXH3).

@@ -44,7 +44,8 @@ namespace chiprt {
   X(DeviceFaulted, 14, "the device faulted earlier and its resources were abandoned",             \
     "reset the device: close the Worker and create a new one")                                    \
   X(LoadFailed, 15, "a chip object (kernel or orchestration) could not be loaded",                \
-    "rebuild the shared object for this platform; the message carries the loader error")          \
+    "rebuild the shared object for this platform; the message names the bad ELF field or "        \
+    "carries the loader error")                                                                   \
   X(StreamSyncTimeout, 16, "the launch did not finish within the stream sync timeout",            \
     "raise CHIPRT_STREAM_SYNC_TIMEOUT_MS or find the stuck kernel")                               \
   X(ArenaCommitFailed, 17, "a device arena region could not be committed",                        \

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -27,8 +28,8 @@ ArgSignature ArgSignature::of(std::initializer_list<ArgTag> tags, uint8_t scalar
 namespace {
 
 static_assert(sizeof(ContainerHeader) == 48, "ContainerHeader layout is part of the format");
-static_assert(sizeof(OrchestrationDesc) == 48, "OrchestrationDesc layout is part of the format");
-static_assert(sizeof(KernelDesc) == 56, "KernelDesc layout is part of the format");
+static_assert(sizeof(OrchestrationDesc) == 56, "OrchestrationDesc layout is part of the format");
+static_assert(sizeof(KernelDesc) == 64, "KernelDesc layout is part of the format");
 static_assert(std::endian::native == std::endian::little,
               "the container format is little-endian; add byte swapping for this host");
 
@@ -91,6 +92,12 @@ std::vector<uint8_t> function_bytes(uint64_t addr, const char* what) {
 
 Status malformed(std::string message) {
   return Status(StatusCode::MalformedCallable, std::move(message));
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 template <class T>
@@ -176,11 +183,18 @@ Status decode_object(std::span<const uint8_t> bytes, const ObjectDesc& d, const 
   if (!s.is_ok()) return s;
   out->kind = kind;
   out->bytes = bytes.subspan(d.offset, d.size);
+  out->checksum = d.checksum;
   return Status::ok();
 }
 
-// Runs only after every descriptor was validated: this is the first read of object bytes.
-Status check_function_address(const ParsedObject& o, const std::string& field) {
+// Runs only after every descriptor was validated: these are the first reads of object bytes.
+Status check_object_bytes(const ParsedObject& o, const std::string& field) {
+  const uint64_t actual = content_hash64(o.bytes);
+  if (actual != o.checksum) {
+    return malformed(field + ": checksum " + hex(o.checksum) +
+                     " does not match the object's bytes (" + hex(actual) +
+                     "): the object was corrupted after the container was built");
+  }
   if (o.kind == ObjectKind::InProcess && o.function_addr() == 0) {
     return malformed(field + ": in-process function address is null");
   }
@@ -269,7 +283,8 @@ std::vector<uint8_t> CallableBuilder::build() const {
   auto place = [&cursor](const Object& o) {
     const uint64_t offset = align_up(cursor, kObjectAlign);
     cursor = offset + o.bytes.size();
-    return ObjectDesc{static_cast<uint32_t>(o.kind), 0, offset, o.bytes.size()};
+    return ObjectDesc{static_cast<uint32_t>(o.kind), 0, offset, o.bytes.size(),
+                      content_hash64(o.bytes)};
   };
   const ObjectDesc orch_object = place(orchestration_);
   std::vector<ObjectDesc> kernel_objects;
@@ -324,8 +339,11 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
     return malformed("header.magic is not \"CHIPRTCB\": not a chip callable container");
   }
   if (header.version != kCallableVersion) {
-    return malformed("header.version=" + std::to_string(header.version) + " is not supported (" +
-                     std::to_string(kCallableVersion) + " is); rebuild the container");
+    return malformed(
+        "header.version=" + std::to_string(header.version) + " is not supported (" +
+        std::to_string(kCallableVersion) + " is" +
+        (header.version == 1 ? "; version 1 containers carry no object checksums" : "") +
+        "); rebuild the container with CallableBuilder");
   }
   if (header.header_size != sizeof(ContainerHeader)) {
     return malformed("header.header_size=" + std::to_string(header.header_size) + " must be " +
@@ -409,11 +427,12 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
     if (!s.is_ok()) return s;
   }
 
-  s = check_function_address(parsed.orchestration, "orchestration.object");
+  s = check_object_bytes(parsed.orchestration, "orchestration.object");
   if (!s.is_ok()) return s;
   for (uint32_t i = 0; i < header.kernel_count; ++i) {
-    s = check_function_address(parsed.kernels[i].object,
-                               "kernel[" + std::to_string(i) + "].object");
+    s = check_object_bytes(parsed.kernels[i].object, "kernel[" + std::to_string(i) + "] (func_id " +
+                                                         std::to_string(parsed.kernels[i].func_id) +
+                                                         ").object");
     if (!s.is_ok()) return s;
   }
 

@@ -72,7 +72,7 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
     }
     return Status::ok();
   }
-  const uint64_t hash = content_hash64(object.bytes);
+  const uint64_t hash = object.checksum;  // content_hash64(object.bytes), verified by the parser
   uint64_t handle = 0;
   auto [first, last] = object_by_hash_.equal_range(hash);
   for (auto it = first; it != last && handle == 0; ++it) {

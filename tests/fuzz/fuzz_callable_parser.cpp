@@ -1,6 +1,7 @@
 // libFuzzer target for parse_callable: any input must be rejected with a message or parse into a
-// callable whose every promise holds (objects inside the input, counts within limits, unique
-// func_ids). Crashes, sanitizer reports and broken promises all abort the fuzzer.
+// callable whose every promise holds (objects inside the input and matching their checksums,
+// counts within limits, unique func_ids). Crashes, sanitizer reports and broken promises all abort
+// the fuzzer.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +26,7 @@ void check_object(const chiprt::ParsedObject& o, std::span<const uint8_t> input)
     require(o.kind == chiprt::ObjectKind::SharedObject);
     require(!o.bytes.empty() && o.bytes.size() <= chiprt::kMaxObjectBytes);
   }
+  require(o.checksum == chiprt::content_hash64(o.bytes));
   // Touch every byte so ASan would flag a span that escaped the input.
   volatile uint8_t sink = 0;
   for (uint8_t b : o.bytes) sink = sink ^ b;

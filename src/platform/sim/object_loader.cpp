@@ -9,6 +9,7 @@
 #include <string>
 
 #include "chiprt/callable.h"
+#include "platform/sim/elf_check.h"
 
 namespace chiprt::platform::sim {
 namespace {
@@ -74,6 +75,13 @@ Status ObjectLoader::load(std::span<const uint8_t> image, uint64_t* handle) {
     }
   }
 
+  // The dynamic loader trusts the object's headers and would crash the process on a corrupt or
+  // truncated one; only an image that passed check_elf_object is handed to it.
+  if (Status valid = check_elf_object(image); !valid.is_ok()) {
+    return Status(StatusCode::LoadFailed,
+                  "load_object: the " + std::to_string(image.size()) +
+                      "-byte image is not a loadable shared object: " + valid.message());
+  }
   const int fd = memfd_create("chiprt-chip-object", MFD_CLOEXEC);
   if (fd < 0) {
     return Status(StatusCode::LoadFailed,

@@ -1,7 +1,9 @@
 // ObjectLoader: loads chip objects (shared object images) from memory on the simulated chip.
 //
-// An image is written to an anonymous memory file (memfd_create) and dlopen'ed through
-// /proc/self/fd/N, so no user-managed path is involved. Identical images (same size, same
+// An image is first validated (check_elf_object, elf_check.h: a corrupt or truncated object is
+// rejected with LoadFailed naming the ELF field instead of crashing the dynamic loader), then
+// written to an anonymous memory file (memfd_create) and dlopen'ed through /proc/self/fd/N, so no
+// user-managed path is involved. Identical images (same size, same
 // content_hash64, same bytes) share one loaded object with a reference count; unload dlcloses at
 // zero. Handles are small integers never reused within one loader.
 // Lifetime: owned by the platform (and kept alive by stuck stream threads, whose kernels may still

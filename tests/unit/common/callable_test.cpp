@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "support.h"
 
 namespace chiprt {
 namespace {
@@ -90,6 +91,7 @@ void expect_consistent(const std::vector<uint8_t>& bytes, const ParsedCallable& 
       EXPECT_GT(o.bytes.size(), 0u);
       EXPECT_EQ(o.function_addr(), 0u);
     }
+    EXPECT_EQ(o.checksum, content_hash64(o.bytes));
   };
   auto check_sig = [](const ArgSignature& s) {
     EXPECT_LE(s.tensor_count, kMaxTaskTensors);
@@ -281,14 +283,11 @@ TEST(CallableHashTest, StableAndSensitive) {
   EXPECT_NE(pd.content_hash, pa.content_hash);
   EXPECT_EQ(pd.kernel_image_hash, pa.kernel_image_hash);
 
-  // Flipping one byte inside an object: still valid, both hashes change.
+  // Flipping one byte inside an object: its checksum no longer matches.
   auto e = a;
   const std::size_t k1_offset = pa.kernels[1].object.bytes.data() - a.data();
   e[k1_offset] ^= 0x5A;
-  ParsedCallable pe;
-  ASSERT_TRUE(parse_callable(e, &pe).is_ok());
-  EXPECT_NE(pe.content_hash, pa.content_hash);
-  EXPECT_NE(pe.kernel_image_hash, pa.kernel_image_hash);
+  expect_malformed(e, "kernel[1] (func_id 17).object: checksum");
 }
 
 TEST(CallableHashTest, KernelMetadataIsPartOfTheKernelImageHash) {
@@ -364,8 +363,13 @@ TEST(CallableParseTest, HeaderCorruptionsNameTheField) {
   b[0] = 'X';
   expect_malformed(b, "header.magic");
   b = good;
-  patch<uint32_t>(b, offsetof(ContainerHeader, version), 2);
-  expect_malformed(b, "header.version=2");
+  patch<uint32_t>(b, offsetof(ContainerHeader, version), 3);
+  expect_malformed(b, "header.version=3 is not supported (2 is); rebuild the container");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, version), 1);
+  expect_malformed(b,
+                   "header.version=1 is not supported (2 is; version 1 containers carry no "
+                   "object checksums)");
   b = good;
   patch<uint32_t>(b, offsetof(ContainerHeader, header_size), 64);
   expect_malformed(b, "header.header_size=64 must be 48");
@@ -383,7 +387,7 @@ TEST(CallableParseTest, HeaderCorruptionsNameTheField) {
   expect_malformed(b, "header.kernel_count=0", StatusCode::EmptyCallable);
   b = good;
   patch<uint32_t>(b, offsetof(ContainerHeader, kernel_count), 100);
-  expect_malformed(b, "header.kernel_table: offset 96 + size 5600 exceeds the container size");
+  expect_malformed(b, "header.kernel_table: offset 104 + size 6400 exceeds the container size");
   b = good;
   patch<uint64_t>(b, offsetof(ContainerHeader, orchestration_offset), 49);
   expect_malformed(b, "header.orchestration.offset=49 is not 8-byte aligned");
@@ -441,9 +445,11 @@ TEST(CallableParseTest, ObjectCorruptionsNameTheField) {
   b = good;
   patch<uint64_t>(b, k2_object + offsetof(ObjectDesc, size), 16);
   expect_malformed(b, "kernel[2].object.size=16 must be 8 for an in-process function");
-  b = good;
+  b = good;  // a null address with a checksum that matches it
   patch<uint64_t>(b, gp.kernels[2].object.bytes.data() - good.data(), uint64_t{0});
-  expect_malformed(b, "kernel[2].object: in-process function address is null");
+  patch<uint64_t>(b, k2_object + offsetof(ObjectDesc, checksum),
+                  content_hash64(std::vector<uint8_t>(8, 0)));
+  expect_malformed(b, "kernel[2] (func_id 255).object: in-process function address is null");
   b = good;
   patch<uint32_t>(b, k1_object + offsetof(ObjectDesc, kind),
                   static_cast<uint32_t>(ObjectKind::InProcess));
@@ -489,6 +495,56 @@ TEST(CallableParseTest, KernelAndSignatureCorruptionsNameTheField) {
       b, kOrchDesc + offsetof(OrchestrationDesc, signature) + offsetof(SignatureDesc, tensor_count),
       40);
   expect_malformed(b, "orchestration.signature.tensor_count=40");
+}
+
+// The container carries a checksum per object: a corrupted object is rejected when the container
+// is parsed, not loaded and run (where a flipped code byte crashes the process).
+TEST(CallableParseTest, EveryFlippedBitOfAKernelObjectIsRejectedByItsChecksum) {
+  const std::vector<uint8_t> kernel = examples::read_chip_object("vector_example_add");
+  const std::vector<uint8_t> good =
+      CallableBuilder()
+          .orchestration_function(&test_orchestration, ArgSignature::of({}, 0))
+          .kernel_object(7, CoreType::AIV, kernel, ArgSignature::of({}, 0))
+          .build();
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(good, &p).is_ok());
+  const std::size_t object = p.kernels[0].object.bytes.data() - good.data();
+  std::vector<uint8_t> bytes = good;
+  int accepted = 0;
+  for (std::size_t i = 0; i < kernel.size(); ++i) {
+    const auto bit = static_cast<uint8_t>(1u << (i % 8));
+    bytes[object + i] ^= bit;
+    const Status s = parse_callable(bytes, &p);
+    bytes[object + i] ^= bit;
+    if (s.is_ok()) {
+      ++accepted;
+      continue;
+    }
+    ASSERT_EQ(s.code(), StatusCode::MalformedCallable) << s.to_string();
+    ASSERT_NE(s.message().find("kernel[0] (func_id 7).object: checksum"), std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(accepted, 0) << "of " << kernel.size() << " corrupted kernel objects";
+}
+
+TEST(CallableParseTest, ChecksumMismatchNamesTheObject) {
+  const auto good = mixed_container();
+  ParsedCallable gp;
+  ASSERT_TRUE(parse_callable(good, &gp).is_ok());
+  auto offset_of = [&](const ParsedObject& o) { return o.bytes.data() - good.data(); };
+  auto b = good;
+  b[offset_of(gp.orchestration) + 5] ^= 0x10;
+  expect_malformed(b, "orchestration.object: checksum ");
+  expect_malformed(b, "does not match the object's bytes");
+  b = good;
+  b[offset_of(gp.kernels[1].object) + 2] ^= 0x01;
+  expect_malformed(b, "kernel[1] (func_id 17).object: checksum ");
+  b = good;
+  b[offset_of(gp.kernels[2].object)] ^= 0x40;  // the address of an in-process kernel
+  expect_malformed(b, "kernel[2] (func_id 255).object: checksum ");
+  b = good;  // the checksum itself
+  b[kernel_desc(0) + offsetof(KernelDesc, object) + offsetof(ObjectDesc, checksum)] ^= 0x01;
+  expect_malformed(b, "kernel[0] (func_id 4).object: checksum ");
 }
 
 TEST(CallableParseTest, FunctionAddrIsZeroForSharedObjects) {

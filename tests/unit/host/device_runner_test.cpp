@@ -1,9 +1,12 @@
 // DeviceRunner lifecycle: attach, init, launch shape, memory, callables, finalize.
 #include "host/device_runner.h"
 
+#include <elf.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +16,7 @@
 #include "chiprt/orchestration.h"
 #include "host/log.h"
 #include "host_test_support.h"
+#include "support.h"
 
 namespace chiprt::host {
 namespace {
@@ -302,6 +306,42 @@ TEST_F(DeviceRunnerTest, UnloadableSharedObjectFailsCleanly) {
   EXPECT_EQ(runner_->callables().uploaded_container_count(), 0u);
   EXPECT_EQ(runner_->callables().loaded_object_count(), 0u);
   EXPECT_EQ(runner_->bytes_in_use(), before);
+}
+
+// The case: a kernel object cut inside its loadable segments made the loader map pages
+// past the end of its memory file (SIGBUS inside register_callable).
+TEST_F(DeviceRunnerTest, TruncatedKernelObjectIsLoadFailedNamingTheKernelAndTheField) {
+  const std::vector<uint8_t> kernel = examples::read_chip_object("vector_example_add");
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, kernel.data(), sizeof(ehdr));
+  uint64_t loaded_end = 0;  // the end of the file bytes the PT_LOAD segments map
+  for (std::size_t i = 0; i < ehdr.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, kernel.data() + ehdr.e_phoff + i * sizeof(ph), sizeof(ph));
+    if (ph.p_type == PT_LOAD) loaded_end = std::max(loaded_end, ph.p_offset + ph.p_filesz);
+  }
+  ASSERT_GT(loaded_end, 4096u);
+  const std::vector<uint8_t> cut(kernel.begin(), kernel.begin() + (loaded_end - 100));
+  auto container = [](std::span<const uint8_t> object) {
+    return CallableBuilder()
+        .orchestration_function(&noop_orchestration, ArgSignature{})
+        .kernel_object(3, CoreType::AIV, object, {})
+        .build();
+  };
+  runner_->ensure_initialized();
+  const uint64_t before = runner_->bytes_in_use();
+  Error e =
+      expect_error([&] { runner_->register_callable(0, container(cut)); }, StatusCode::LoadFailed);
+  EXPECT_THAT(e.message(), HasSubstr("kernel func_id 3"));
+  EXPECT_THAT(e.message(), HasSubstr("(PT_LOAD): p_offset + p_filesz = " +
+                                     std::to_string(loaded_end) + " exceeds the object size " +
+                                     std::to_string(loaded_end - 100) + " (truncated?)"));
+  EXPECT_FALSE(runner_->has_callable(0));
+  EXPECT_EQ(runner_->callables().loaded_object_count(), 0u);
+  EXPECT_EQ(runner_->bytes_in_use(), before);
+  // The runner is unharmed: the whole object registers under the same id.
+  runner_->register_callable(0, container(kernel));
+  EXPECT_TRUE(runner_->has_callable(0));
 }
 
 TEST_F(DeviceRunnerTest, BindReplaysExactlyTheActiveCallablesKernels) {

@@ -44,6 +44,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "chiprt/status.h"
@@ -215,8 +216,13 @@ inline bool chip_error_latched(const ChipResult& result) {
   }
   va_list list;
   va_start(list, format);
-  std::vsnprintf(result->detail, sizeof(result->detail), format, list);
+  const int length = std::vsnprintf(result->detail, sizeof(result->detail), format, list);
   va_end(list);
+  // A cut message says so (an orchestration function may throw any amount of text).
+  constexpr char kCut[] = " [...]";
+  if (length >= static_cast<int>(sizeof(result->detail))) {
+    std::memcpy(result->detail + sizeof(result->detail) - sizeof(kCut), kCut, sizeof(kCut));
+  }
   return true;
 }
 

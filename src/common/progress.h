@@ -47,20 +47,20 @@ class ProgressWatch {
     last_sample_ = now;
     timeout_ = timeout;
   }
-  // Whether the observer should read the counters again (a quarter timeout since the last look).
-  bool sample_due(uint64_t now) const { return now - last_sample_ >= sample_interval(); }
-  // Records a sample; returns whether it shows progress since the previous one.
-  bool observe(uint64_t signature, uint64_t now) {
-    last_sample_ = now;
-    if (signature == signature_) return false;
-    signature_ = signature;
-    since_ = now;
-    return true;
+  // The one question an observer asks: has the launch made no progress for the timeout?
+  // `sample()` reads the counters; it is called when a sample is due (a quarter timeout since the
+  // last) and always before a verdict, so progress in the last quarter is never missed however
+  // late the observer looks.
+  template <class Sample>
+  bool stalled(uint64_t now, Sample&& sample) {
+    const bool deadline_passed = now - since_ >= timeout_;
+    if (deadline_passed || now - last_sample_ >= sample_interval()) {
+      if (observe(sample(), now)) return false;
+    }
+    return deadline_passed;
   }
   // Progress the observer saw by other means (its own completions, a count it reads anyway).
   void note_progress(uint64_t now) { since_ = now; }
-  // No progress seen for the timeout (sample first: observe() when sample_due()).
-  bool expired(uint64_t now) const { return now - since_ >= timeout_; }
   // When the observer must look again at the latest: the next sample or the deadline.
   uint64_t next_check() const {
     const uint64_t deadline = since_ + timeout_;
@@ -71,6 +71,14 @@ class ProgressWatch {
   uint64_t timeout() const { return timeout_; }
 
  private:
+  // Records a sample; returns whether it shows progress since the previous one.
+  bool observe(uint64_t signature, uint64_t now) {
+    last_sample_ = now;
+    if (signature == signature_) return false;
+    signature_ = signature;
+    since_ = now;
+    return true;
+  }
   uint64_t sample_interval() const { return timeout_ / 4 == 0 ? 1 : timeout_ / 4; }
 
   uint64_t signature_ = 0;

@@ -774,20 +774,20 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   // deadline moves with every sample that shows progress.
   auto since_launch_ms = [&]() { return ns_between(t_launch, Clock::now()) / 1'000'000; };
   common::ProgressWatch watch(read_progress(), 0, timeouts_.stream_sync_ms);
+  // Time left to the no-progress deadline as of the last sample.
   auto left_ms = [&]() -> uint64_t {
     const uint64_t now = since_launch_ms();
-    if (watch.sample_due(now)) watch.observe(read_progress(), now);
     const uint64_t deadline = watch.since() + timeouts_.stream_sync_ms;
     return now < deadline ? deadline - now : 0;
   };
   uint64_t drain_budget_ms = timeouts_.stream_sync_ms;
   bool chip_failed = false;
-  Status waited;
+  Status waited(StatusCode::StreamSyncTimeout, "the launch made no progress");
   for (;;) {
-    const uint64_t left = left_ms();
-    const uint64_t slice = std::min(left, kAicpuWaitSliceMs);
-    waited = platform_->wait_aicpu(slice);
-    if (waited.code() != StatusCode::StreamSyncTimeout || slice == left) break;
+    // Samples before every verdict: a stall is declared only after a look at the counters.
+    if (watch.stalled(since_launch_ms(), read_progress)) break;
+    waited = platform_->wait_aicpu(std::min(std::max<uint64_t>(left_ms(), 1), kAicpuWaitSliceMs));
+    if (waited.code() != StatusCode::StreamSyncTimeout) break;
     if (peek_chip_code() != StatusCode::Ok) {
       chip_failed = true;
       drain_budget_ms = std::min(left_ms(), kFaultDrainGraceMs);
@@ -822,7 +822,10 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
       message += text.empty() ? std::string(status_info(code).detail) : text;
       if (stream_timed_out) {
         message += "; the launch then did not drain within " + std::to_string(drain_budget_ms) +
-                   " ms (a kernel is stuck)";
+                   " ms (a chip thread is still inside " +
+                   (result->result.stuck_core >= 0 ? "the kernel named above"
+                                                   : "a kernel or the orchestration function") +
+                   ")";
       }
     } else {
       thrown = StatusCode::StreamSyncTimeout;

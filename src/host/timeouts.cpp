@@ -157,7 +157,7 @@ bool derive(Triple* t, std::vector<std::pair<Which, std::string>>* derived, Whic
   }
   if (!t->known[kStreamSync]) {
     // Whole milliseconds: 1.5 x op rounded up (or 3 x scheduler), at least scheduler + margin + 1.
-    const uint64_t op_ms = (o + 999) / 1000;
+    const uint64_t op_ms = o / 1000 + (o % 1000 != 0);  // rounded up without overflow
     uint64_t ms = t->known[kOpExecute] ? op_ms + (op_ms + 1) / 2 : s / 1000 * 3;
     ms = std::max(ms, s / 1000 + kStreamSyncMarginMs + 1);
     if (ms > kUint32Max) {

@@ -341,8 +341,7 @@ struct RingOrchestrator::State {
   // Samples the launch's progress; true when the no-progress bound passed.
   bool timed_out(common::ProgressWatch* watch) const {
     const uint64_t now = driver.now();
-    watch->observe(driver.progress(), now);
-    return watch->expired(now);
+    return watch->stalled(now, [this] { return driver.progress(); });
   }
 
   // The completed count at which completers ring the waiting orchestrator's doorbell (read by

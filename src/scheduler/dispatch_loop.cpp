@@ -475,8 +475,7 @@ bool SchedulerThread::watchdog_expired() {
     watch_.note_progress(now);
     return false;
   }
-  if (watch_.sample_due(now) && watch_.observe(progress_signature(), now)) return false;
-  if (!watch_.expired(now)) return false;
+  if (!watch_.stalled(now, [this] { return progress_signature(); })) return false;
   report_stuck(now);
   common::ring_all_doorbells(view_.prefix);
   return true;
@@ -538,7 +537,7 @@ void SchedulerThread::report_stuck(uint64_t now) {
       view_.globals->total.load(std::memory_order_acquire) == UINT64_MAX) {
     latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
                      "no progress for %llu ms: the orchestration function (AICPU thread 0) has "
-                     "neither submitted a task nor returned; %llu tasks submitted, all completed",
+                     "neither submitted a task nor returned; tasks submitted: %llu, all completed",
                      timeout_ms, published);
     return;
   }

@@ -688,12 +688,12 @@ TEST(RingOrchestrator, AWriterCompletingAsTheDataWaitDecidesToSleepEndsTheWait) 
   w.output_existing(Tensor::make(buf, {4}, DataType::F32));
   const TaskId writer = aiv(h, w);
   ASSERT_EQ(writer, 0) << error_text(h);
-  // The wait samples progress when it starts and again after finding the writer unfinished:
-  // the second sample is the moment.
-  int samples = 0;
+  // The call's entry check is the first question, the wait's after finding the writer
+  // unfinished the second: that is the moment.
+  int checks = 0;
   bool completed = false;
-  h.driver.on_progress = [&] {
-    if (++samples != 2 || h.driver.ready.empty()) return;
+  h.driver.on_chip_failed_check = [&] {
+    if (++checks != 2 || h.driver.ready.empty()) return;
     completed = true;
     const uint32_t slot = h.driver.ready.front();
     h.driver.ready.pop_front();
@@ -720,10 +720,10 @@ TEST(RingOrchestrator, TheLastTaskCompletingAsAFullWindowWaitsEndsTheWait) {
   const uint32_t oldest = h.driver.ready.front();
   h.driver.ready.pop_front();
   h.driver.run_ready();
-  int samples = 0;  // as above: the second sample follows the failed retirement
+  int checks = 0;  // as above: the second check follows the failed retirement
   bool completed = false;
-  h.driver.on_progress = [&] {
-    if (++samples != 2) return;
+  h.driver.on_chip_failed_check = [&] {
+    if (++checks != 2) return;
     completed = true;
     h.driver.complete(oldest);
   };

@@ -42,16 +42,17 @@ class FakeDriver final : public RingDriver {
   void publish_ready(uint32_t slot) override;
   void note_submitted(uint64_t submitted) override { submitted_seen = submitted; }
   uint64_t completed() const override { return completed_; }
-  // The orchestrator samples progress while it decides whether to wait: on_progress lets a test
-  // complete a task at exactly that point (a scheduler finishing it concurrently).
-  uint64_t progress() const override {
-    if (on_progress) on_progress();
-    return completed_;
-  }
+
   void wait(uint64_t deadline_cycles, bool (*recheck)(void*), void* recheck_ctx) override;
   uint64_t now() const override { return clock; }
   uint64_t clock_hz() const override { return 1'000'000; }  // 1000 cycles per ms
-  bool chip_failed() const override { return chip_failed_flag; }
+  // The orchestrator asks this on entry to each call and, in a wait, after finding its condition
+  // false: on_chip_failed_check lets a test complete a task at that point (a scheduler finishing
+  // it concurrently).
+  bool chip_failed() const override {
+    if (on_chip_failed_check) on_chip_failed_check();
+    return chip_failed_flag;
+  }
 
   // Completes `slot` the way ring_release + complete_task do.
   void complete(uint32_t slot);
@@ -61,9 +62,9 @@ class FakeDriver final : public RingDriver {
   // What wait() does when the recheck does not end it: run ready tasks (auto) or only let time
   // pass (a stuck chip).
   bool auto_complete = true;
-  std::set<int64_t> held;                     // public ids that never complete while held
-  std::function<void(uint32_t slot)> on_run;  // "kernel": runs just before completion
-  std::function<void()> on_progress;          // see progress()
+  std::set<int64_t> held;                      // public ids that never complete while held
+  std::function<void(uint32_t slot)> on_run;   // "kernel": runs just before completion
+  std::function<void()> on_chip_failed_check;  // see chip_failed()
   bool chip_failed_flag = false;
 
   std::deque<uint32_t> ready;

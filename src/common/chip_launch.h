@@ -80,7 +80,7 @@ struct ChipLaunchArgs {
   uint64_t image_size = 0;
   // tensormap_ringbuffer: AICPU thread 0 runs the orchestration function at
   // orchestration_entry (OrchestrationEntry) with the TaskArgs copied at orchestration_args_addr;
-  // kernel_info_addr holds the orchestrator::KernelTable it validates submissions against; runtime
+  // kernel_info_addr holds the common::KernelTable it validates submissions against; runtime
   // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
   uint64_t orchestration_entry = 0;
   uint64_t orchestration_args_addr = 0;

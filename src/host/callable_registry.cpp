@@ -268,8 +268,7 @@ Status CallableRegistry::unregister_callable(int32_t id) {
   return Status::ok();
 }
 
-Status CallableRegistry::bind(int32_t id, uint64_t table_addr,
-                              orchestrator::KernelTable* builder_table) {
+Status CallableRegistry::bind(int32_t id, uint64_t table_addr, common::KernelTable* builder_table) {
   if (Status status = check_registered(id); !status.is_ok()) return status;
   auto it = callables_.find(id);
   const RegisteredCallable& reg = it->second;
@@ -280,7 +279,7 @@ Status CallableRegistry::bind(int32_t id, uint64_t table_addr,
     const RegisteredKernel& kernel = reg.kernels[static_cast<std::size_t>(f)];
     if (kernel.present) table[f] = kernel.entry;
     if (builder_table != nullptr) {
-      orchestrator::KernelInfo& info = (*builder_table)[static_cast<std::size_t>(f)];
+      common::KernelInfo& info = (*builder_table)[static_cast<std::size_t>(f)];
       info.present = kernel.present;
       info.core = kernel.core;
       info.signature = kernel.signature;

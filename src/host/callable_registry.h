@@ -23,8 +23,8 @@
 #include "chiprt/call_config.h"
 #include "chiprt/callable.h"
 #include "chiprt/status.h"
+#include "common/kernel_table.h"
 #include "host/device_memory.h"
-#include "orchestrator/host_graph_builder.h"
 #include "platform/platform.h"
 
 namespace chiprt::host {
@@ -81,7 +81,7 @@ class CallableRegistry {
 
   // Clears the kernel address table at `table_addr` (uint64_t[kMaxFuncId]) and writes exactly the
   // kernels of callable `id`; fills `builder_table` with what the orchestrator validates against.
-  Status bind(int32_t id, uint64_t table_addr, orchestrator::KernelTable* builder_table);
+  Status bind(int32_t id, uint64_t table_addr, common::KernelTable* builder_table);
 
   // Distinct containers in device memory, and how many uploads (device copies) ever happened.
   std::size_t uploaded_container_count() const noexcept { return uploads_.size(); }

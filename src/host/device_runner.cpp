@@ -40,9 +40,9 @@ constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), k
 constexpr uint64_t kPhaseBufferBytes = round_up(sizeof(common::PhaseBuffer), kDeviceAlign);
 // tensormap_ringbuffer: the orchestrator on the chip validates submissions against a copy of the
 // kernel table and calls the orchestration function with a copy of the run's arguments.
-static_assert(std::is_trivially_copyable_v<orchestrator::KernelTable>);
+static_assert(std::is_trivially_copyable_v<common::KernelTable>);
 static_assert(std::is_trivially_copyable_v<TaskArgs>);
-constexpr uint64_t kKernelInfoBytes = round_up(sizeof(orchestrator::KernelTable), kDeviceAlign);
+constexpr uint64_t kKernelInfoBytes = round_up(sizeof(common::KernelTable), kDeviceAlign);
 constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceAlign);
 // Once the chip latched an error, the rest of the launch (the cores, or an AICPU thread inside a
 // kernel) gets this long, at most the stream-sync timeout, before it is abandoned: a stuck kernel
@@ -420,7 +420,7 @@ GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args
   return as_active_run("export_graph", [&] {
     require_usable("export_graph");
     const LaunchShape shape = resolve_launch_shape(config);  // initialises and validates
-    orchestrator::KernelTable kernel_table{};
+    common::KernelTable kernel_table{};
     const RegisteredCallable& callable = prepare_orchestration(
         "export_graph", callable_id, args, RuntimeVariant::HostBuildGraph, &kernel_table);
     HostBuild built = build_host_graph(callable, args, config, shape, kernel_table);
@@ -435,9 +435,10 @@ GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args
   });
 }
 
-const RegisteredCallable& DeviceRunner::prepare_orchestration(
-    const char* what, int32_t callable_id, const TaskArgs& args, RuntimeVariant variant,
-    orchestrator::KernelTable* kernel_table) {
+const RegisteredCallable& DeviceRunner::prepare_orchestration(const char* what, int32_t callable_id,
+                                                              const TaskArgs& args,
+                                                              RuntimeVariant variant,
+                                                              common::KernelTable* kernel_table) {
   if (Status status = callables_.check_registered(callable_id); !status.is_ok()) {
     throw Error(status.code(), std::string(what) + ": " + status.message());
   }
@@ -451,9 +452,11 @@ const RegisteredCallable& DeviceRunner::prepare_orchestration(
   return *callable;
 }
 
-DeviceRunner::HostBuild DeviceRunner::build_host_graph(
-    const RegisteredCallable& callable, const TaskArgs& args, const CallConfig& config,
-    const LaunchShape& shape, const orchestrator::KernelTable& kernel_table) {
+DeviceRunner::HostBuild DeviceRunner::build_host_graph(const RegisteredCallable& callable,
+                                                       const TaskArgs& args,
+                                                       const CallConfig& config,
+                                                       const LaunchShape& shape,
+                                                       const common::KernelTable& kernel_table) {
   const uint32_t bank = config.arena_bank;
   const uint64_t heap_bytes = output_heap_bytes_of(config);
   const ArenaSizes committed = arenas_.committed_sizes(bank);
@@ -487,7 +490,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
                 "tensormap_ringbuffer run orchestrates on the chip every time and has no graph "
                 "image to replay (set replay_graph=false or run host_build_graph)");
   }
-  orchestrator::KernelTable kernel_table{};
+  common::KernelTable kernel_table{};
   const RegisteredCallable* callable =
       &prepare_orchestration("run", callable_id, args, variant, &kernel_table);
   if (variant == RuntimeVariant::TensormapRingbuffer) {
@@ -621,7 +624,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
 
 RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskArgs& args,
                                  const CallConfig& config, const LaunchShape& shape,
-                                 const orchestrator::KernelTable& kernel_table,
+                                 const common::KernelTable& kernel_table,
                                  Clock::time_point t_entry) {
   RingSizeResolution rings;
   throw_if(resolve_ring_sizes(config.rings, output_heap_bytes_of(config), options_.env, &rings));
@@ -653,8 +656,8 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
   const uint64_t phase_buffer_addr = launch_args_addr + kLaunchArgsBytes;
   const uint64_t kernel_info_addr = phase_buffer_addr + kPhaseBufferBytes;
   const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
-  throw_if(memory_.copy_to_device(kernel_info_addr, kernel_table.data(),
-                                  sizeof(orchestrator::KernelTable)));
+  throw_if(
+      memory_.copy_to_device(kernel_info_addr, kernel_table.data(), sizeof(common::KernelTable)));
   throw_if(memory_.copy_to_device(orchestration_args_addr, &args, sizeof(TaskArgs)));
   {
     auto launch_args = base_launch_args(RuntimeVariant::TensormapRingbuffer, shape, shared_region,

@@ -166,7 +166,7 @@ class DeviceRunner {
   // its kernels into the device kernel table and fills `kernel_table` for the orchestrator.
   const RegisteredCallable& prepare_orchestration(const char* what, int32_t callable_id,
                                                   const TaskArgs& args, RuntimeVariant variant,
-                                                  orchestrator::KernelTable* kernel_table);
+                                                  common::KernelTable* kernel_table);
   // A host-built, validated graph image and what the build observed.
   struct HostBuild {
     std::vector<uint8_t> image;
@@ -180,13 +180,13 @@ class DeviceRunner {
   // and validates the image.
   HostBuild build_host_graph(const RegisteredCallable& callable, const TaskArgs& args,
                              const CallConfig& config, const LaunchShape& shape,
-                             const orchestrator::KernelTable& kernel_table);
+                             const common::KernelTable& kernel_table);
   RunReport run_locked(int32_t callable_id, const TaskArgs& args, const CallConfig& config);
   // The tensormap_ringbuffer part of a run (after the checks and bind shared with
   // host_build_graph): ring sizing, arenas, staging, launch arguments, launch.
   RunReport run_ring(const RegisteredCallable& callable, const TaskArgs& args,
                      const CallConfig& config, const LaunchShape& shape,
-                     const orchestrator::KernelTable& kernel_table,
+                     const common::KernelTable& kernel_table,
                      std::chrono::steady_clock::time_point t_entry);
   // Launch arguments with the fields both variants fill the same way (shape, shared state, kernel
   // table, phase buffer, services, scheduler timeout, clock).

@@ -10,17 +10,15 @@
 
 #include "common/progress.h"
 #include "common/run_context.h"
+#include "common/task_state.h"
 #include "orchestrator/ring_allocators.h"
 #include "orchestrator/tensor_map.h"
 
 namespace chiprt::orchestrator {
 namespace {
 
-// scheduler::TaskState values (scheduler/shared_state.h; the orchestrator room does not include
-// scheduler headers).
-constexpr uint8_t kStatePending = 0;
-constexpr uint8_t kStateCompleted = 3;
-constexpr const char* kStateNames[] = {"pending", "ready", "running", "completed"};
+constexpr uint8_t kStatePending = static_cast<uint8_t>(common::TaskState::Pending);
+constexpr uint8_t kStateCompleted = static_cast<uint8_t>(common::TaskState::Completed);
 
 constexpr uint64_t kOutputAlign = 64;
 constexpr uint64_t kDefaultWaitTimeoutMs = 10000;  // when RingMemory::timeout_ms is 0
@@ -318,8 +316,7 @@ struct RingOrchestrator::State {
   }
   std::string slot_description(uint32_t slot) const {
     const uint8_t state = mem.task_state[slot].load(std::memory_order_acquire);
-    std::string text = slot_label(slot) + ", state " +
-                       (state < 4 ? std::string(kStateNames[state]) : std::to_string(state));
+    std::string text = slot_label(slot) + ", state " + std::string(common::task_state_name(state));
     if (slot_completed(slot)) {
       const uint32_t refs = mem.slots[slot].refs.load(std::memory_order_acquire);
       text += ", still retained by " + std::to_string(refs) + " reference(s)";

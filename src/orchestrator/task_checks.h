@@ -19,17 +19,12 @@
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
+#include "common/kernel_table.h"
 
 namespace chiprt::orchestrator {
 
-// What the orchestrator knows about each func_id of the active callable. Trivially copyable: the
-// host copies a KernelTable to device memory for the tensormap_ringbuffer orchestrator.
-struct KernelInfo {
-  bool present = false;
-  CoreType core = CoreType::AIC;
-  ArgSignature signature;
-};
-using KernelTable = std::array<KernelInfo, kMaxFuncId>;
+using common::KernelInfo;
+using common::KernelTable;
 
 // The device memory one run's tasks may name and the run's identity, from what the host declares
 // for the run (DeviceRunner, for both orchestrators): the buffers of the run's tensor arguments

@@ -94,11 +94,11 @@ bool validate_ring_launch(ChipLaunchArgs* args, uint32_t thread_count, RingLayou
                         " is null or not %zu-byte aligned",
                         args->orchestration_args_addr, alignof(TaskArgs));
   }
-  if (!aligned_nonnull(args->kernel_info_addr, alignof(orchestrator::KernelTable))) {
+  if (!aligned_nonnull(args->kernel_info_addr, alignof(common::KernelTable))) {
     CHIPRT_RING_INVALID(args, kInternal,
                         "ChipLaunchArgs::kernel_info_addr 0x%" PRIx64
                         " is null or not %zu-byte aligned",
-                        args->kernel_info_addr, alignof(orchestrator::KernelTable));
+                        args->kernel_info_addr, alignof(common::KernelTable));
   }
   char problem[common::kResultDetailBytes];
   if (ring_sizes_problem(args->rings, problem, sizeof(problem))) {
@@ -358,7 +358,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.heap_addr = args->heap_addr;
   memory.heap_size = args->heap_size;
   memory.run = args->run;
-  memory.kernels = reinterpret_cast<const orchestrator::KernelTable*>(
+  memory.kernels = reinterpret_cast<const common::KernelTable*>(
       static_cast<uintptr_t>(args->kernel_info_addr));
   memory.clusters = args->clusters;
   memory.timeout_ms = scheduler_timeout_ms(*args);

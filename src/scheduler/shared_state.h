@@ -31,14 +31,13 @@
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
 #include "common/handshake.h"
+#include "common/task_state.h"
 #include "platform/platform.h"
 #include "scheduler/ready_queue.h"
 
 namespace chiprt::scheduler {
 
-// Slot state machine of one task: Pending -> Ready -> Running -> Completed (dummy tasks skip
-// Running). Checked with assertions in debug builds.
-enum class TaskState : uint8_t { Pending = 0, Ready = 1, Running = 2, Completed = 3 };
+using common::TaskState;  // common/task_state.h
 
 // Queue index per core shape; the dummy queue follows.
 inline constexpr int kQueueAic = 0;

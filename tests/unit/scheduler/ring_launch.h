@@ -58,7 +58,7 @@ class RingLaunch {
              const std::vector<RingKernel>& kernels, const RingLaunchOptions& options)
       : options_(options),
         kernel_table_(kMaxFuncId, 0),
-        kernel_info_(std::make_unique<orchestrator::KernelTable>()),
+        kernel_info_(std::make_unique<common::KernelTable>()),
         orchestration_args_(std::make_unique<TaskArgs>(orchestration_args)),
         phases_(std::make_unique<common::PhaseBuffer>()),
         args_(std::make_unique<common::ChipLaunchArgs>()) {
@@ -135,7 +135,7 @@ class RingLaunch {
 
   RingLaunchOptions options_;
   std::vector<uint64_t> kernel_table_;
-  std::unique_ptr<orchestrator::KernelTable> kernel_info_;
+  std::unique_ptr<common::KernelTable> kernel_info_;
   std::unique_ptr<TaskArgs> orchestration_args_;
   std::unique_ptr<common::PhaseBuffer> phases_;
   std::unique_ptr<common::ChipLaunchArgs> args_;

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The walls between chiprt's rooms, checked on every #include (docs/architecture.md, "Rooms and
+# walls"). Each rule names a folder and the include prefixes its files may use; an include of a
+# room's header from a folder that may not use it fails the check, naming the file, the line and
+# the rule. Includes without a room prefix (the standard library, third-party headers, a tool's
+# own local headers) are not checked.
+#   scripts/check-walls.sh [ROOT]    # check the tree at ROOT (default: this repository)
+#   scripts/check-walls.sh --self-test
+set -euo pipefail
+
+# Every folder prefix that names a room; an include starting with one of them is checked.
+readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/"
+
+# folder | allowed include prefixes (a prefix ending in .h names one header). The most specific
+# folder wins (src/platform/sim before src/platform).
+readonly RULES=(
+  "src/common|chiprt/ common/"
+  "src/aicore|chiprt/ common/ aicore/"
+  "src/orchestrator|chiprt/ common/ orchestrator/"
+  "src/scheduler|chiprt/ common/ scheduler/ orchestrator/"
+  "src/platform/sim|chiprt/ common/ platform/ scheduler/chip_runtime.h aicore/core_executor.h"
+  "src/platform|chiprt/ common/ platform/platform.h platform/registry.h platform/sim/sim_platform.h"
+  "src/host|chiprt/ common/ host/ orchestrator/ platform/platform.h platform/registry.h"
+  "tools|chiprt/"
+  "examples|chiprt/"
+  "bench|chiprt/"
+)
+
+rule_for() {  # prints the allowed prefixes of the most specific rule covering file $1
+  local file=$1 best="" best_len=-1 folder allowed
+  for rule in "${RULES[@]}"; do
+    folder=${rule%%|*}
+    allowed=${rule#*|}
+    if [[ $file == "$folder"/* ]] && ((${#folder} > best_len)); then
+      best=$allowed best_len=${#folder}
+    fi
+  done
+  printf '%s' "$best"
+}
+
+allowed_by() {  # is include $1 allowed by prefixes $2?
+  local include=$1 prefix
+  for prefix in $2; do
+    if [[ $prefix == *.h ]]; then
+      [[ $include == "$prefix" ]] && return 0
+    elif [[ $include == "$prefix"* ]]; then
+      return 0
+    fi
+  done
+  return 1
+}
+
+names_a_room() {
+  local include=$1 room
+  for room in $ROOMS; do
+    [[ $include == "$room"* ]] && return 0
+  done
+  return 1
+}
+
+check_tree() {  # prints one line per violation under root $1; returns 1 if any
+  local root=$1 violations=0 file line number include allowed
+  while IFS= read -r file; do
+    allowed=$(rule_for "$file")
+    [[ -z $allowed ]] && continue
+    while IFS=: read -r number line; do
+      include=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/' <<<"$line")
+      names_a_room "$include" || continue
+      # A folder's own headers, included by their path relative to the folder (tools/perf).
+      if ! allowed_by "$include" "$allowed"; then
+        echo "$file:$number: includes \"$include\"; files under $(dirname "$file") may include" \
+             "only: $allowed (docs/architecture.md, Rooms and walls)"
+        violations=$((violations + 1))
+      fi
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$root/$file" || true)
+  done < <(cd "$root" && find src tools examples bench -type f \( -name '*.h' -o -name '*.cpp' \
+                          -o -name '*.hpp' -o -name '*.cc' -o -name '*.c' \) 2>/dev/null | sort)
+  ((violations == 0))
+}
+
+self_test() {
+  local scratch failures=0
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' RETURN
+  mkdir -p "$scratch"/src/{host,orchestrator,scheduler,aicore,common,platform/sim} "$scratch"/tools
+  printf '#include "chiprt/worker.h"\n#include "host/log.h"\n#include <vector>\n' \
+    >"$scratch/src/host/ok.cpp"
+  printf '#include "platform/platform.h"\n' >"$scratch/src/host/platform_ok.cpp"
+  printf '#include "scheduler/chip_runtime.h"\n' >"$scratch/src/platform/sim/ok.cpp"
+  check_tree "$scratch" >/dev/null || { echo "self-test: a clean tree was refused"; failures=1; }
+  # Each line: file | include that must be refused there.
+  local cases=(
+    "src/host/bad.cpp|scheduler/chip_entry.h"
+    "src/host/bad2.cpp|aicore/core_executor.h"
+    "src/host/bad3.cpp|platform/sim/sim_platform.h"
+    "src/orchestrator/bad.cpp|host/log.h"
+    "src/orchestrator/bad2.cpp|scheduler/shared_state.h"
+    "src/scheduler/bad.cpp|host/device_runner.h"
+    "src/aicore/bad.cpp|scheduler/dispatch_loop.h"
+    "src/common/bad.cpp|orchestrator/tensor_map.h"
+    "tools/bad.cpp|host/ring_sizing.h"
+  )
+  local case file include output
+  for case in "${cases[@]}"; do
+    file=${case%%|*}
+    include=${case#*|}
+    printf '#include "%s"\n' "$include" >"$scratch/$file"
+    if output=$(check_tree "$scratch"); then
+      echo "self-test: $file including $include was accepted"
+      failures=1
+    elif ! grep -q "^$file:1: includes \"$include\"" <<<"$output"; then
+      echo "self-test: $file including $include was refused without naming it: $output"
+      failures=1
+    fi
+    rm "$scratch/$file"
+  done
+  ((failures == 0)) && echo "check-walls self-test: ${#cases[@]} violations caught, clean tree accepted"
+  return $failures
+}
+
+if [[ ${1:-} == --self-test ]]; then
+  self_test
+  exit $?
+fi
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+if output=$(check_tree "$root"); then
+  echo "check-walls: every #include respects the room walls"
+else
+  echo "$output"
+  echo "check-walls: $(wc -l <<<"$output") include(s) cross a wall" >&2
+  exit 1
+fi

@@ -16,7 +16,9 @@
 // that timed out, ...) records its error and returns kNoTask; every later call is a no-op that
 // returns kNoTask (reads return without copying). failed() and error() let the function stop
 // early; the run then fails with that first error (code, message naming the task, hint). An
-// exception escaping the function fails the run with OrchestrationFailed (or the Error's code).
+// exception escaping the function fails the run with OrchestrationFailed (or the Error's code and
+// message). Both variants check the same rules with the same messages; a message is cut at 1023
+// bytes.
 //
 // The object is only valid during the call and only on the thread that called the function.
 #pragma once

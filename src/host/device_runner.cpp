@@ -464,8 +464,19 @@ DeviceRunner::HostBuild DeviceRunner::build_host_graph(const RegisteredCallable&
   // The region may be larger than this call asked for (it is reused while big enough); the
   // builder sees exactly the configured heap so capacity errors do not depend on history.
   const DeviceBuffer heap{arenas_.region(bank, ArenaRegion::OutputHeap).addr, heap_bytes};
+  // get/set_tensor_data of the orchestration copy through the platform.
+  struct PlatformTensorMemory final : orchestrator::TensorMemory {
+    explicit PlatformTensorMemory(platform::Platform& platform) : platform(platform) {}
+    Status read(uint64_t addr, void* dst, uint64_t bytes) override {
+      return platform.copy_from_device(dst, addr, bytes);
+    }
+    Status write(uint64_t addr, const void* src, uint64_t bytes) override {
+      return platform.copy_to_device(addr, src, bytes);
+    }
+    platform::Platform& platform;
+  } tensor_memory(*platform_);
   orchestrator::HostGraphBuilder builder(kernel_table, heap, {max_tasks_of(config), shape.clusters},
-                                         &builder_scratch_);
+                                         &builder_scratch_, &tensor_memory);
   HostBuild built;
   const Clock::time_point t_build = Clock::now();
   builder.build(callable.orchestration, args, next_run_number());

@@ -1,10 +1,14 @@
 // HostGraphBuilder: the host_build_graph orchestrator.
 //
-// Runs the user's orchestration function on the host, deriving dependencies from tensor regions
-// (TensorMap) plus explicit ones, allocating runtime outputs from the output heap region with a
-// ring allocator that reuses memory of ended scopes oldest first, behind fence tasks (only
-// addresses are computed; the heap memory is never touched), and finally lays the graph out as a
-// position-independent image (common/graph_image.h). One builder per run, used by one thread.
+// Runs the user's orchestration function on the host. Submissions go through the TaskFront
+// (task_front.h: checks, scope rules, records, the error latch); the builder keeps the
+// orchestration-time bookkeeping: dependencies from tensor regions (TensorMap) plus explicit
+// ones, scopes and their fence tasks, what tasks touched (for get/set_tensor_data). Runtime
+// outputs are placed by OutputHeap (output_heap.h: a ring allocator over the heap that reuses
+// memory of ended scopes oldest first, behind fence tasks; only addresses are computed), and the
+// graph is laid out by GraphImageWriter (graph_image_writer.h) as a position-independent image
+// (common/graph_image.h). get/set_tensor_data copy through an injected TensorMemory. One builder
+// per run, used by one thread.
 //
 // Errors latch (see Orchestration): a failing call records its error and returns kNoTask, later
 // calls are no-ops, and build() throws the first error.
@@ -21,6 +25,7 @@
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
 #include "orchestrator/task_checks.h"
+#include "orchestrator/tensor_memory.h"
 
 namespace chiprt::orchestrator {
 
@@ -35,15 +40,15 @@ class HostGraphBuilder final : public Orchestration {
  public:
   // `heap` is the device region runtime outputs are carved from (64-byte aligned pieces).
   // `scratch`, when given, lends its storage for the builder's lifetime (see BuilderScratch).
+  // `tensor_memory` serves get/set_tensor_data (without it they fail with UnsupportedFeature).
   HostGraphBuilder(const KernelTable& kernels, DeviceBuffer heap, const BuilderLimits& limits,
-                   BuilderScratch* scratch = nullptr);
+                   BuilderScratch* scratch = nullptr, TensorMemory* tensor_memory = nullptr);
   ~HostGraphBuilder() override;
 
   // Runs `entry(*this, args)` and closes the graph. Throws chiprt::Error: the first latched error,
-  // else the user's own exception (wrapped as OrchestrationFailed unless it is an Error); scopes
-  // left open are an error. `run` non-zero is the run's number (see RunMemory): its runtime
-  // outputs carry it, and task tensors must lie in `args`' buffers or the heap; 0 (orchestrator
-  // tests) bounds nothing.
+  // the user's own exception or an open scope, as the TaskFront maps them. `run` non-zero is the
+  // run's number (see RunMemory): its runtime outputs carry it, and task tensors must lie in
+  // `args`' buffers or the heap; 0 (orchestrator tests) bounds nothing.
   void build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run = 0);
 
   // The finished image; valid after build().
@@ -78,6 +83,7 @@ class HostGraphBuilder final : public Orchestration {
  private:
   template <class Body>
   auto guarded(Body&& body) -> decltype(body());
+  TensorMemory& device_memory(const char* call) const;
 
   friend class BuilderScratch;
   struct State;
@@ -85,6 +91,7 @@ class HostGraphBuilder final : public Orchestration {
   BuilderLimits limits_;
   std::vector<uint8_t> image_;
   BuilderScratch* scratch_ = nullptr;
+  TensorMemory* tensor_memory_ = nullptr;
   std::unique_ptr<State> state_;  // pimpl keeps the tensor map out of this header
 };
 

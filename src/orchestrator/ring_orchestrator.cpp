@@ -12,6 +12,7 @@
 #include "common/run_context.h"
 #include "common/task_state.h"
 #include "orchestrator/ring_allocators.h"
+#include "orchestrator/task_front.h"
 #include "orchestrator/tensor_map.h"
 
 namespace chiprt::orchestrator {
@@ -116,45 +117,38 @@ struct RingOrchestrator::State {
     uint32_t depth = 0;
     bool holds_scope_ref = false;
   };
+  // The scope rules are the front's; a frame is what the rings need of an open scope.
   struct ScopeFrame {
-    ScopeMode mode = ScopeMode::Auto;
     uint64_t first_seq = 0;  // next_seq of the scope's set when it began
   };
   // What a wait loop watches: progress resets the no-progress clock.
 
-  State(const RingMemory& memory, RingDriver& driver) : mem(memory), driver(driver) {}
+  State(const RingMemory& memory, RingDriver& driver)
+      : mem(memory), driver(driver), front(*memory.kernels) {}
 
   RingMemory mem;
   RingDriver& driver;
-  RunMemory memory;  // what the tasks may name; set by run()
-  Status status;
-  bool failed = false;
+  TaskFront front;  // checks, scope rules, records, the error latch
   uint64_t submitted = 0;
   uint64_t manual_tasks = 0;
   uint64_t timeout_cycles = 0;
   TensorMap map;
   SetState sets[common::kRingDepths];
   std::vector<SlotInfo> info;
-  std::vector<ScopeFrame> scopes;  // [0] is the implicit root scope
-  std::size_t depth = 0;           // open user scopes
-  std::size_t manual_open = 0;
-  std::vector<TaskId> producers;  // scratch: producer handles of the task being submitted
-  std::vector<TaskId> retained;   // scratch: owners of the runtime outputs it reads
+  std::vector<ScopeFrame> scopes;  // [0] is the implicit root scope, [d] the user scope at depth d
+  std::vector<TaskId> producers;   // scratch: producer handles of the task being submitted
+  std::vector<TaskId> retained;    // scratch: owners of the runtime outputs it reads
   // Scratch: tensor-map descriptions of the task's read-and-written arguments.
   std::array<TensorMap::Prepared, kMaxTaskTensors> prepared;
   uint64_t collection = 0;  // stamp of the current producer collection
 
   // ---- errors -------------------------------------------------------------------------------
-  void fail(Status s) {
-    if (failed) return;
-    status = std::move(s);
-    failed = true;
-  }
-  void fail(StatusCode code, std::string message) { fail(Status(code, std::move(message))); }
+  void fail(StatusCode code, std::string message) { front.latch(code, std::move(message)); }
+  std::size_t depth() const { return front.scope_depth(); }
 
   // False once an error latched here or on the chip (which then latches here too).
   bool usable() {
-    if (failed) return false;
+    if (front.failed()) return false;
     if (driver.chip_failed()) {
       fail_from_chip();
       return false;
@@ -214,7 +208,6 @@ struct RingOrchestrator::State {
   uint32_t set_of_depth(std::size_t d) const {
     return static_cast<uint32_t>(std::min<std::size_t>(d, common::kRingDepths - 1));
   }
-  bool in_manual() const { return manual_open > 0; }
 
   bool handle_live(TaskId handle) const {
     const SetState& set = sets[handle_set(handle)];
@@ -270,37 +263,23 @@ struct RingOrchestrator::State {
     }
     return false;
   }
-  static Status released_error(const std::string& where, const Tensor& t) {
-    char addr[24];
-    std::snprintf(addr, sizeof(addr), "0x%llx", static_cast<unsigned long long>(t.buffer.addr));
-    return Status(StatusCode::InvalidTask,
-                  where + ": tensor at " + addr + " (output of task " +
-                      std::to_string(t.owner_task) +
-                      ") was released when its scope ended; create it in an enclosing scope to "
-                      "use it after that scope");
-  }
-  // Whether a tensor argument (not the predicate) is a released output; check_released_outputs
-  // names it.
-  bool any_released_output(const ArgList& refs) const {
+  // A released output's memory may already belong to a later output: it must not reach a task.
+  // False (the front latched InvalidTask naming it) when an argument or the predicate is one.
+  bool check_released_outputs(uint64_t id, const TaskSpec* spec, const TaskArgs& args,
+                              const ArgList& refs) {
     for (int i = 0; i < refs.tensor_count; ++i) {
       const Tensor& t = *refs.tensors[i];
       // The first test of released_output, inline: most arguments are no runtime output.
-      if (t.owner_task >= 0 && refs.tags[i] != ArgTag::Out && released_output(t)) return true;
-    }
-    return false;
-  }
-  // A released output's memory may already belong to a later output: it must not reach a task.
-  Status check_released_outputs(uint64_t id, const TaskSpec* spec, const TaskArgs& args,
-                                const ArgList& refs) const {
-    for (int i = 0; i < refs.tensor_count; ++i) {
-      if (refs.tags[i] != ArgTag::Out && released_output(*refs.tensors[i])) {
-        return released_error(task_label(id, spec) + " arg " + std::to_string(i), *refs.tensors[i]);
+      if (t.owner_task >= 0 && refs.tags[i] != ArgTag::Out && released_output(t)) {
+        front.latch(TaskFront::released_output(id, spec, args, static_cast<int8_t>(i)));
+        return false;
       }
     }
     if (args.has_predicate() && released_output(args.predicate())) {
-      return released_error(task_label(id, spec) + " predicate", args.predicate());
+      front.latch(TaskFront::released_output(id, spec, args, kPredicateArg));
+      return false;
     }
-    return Status::ok();
+    return true;
   }
 
   // ---- messages -----------------------------------------------------------------------------
@@ -515,9 +494,9 @@ struct RingOrchestrator::State {
   // allocation-only tasks.
   TaskId add_task(const TaskSpec* spec, TaskArgs& args, const ArgList& refs) {
     const uint64_t id = submitted;
-    const uint32_t d = set_of_depth(depth);
+    const uint32_t d = set_of_depth(depth());
     SetState& set = sets[d];
-    const bool manual = in_manual();
+    const bool manual = front.in_manual_scope();
 
     const int tensor_count = refs.tensor_count;
     const int scalar_count = args.scalar_count();
@@ -631,38 +610,13 @@ struct RingOrchestrator::State {
       if (tags[i] != ArgTag::Out) continue;
       Tensor& t = *tensors[i];
       const uint64_t bytes = output_bytes(t);
-      t = make_output(t, heap_base + cursor, bytes, static_cast<TaskId>(id), memory.run());
+      t = make_output(t, heap_base + cursor, bytes, static_cast<TaskId>(id), front.memory().run());
       cursor += align_output(bytes);
     }
 
     // The record the dispatch code reads.
     common::TaskRecord& r = mem.records[slot];
-    r = common::TaskRecord{};
-    r.mix_aiv[0] = -1;
-    r.mix_aiv[1] = -1;
-    if (spec == nullptr) {
-      r.func_id = -1;
-      r.core_type = static_cast<uint8_t>(CoreType::AIV);
-      r.flags = common::kTaskFlagDummy;
-      r.block_num = 1;
-    } else {
-      r.core_type = static_cast<uint8_t>(spec->core);
-      r.block_num = spec->block_num;
-      if (spec->core == CoreType::MIX) {
-        r.func_id = spec->mix.aic;
-        r.mix_aiv[0] = spec->mix.aiv0;
-        r.mix_aiv[1] = spec->mix.aiv1;
-      } else {
-        r.func_id = spec->func_id;
-      }
-    }
-    if (args.has_predicate()) {
-      const Tensor& flag = args.predicate();
-      r.flags |= common::kTaskFlagPredicated;
-      r.predicate_addr = flag.data_addr();
-      r.predicate_bytes = static_cast<uint32_t>(flag.element_bytes());
-    }
-    r.arg_count = static_cast<uint16_t>(tensor_count + scalar_count);
+    TaskFront::encode_record(spec, &args, static_cast<uint16_t>(tensor_count + scalar_count), &r);
     r.args_begin = uint64_t{slot} * kSlotArgs;
     int64_t* slot_args = mem.slot_args + r.args_begin;
     for (int i = 0; i < tensor_count; ++i) {
@@ -726,7 +680,7 @@ struct RingOrchestrator::State {
     si.dep_mark = set.deps.release_mark();
     si.spill_mark = set.spill.release_mark();
     si.entry_count = 0;
-    si.depth = static_cast<uint32_t>(depth);
+    si.depth = static_cast<uint32_t>(depth());
     si.holds_scope_ref = holds_scope_ref;
     if (!manual) {
       for (int i = 0; i < tensor_count; ++i) {
@@ -764,35 +718,9 @@ struct RingOrchestrator::State {
 
   // ---- tensor data --------------------------------------------------------------------------
   bool check_data_call(const char* call, const Tensor& tensor, const void* data, uint64_t bytes) {
-    auto where = [&] { return std::string(call) + ": tensor " + tensor.to_string(); };
-    if (tensor.ndim < 1 || tensor.ndim > static_cast<uint32_t>(kMaxTensorDims) ||
-        element_size(tensor.dtype) == 0) {
-      fail(StatusCode::InvalidArgument, where() + " has an invalid rank or dtype");
-      return false;
-    }
-    const TensorRegion region = TensorRegion::of(tensor);
-    if (!region.bounded || region.hi > tensor.buffer.size) {
-      fail(StatusCode::ViewOutOfBounds, where() + " does not lie inside its " +
-                                            std::to_string(tensor.buffer.size) + "-byte buffer");
-      return false;
-    }
-    const uint64_t expected = tensor.numel() * tensor.element_bytes();
-    if (bytes != expected) {
-      fail(StatusCode::InvalidArgument, where() + ": bytes is " + std::to_string(bytes) +
-                                            " but the tensor holds " + std::to_string(expected) +
-                                            " bytes (numel x element size)");
-      return false;
-    }
-    if (bytes > 0 && data == nullptr) {
-      fail(StatusCode::InvalidArgument, where() + ": the host pointer is null");
-      return false;
-    }
-    if (Status access = check_data_access(memory, call, tensor); !access.is_ok()) {
-      fail(std::move(access));
-      return false;
-    }
+    if (!front.accept_data_call(call, tensor, data, bytes)) return false;
     if (released_output(tensor)) {
-      fail(released_error(call, tensor));
+      front.latch(TaskFront::released_output(call, tensor));
       return false;
     }
     return true;
@@ -855,37 +783,16 @@ RingOrchestrator::~RingOrchestrator() = default;
 
 Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
   State& s = *state_;
-  if (entry == nullptr) {
-    s.fail(StatusCode::InvalidArgument, "run: the orchestration entry is null");
-  }
-  if (s.mem.run != 0) s.memory = RunMemory(args, {s.mem.heap_addr, s.mem.heap_size}, s.mem.run);
-  if (!s.failed) {
-    try {
-      // A host API call from the function is refused (common/run_context.h).
-      const common::RunContextScope context({common::RunRole::ChipOrchestration});
-      entry(*this, args);
-    } catch (const Error& e) {
-      // The Error's own code and message, as host_build_graph reports it: what() would repeat
-      // the code and hint that the host adds again.
-      s.fail(e.code(), e.message());
-    } catch (const std::exception& e) {
-      s.fail(StatusCode::OrchestrationFailed,
-             std::string("orchestration function threw: ") + e.what());
-    } catch (...) {
-      s.fail(StatusCode::OrchestrationFailed,
-             "orchestration function threw: an exception not derived from std::exception");
-    }
-  }
-  if (!s.failed && s.depth > 0) {
-    s.fail(
-        StatusCode::ScopeMismatch,
-        std::to_string(s.depth) + " scope(s) still open when the orchestration function returned");
-  }
-  if (!s.failed) {
+  const Status geometry = s.front.error();  // init() may have refused the ring geometry
+  s.front.reset(s.mem.run != 0 ? RunMemory(args, {s.mem.heap_addr, s.mem.heap_size}, s.mem.run)
+                               : RunMemory());
+  s.front.latch(geometry);
+  if (!s.front.failed()) s.front.run(entry, *this, args, common::RunRole::ChipOrchestration);
+  if (!s.front.failed()) {
     s.end_scope_refs(0);  // the implicit root scope ends with the function
     s.retire_all();
   }
-  return s.status;
+  return s.front.error();
 }
 
 uint64_t RingOrchestrator::submitted() const noexcept {
@@ -904,23 +811,9 @@ TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
   ArgList refs;
-  // The common submission is accepted by the allocation-free predicates; anything they do not
-  // accept takes the full checks, which give the verdict and the message.
-  if (!read_args(args, &refs) || !task_spec_accepted(*s.mem.kernels, spec, args, refs) ||
-      !task_args_accepted(s.memory, s.submitted, args, refs) || s.any_released_output(refs)) {
-    Status status = check_task_spec(*s.mem.kernels, s.submitted, spec, args);
-    if (status.is_ok()) status = check_task_args(s.memory, s.submitted, &spec, args);
-    if (!status.is_ok()) {
-      s.fail(std::move(status));
-      return kNoTask;
-    }
-    // Counts validated above, so the references are in range.
-    read_args(args, &refs);
-    status = s.check_released_outputs(s.submitted, &spec, args, refs);
-    if (!status.is_ok()) {
-      s.fail(std::move(status));
-      return kNoTask;
-    }
+  if (!s.front.accept_task(s.submitted, &spec, args, &refs) ||
+      !s.check_released_outputs(s.submitted, &spec, args, refs)) {
+    return kNoTask;
   }
   return s.add_task(&spec, args, refs);
 }
@@ -929,19 +822,9 @@ TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
   ArgList refs;
-  if (!read_args(args, &refs) || !task_args_accepted(s.memory, s.submitted, args, refs) ||
-      s.any_released_output(refs)) {
-    Status status = check_task_args(s.memory, s.submitted, nullptr, args);
-    if (!status.is_ok()) {
-      s.fail(std::move(status));
-      return kNoTask;
-    }
-    read_args(args, &refs);
-    status = s.check_released_outputs(s.submitted, nullptr, args, refs);
-    if (!status.is_ok()) {
-      s.fail(std::move(status));
-      return kNoTask;
-    }
+  if (!s.front.accept_task(s.submitted, nullptr, args, &refs) ||
+      !s.check_released_outputs(s.submitted, nullptr, args, refs)) {
+    return kNoTask;
   }
   return s.add_task(nullptr, args, refs);
 }
@@ -949,63 +832,29 @@ TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
 TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
-  Status status = check_task_args(s.memory, s.submitted, nullptr, outputs);
-  if (!status.is_ok()) {
-    s.fail(std::move(status));
-    return kNoTask;
-  }
-  for (int i = 0; i < outputs.tensor_count(); ++i) {
-    if (outputs.tag(i) != ArgTag::Out) {
-      s.fail(StatusCode::InvalidArgument,
-             "allocate: task " + std::to_string(s.submitted) + " arg " + std::to_string(i) +
-                 " is " + std::string(arg_tag_name(outputs.tag(i))) +
-                 "; an allocation-only task takes Out arguments only (use submit_dummy to "
-                 "order on other tensors)");
-      return kNoTask;
-    }
-  }
   ArgList refs;
-  read_args(outputs, &refs);  // counts validated above
+  if (!s.front.accept_allocation(s.submitted, outputs, &refs)) return kNoTask;
   return s.add_task(nullptr, outputs, refs);
 }
 
 void RingOrchestrator::scope_begin(ScopeMode mode) {
   State& s = *state_;
-  if (!s.usable()) return;
-  if (mode != ScopeMode::Auto && mode != ScopeMode::Manual) {
-    s.fail(StatusCode::InvalidArgument, "scope_begin: mode value " +
-                                            std::to_string(static_cast<int>(mode)) +
-                                            " is not a ScopeMode");
-    return;
-  }
-  if (mode == ScopeMode::Auto && s.manual_open > 0) {
-    s.fail(StatusCode::InvalidScope,
-           "scope_begin(Auto) at depth " + std::to_string(s.depth + 1) +
-               " inside a manual scope: the tensor map knows nothing of the manual tasks' "
-               "writes; open a manual scope here or end the manual scope first");
-    return;
-  }
-  const std::size_t depth = s.depth + 1;
+  if (!s.usable() || !s.front.open_scope(mode, s.submitted)) return;
+  const std::size_t depth = s.depth();
   if (depth >= s.scopes.size()) s.scopes.resize(depth * 2);
-  State::ScopeFrame& frame = s.scopes[depth];
-  frame.mode = mode;
-  frame.first_seq = s.sets[s.set_of_depth(depth)].next_seq;
-  s.depth = depth;
-  if (mode == ScopeMode::Manual) ++s.manual_open;
+  s.scopes[depth].first_seq = s.sets[s.set_of_depth(depth)].next_seq;
 }
 
 void RingOrchestrator::scope_end() {
   State& s = *state_;
-  if (!s.usable()) return;
-  if (s.depth == 0) {
-    s.fail(StatusCode::ScopeMismatch, "scope_end without a matching scope_begin (" +
-                                          std::to_string(s.submitted) +
-                                          " tasks submitted, no scope is open)");
+  if (!s.usable() || s.depth() == 0) {
+    ScopeMode closed;
+    if (!s.front.failed()) s.front.close_scope(s.submitted, &closed);  // ScopeMismatch
     return;
   }
-  s.end_scope_refs(s.depth);
-  if (s.scopes[s.depth].mode == ScopeMode::Manual) --s.manual_open;
-  --s.depth;
+  s.end_scope_refs(s.depth());
+  ScopeMode closed;
+  s.front.close_scope(s.submitted, &closed);
   s.retire_all();
 }
 
@@ -1052,11 +901,11 @@ void RingOrchestrator::set_tensor_data(const Tensor& tensor, const void* src, ui
 }
 
 bool RingOrchestrator::failed() const {
-  return state_->failed;
+  return state_->front.failed();
 }
 
 Status RingOrchestrator::error() const {
-  return state_->status;
+  return state_->front.error();
 }
 
 uint64_t RingOrchestrator::task_count() const {

@@ -1,9 +1,11 @@
-// Submission checks and output construction shared by both orchestrators (HostGraphBuilder on
+// The task model's rules and output construction shared by both orchestrators (HostGraphBuilder on
 // the host, RingOrchestrator on an AICPU thread), so a task is accepted or rejected with the same
 // code and message in either runtime variant.
 //
-// Every check returns Ok or the error naming the task ("task 12 (func_id 3) arg 1: ..."). Strings
-// are built only on failure, so a valid submission does not allocate. Pure functions; any thread.
+// Used only by the task front (task_front.h), which both orchestrators submit through. Every
+// check returns a compact Verdict; the error naming the task ("task 12 (func_id 3) arg 1: ...")
+// is built from it only on failure, so a valid submission does not allocate. Pure functions; any
+// thread.
 //
 // The device memory a task may name is bounded by the run (RunMemory): the host checks the run's
 // arguments against live allocations, and every task tensor must lie inside one of their buffers
@@ -72,24 +74,10 @@ class RunMemory {
   DeviceBuffer heap_{};
 };
 
+// "0x1f000": a device address in a message.
+std::string hex_address(uint64_t v);
 // "task 12 (func_id 3)", "task 7 (dummy)", "task 9 (mix 1/2/-1)".
 std::string task_label(uint64_t id, const TaskSpec* spec);
-
-// The spec against the kernels: func ids present, core types matching (MIX: part 0 on AIC, parts
-// 1-2 on AIV, at least one part), block_num in [1, kMaxBlockNum], a MIX task's blocks <= the
-// run's clusters is NOT required (blocks queue for clusters). Argument signature of each kernel.
-Status check_task_spec(const KernelTable& kernels, uint64_t id, const TaskSpec& spec,
-                       const TaskArgs& args);
-
-// Argument checks independent of the heap's state: counts, tags, ranks, dtypes, Out shapes that
-// overflow, views outside their buffers, tensors (and the predicate) the run's memory does not
-// admit, explicit deps (must be < id), the predicate tensor. `spec` is null for dummy /
-// allocation-only tasks.
-Status check_task_args(const RunMemory& memory, uint64_t id, const TaskSpec* spec,
-                       const TaskArgs& args);
-// get_tensor_data / set_tensor_data (`call`) of `t`, whose view the caller checked to lie inside
-// its buffer: the run's memory admits it.
-Status check_data_access(const RunMemory& memory, const char* call, const Tensor& t);
 
 // A submission's tensor arguments read once: TaskArgs' accessors are bounds-checked out-of-line
 // calls, and a submit's checks and passes would otherwise repeat them several times per argument.
@@ -100,17 +88,108 @@ struct ArgList {
   std::array<Tensor*, kMaxTaskTensors> tensors;
 };
 // Reads `args` into `out`; false (out unusable) when the tensor count is outside
-// [0, kMaxTaskTensors] (check_task_args reports that).
-bool read_args(TaskArgs& args, ArgList* out);
+// [0, kMaxTaskTensors] (check_task_args reports that as TooManyArgs).
+inline bool read_args(TaskArgs& args, ArgList* out) {
+  const int count = args.tensor_count();
+  if (count < 0 || count > kMaxTaskTensors) return false;
+  out->tensor_count = count;
+  for (int i = 0; i < count; ++i) {
+    out->tags[i] = args.tag(i);
+    out->tensors[i] = &args.tensor(i);
+  }
+  return true;
+}
 
-// Fast acceptance for the common submission, without building a Status or a string: true only
-// when check_task_spec would return Ok. False means "not decided here" (a MIX spec, or anything
-// check_task_spec rejects): run check_task_spec for the verdict and its message.
-bool task_spec_accepted(const KernelTable& kernels, const TaskSpec& spec, const TaskArgs& args,
+// Every rule of the task model, written once. A check returns a Verdict: the rule broken (Ok when
+// none) and the indices involved, without strings or allocation (the submission hot path); the
+// describe_* functions turn the same verdict into the error (code and message), off the hot path.
+enum class Rule : uint8_t {
+  Ok = 0,
+  // The spec against the kernels (check_task_spec).
+  CoreTypeValue,         // spec.core is no CoreType
+  BlockNum,              // block_num outside [1, kMaxBlockNum]
+  MixWithoutKernels,     // every part of a MIX spec is -1
+  UnknownFuncId,         // part's func_id absent from the callable
+  CoreTypeMismatch,      // part's kernel runs on another core type
+  SignatureTensorCount,  // part's kernel declares another tensor count
+  SignatureTag,          // arg's tag differs from the kernel's signature
+  SignatureScalarCount,  // part's kernel declares another scalar count
+  // The arguments (check_task_args).
+  TooManyArgs,           // tensor or scalar count outside the limits
+  LaterDependency,       // explicit dependency `index` names no earlier task
+  TagValue,              // arg's tag is no ArgTag
+  Rank,                  // arg's rank outside [1, kMaxTensorDims]
+  DtypeValue,            // arg's dtype is no DataType
+  OutputTooLarge,        // Out declaration arg: dim `index` makes it larger than 2^64 bytes
+  BufferWraps,           // arg's buffer wraps around the address space
+  ViewOutOfBounds,       // arg's view lies outside its buffer
+  NotRunMemory,          // the run's memory does not admit arg (RunMemory)
+  PredicateNotIntegral,  // the predicate is no integer / bool tensor with an element
+  // allocate (check_allocation).
+  AllocationTag,     // arg is not Out
+  AllocationExtras,  // scalars, explicit dependencies or a predicate
+  // get_tensor_data / set_tensor_data (check_data_call).
+  DataRankOrDtype,
+  DataOutOfBounds,
+  DataBytes,        // bytes differs from numel x element size
+  DataNullPointer,  // bytes > 0 and the host pointer is null
+  DataNotRunMemory,
+};
+// The argument index of a verdict about the predicate.
+inline constexpr int8_t kPredicateArg = -1;
+struct Verdict {
+  Rule rule = Rule::Ok;
+  int8_t arg = kPredicateArg;  // tensor argument (or kPredicateArg), for argument rules
+  uint8_t part = 0;            // MIX part (0 aic, 1 aiv0, 2 aiv1), for kernel rules
+  uint8_t index = 0;           // dependency or dimension index
+  bool ok() const noexcept { return rule == Rule::Ok; }
+};
+
+// The spec against the kernels: func ids present, core types matching (MIX: part 0 on AIC, parts
+// 1-2 on AIV, at least one part; a kernel registered as MIX runs as any part), block_num in
+// [1, kMaxBlockNum] (blocks queue for cores), each kernel's argument signature.
+Verdict check_task_spec(const KernelTable& kernels, const TaskSpec& spec, const ArgList& list,
+                        int scalar_count) noexcept;
+// Argument checks independent of the heap's state: counts, explicit deps (must be < id), tags,
+// ranks, dtypes, Out shapes that overflow, views outside their buffers, tensors (and the
+// predicate) the run's memory does not admit, the predicate's dtype. `list` is read_args' view of
+// `args` (unread when the counts are out of range: that is reported first).
+Verdict check_task_args(const RunMemory& memory, uint64_t id, const TaskArgs& args,
                         const ArgList& list) noexcept;
-// The same for check_task_args (false also for any task with a predicate).
-bool task_args_accepted(const RunMemory& memory, uint64_t id, const TaskArgs& args,
-                        const ArgList& list) noexcept;
+// The allocate rules on top of check_task_args: Out tensors only, no scalars, no explicit
+// dependencies, no predicate.
+Verdict check_allocation(const TaskArgs& args, const ArgList& list) noexcept;
+// get_tensor_data / set_tensor_data of `t` with host pointer `data` and `bytes`.
+Verdict check_data_call(const RunMemory& memory, const Tensor& t, const void* data,
+                        uint64_t bytes) noexcept;
+
+// The error of a rejected task (check_task_spec / check_task_args / check_allocation verdict);
+// `spec` null for dummy and allocation-only tasks.
+Status describe_task(const Verdict& verdict, const KernelTable& kernels, const RunMemory& memory,
+                     uint64_t id, const TaskSpec* spec, const TaskArgs& args);
+// The error of a rejected data call (`call`: "get_tensor_data" / "set_tensor_data").
+Status describe_data_call(const Verdict& verdict, const RunMemory& memory, const char* call,
+                          const Tensor& t, uint64_t bytes);
+
+// Bytes [*lo, *hi) of `t`'s view from its buffer start (an empty view: 0, 0); false when the
+// extent overflows 64 bits. Rank and dtype must be valid.
+inline bool view_extent(const Tensor& t, uint64_t* lo, uint64_t* hi) noexcept {
+  uint64_t last = t.start_offset;
+  for (uint32_t d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] == 0) {
+      *lo = *hi = 0;  // no elements: an empty region lies in any buffer
+      return true;
+    }
+    uint64_t span;
+    if (__builtin_mul_overflow(t.shape[d] - 1, t.strides[d], &span) ||
+        __builtin_add_overflow(last, span, &last)) {
+      return false;
+    }
+  }
+  const uint64_t esize = element_size(t.dtype);
+  return !__builtin_add_overflow(last, 1, &last) && !__builtin_mul_overflow(last, esize, hi) &&
+         !__builtin_mul_overflow(t.start_offset, esize, lo);
+}
 
 // Bytes of an Out declaration (shape x element size; validated by check_task_args).
 uint64_t output_bytes(const Tensor& declaration) noexcept;

@@ -599,7 +599,7 @@ TEST_F(RingRunTest, EveryOrchestrationErrorComesBackWithItsCodeAndMessage) {
          t.in(args.tensor(0));
          orch.allocate(t);
        },
-       StatusCode::InvalidArgument, "an allocation-only task takes Out arguments only"},
+       StatusCode::InvalidArgument, "an allocation-only task takes Out tensors only"},
       {"scope left open", [](Orchestration& orch, const TaskArgs&) { orch.scope_begin(); },
        StatusCode::ScopeMismatch, "1 scope(s) still open"},
       {"exception",

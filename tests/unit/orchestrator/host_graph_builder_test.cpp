@@ -1,5 +1,6 @@
 // HostGraphBuilder: dependency wiring, output allocation, scopes and fences, errors, the image.
 #include "orchestrator/host_graph_builder.h"
+#include "orchestrator/tensor_memory.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -95,14 +96,34 @@ void run_body(Orchestration& orch, const TaskArgs&) {
   (*g_body)(orch);
 }
 
+// The injected device memory of get/set_tensor_data: the test's "device" is host memory, which
+// only this class dereferences; it counts the copies so that a test sees they went through it.
+struct HostTensorMemory final : TensorMemory {
+  Status read(uint64_t addr, void* dst, uint64_t bytes) override {
+    ++reads;
+    std::memcpy(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(addr)), bytes);
+    return Status::ok();
+  }
+  Status write(uint64_t addr, const void* src, uint64_t bytes) override {
+    ++writes;
+    if (fail_writes) return Status(StatusCode::DeviceFaulted, "injected write failure");
+    std::memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), src, bytes);
+    return Status::ok();
+  }
+  int reads = 0;
+  int writes = 0;
+  bool fail_writes = false;
+};
+
 struct Fixture : ::testing::Test {
   KernelTable kernels = make_kernels();
   BuilderLimits limits;
   DeviceBuffer heap = kHeap;
+  HostTensorMemory tensor_memory;
 
   std::vector<uint8_t> build(std::function<void(Orchestration&)> body,
                              uint64_t* high_water = nullptr) {
-    HostGraphBuilder b(kernels, heap, limits);
+    HostGraphBuilder b(kernels, heap, limits, nullptr, &tensor_memory);
     g_body = &body;
     b.build(&run_body, TaskArgs{});
     if (high_water) *high_water = b.heap_high_water();
@@ -1207,8 +1228,8 @@ TEST_F(Builder, AutomaticScopeInsideAManualScopeIsInvalidScope) {
   EXPECT_THAT(e.message(), HasSubstr("nest automatic scopes only outside manual ones"));
 }
 
-// get/set_tensor_data on host_build_graph: direct access through the device address (host
-// memory on the simulated chip) while no task of the run uses the tensor.
+// get/set_tensor_data on host_build_graph: copies through the injected TensorMemory while no task
+// of the run uses the tensor.
 TEST_F(Builder, TensorDataIsReadAndWrittenWhileNoTaskUsesIt) {
   std::vector<float> memory(32);
   for (std::size_t i = 0; i < memory.size(); ++i) memory[i] = static_cast<float>(i);
@@ -1222,7 +1243,7 @@ TEST_F(Builder, TensorDataIsReadAndWrittenWhileNoTaskUsesIt) {
   g_body = &empty;
   untouched.build(&run_body, TaskArgs{});
   EXPECT_FALSE(untouched.accessed_tensor_data());
-  HostGraphBuilder b(kernels, heap, limits);
+  HostGraphBuilder b(kernels, heap, limits, nullptr, &tensor_memory);
   std::function<void(Orchestration&)> body = [&](Orchestration& o) {
     o.get_tensor_data(m.slice(1, 3, 4), column, sizeof(column));  // a strided column
     const float values[6] = {-1, -2, -3, -4, -5, -6};
@@ -1245,6 +1266,34 @@ TEST_F(Builder, TensorDataIsReadAndWrittenWhileNoTaskUsesIt) {
   EXPECT_EQ(block[0], -1.0f);
   EXPECT_EQ(block[5], -6.0f);
   EXPECT_EQ(row[7], 7.0f);
+  // Every byte went through the injected memory: a strided column is 4 runs, a 2x3 block 2.
+  EXPECT_EQ(tensor_memory.reads, 4 + 2 + 1);
+  EXPECT_EQ(tensor_memory.writes, 2);
+}
+
+// Without a TensorMemory the builder cannot reach device bytes; a failing copy fails the run.
+TEST_F(Builder, TensorDataNeedsTheInjectedMemoryAndReportsItsErrors) {
+  std::vector<int32_t> memory(16, 3);
+  const DeviceBuffer buf{reinterpret_cast<uintptr_t>(memory.data()), memory.size() * 4};
+  const Tensor v = Tensor::make(buf, {16}, DataType::I32);
+  int32_t out[16] = {};
+  HostGraphBuilder without(kernels, heap, limits);
+  std::function<void(Orchestration&)> body = [&](Orchestration& o) {
+    o.get_tensor_data(v, out, sizeof(out));
+  };
+  g_body = &body;
+  try {
+    without.build(&run_body, TaskArgs{});
+    ADD_FAILURE() << "the build did not fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::UnsupportedFeature);
+    EXPECT_EQ(e.message(), "get_tensor_data: this graph builder was given no device memory access");
+  }
+  tensor_memory.fail_writes = true;
+  const Error e = build_error([&](Orchestration& o) { o.set_tensor_data(v, out, sizeof(out)); });
+  EXPECT_EQ(e.code(), StatusCode::DeviceFaulted);
+  EXPECT_EQ(e.message(), "injected write failure");
+  EXPECT_EQ(memory[0], 3);
 }
 
 TEST_F(Builder, TensorDataOfATensorATaskWritesIsUnsupported) {

@@ -314,7 +314,7 @@ TEST(RingOrchestrator, AutoScopeInsideManualScopeIsInvalidScopeAndLatches) {
   h.orch->scope_begin(ScopeMode::Auto);
   EXPECT_TRUE(h.orch->failed());
   EXPECT_EQ(h.orch->error().code(), StatusCode::InvalidScope);
-  EXPECT_THAT(error_text(h), HasSubstr("inside a manual scope"));
+  EXPECT_THAT(error_text(h), HasSubstr("inside 1 open manual scope(s)"));
   TaskArgs a;
   a.in(vec(kX, 4));
   EXPECT_EQ(aiv(h, a), kNoTask);
@@ -514,7 +514,7 @@ TEST(RingOrchestrator, AllocateTakesOnlyOutputsAndCompletesAtOnce) {
   EXPECT_EQ(h.orch->allocate(bad), kNoTask);
   EXPECT_EQ(h.orch->error().code(), StatusCode::InvalidArgument);
   EXPECT_THAT(error_text(h),
-              HasSubstr("arg 1 is in; an allocation-only task takes Out arguments only"));
+              HasSubstr("arg 1: tag in; an allocation-only task takes Out tensors only"));
 }
 
 TEST(RingOrchestrator, OutputOfAnEndedScopeIsRejected) {
@@ -738,7 +738,7 @@ TEST(RingOrchestrator, GetTensorDataRejectsAWrongByteCount) {
   float dst[4];
   h.orch->get_tensor_data(vec(kX, 4), dst, 12);
   EXPECT_EQ(h.orch->error().code(), StatusCode::InvalidArgument);
-  EXPECT_THAT(error_text(h), HasSubstr("bytes is 12 but the tensor holds 16 bytes"));
+  EXPECT_THAT(error_text(h), HasSubstr("12 bytes given, the tensor has 16"));
 }
 
 TEST(RingOrchestrator, SetTensorDataWaitsForEveryEarlierTask) {

@@ -1,7 +1,6 @@
-// The allocation-free acceptance predicates of task_checks.h (task_spec_accepted,
-// task_args_accepted) against the full checks: they may accept only what check_task_spec /
-// check_task_args accept, and they accept the common valid submissions (the fast path a ring
-// orchestrator takes per task). RunMemory: the memory a run's tasks may name.
+// The task model's checks (task_checks.h): each returns a compact Verdict (rule and indices) that
+// describe_task turns into the error, so the hot path and the message come from one rule.
+// RunMemory: the memory a run's tasks may name.
 #include "orchestrator/task_checks.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +31,20 @@ KernelTable make_kernels() {
   return kernels;
 }
 
-TEST(TaskChecksAccepted, CommonSubmissionsTakeTheFastPath) {
+// Both checks of a task, as the front runs them: the spec first, then the arguments.
+Verdict check(const KernelTable& kernels, const RunMemory& memory, uint64_t id,
+              const TaskSpec& spec, TaskArgs& args) {
+  ArgList list;
+  if (!read_args(args, &list)) return {Rule::TooManyArgs};
+  const Verdict v = check_task_spec(kernels, spec, list, args.scalar_count());
+  return v.ok() ? check_task_args(memory, id, args, list) : v;
+}
+Status full(const KernelTable& kernels, const RunMemory& memory, uint64_t id, const TaskSpec& spec,
+            TaskArgs& args) {
+  return describe_task(check(kernels, memory, id, spec, args), kernels, memory, id, &spec, args);
+}
+
+TEST(TaskChecks, CommonSubmissionsAreAccepted) {
   const KernelTable kernels = make_kernels();
   const Tensor grid = Tensor::make(kBuffer, {32, 32}, DataType::F32);
   TaskArgs args;
@@ -43,67 +55,121 @@ TEST(TaskChecksAccepted, CommonSubmissionsTakeTheFastPath) {
   EXPECT_EQ(list.tensor_count, 2);
   EXPECT_EQ(list.tags[0], ArgTag::InOut);
   EXPECT_EQ(list.tensors[1], &args.tensor(1));
-  EXPECT_TRUE(task_spec_accepted(kernels, TaskSpec::kernel(1, CoreType::AIV), args, list));
-  EXPECT_TRUE(task_args_accepted(run_memory(), 10, args, list));
+  EXPECT_TRUE(check(kernels, run_memory(), 10, TaskSpec::kernel(1, CoreType::AIV), args).ok());
 
   TaskArgs signed_args;
   signed_args.in(grid).inout(grid.view({1, 32}, {3, 0})).scalar(1.0f);
-  ASSERT_TRUE(read_args(signed_args, &list));
-  EXPECT_TRUE(task_spec_accepted(kernels, TaskSpec::kernel(2, CoreType::AIC), signed_args, list));
+  EXPECT_TRUE(
+      check(kernels, run_memory(), 0, TaskSpec::kernel(2, CoreType::AIC), signed_args).ok());
+  TaskSpec mix;
+  mix.core = CoreType::MIX;
+  mix.mix.aic = 3;
+  EXPECT_TRUE(check(kernels, run_memory(), 0, mix, signed_args).ok());
 
   TaskArgs outputs;
   outputs.out({16, 16}, DataType::F16);
   ASSERT_TRUE(read_args(outputs, &list));
-  EXPECT_TRUE(task_args_accepted(run_memory(), 0, outputs, list));
+  EXPECT_TRUE(check_task_args(run_memory(), 0, outputs, list).ok());
+  EXPECT_TRUE(check_allocation(outputs, list).ok());
 }
 
-TEST(TaskChecksAccepted, LeavesEveryRejectionToTheFullChecks) {
+TEST(TaskChecks, EachRejectionNamesItsRuleAndIndices) {
   const KernelTable kernels = make_kernels();
   const Tensor grid = Tensor::make(kBuffer, {32, 32}, DataType::F32);
-  ArgList list;
   TaskArgs args;
   args.in(grid);
-  ASSERT_TRUE(read_args(args, &list));
-  // Wrong core, unknown func id, block count, MIX (always left to the full check).
-  EXPECT_FALSE(task_spec_accepted(kernels, TaskSpec::kernel(1, CoreType::AIC), args, list));
-  EXPECT_FALSE(task_spec_accepted(kernels, TaskSpec::kernel(9, CoreType::AIV), args, list));
-  EXPECT_FALSE(task_spec_accepted(kernels, TaskSpec::kernel(1, CoreType::AIV, 0), args, list));
-  EXPECT_FALSE(task_spec_accepted(kernels, TaskSpec::kernel(2, CoreType::AIC), args, list));
+  auto rule = [&](const TaskSpec& spec, TaskArgs a, const RunMemory& memory = RunMemory(),
+                  uint64_t id = 0) { return check(kernels, memory, id, spec, a); };
+  EXPECT_EQ(rule(TaskSpec::kernel(1, CoreType::AIC), args).rule, Rule::CoreTypeMismatch);
+  EXPECT_EQ(rule(TaskSpec::kernel(9, CoreType::AIV), args).rule, Rule::UnknownFuncId);
+  EXPECT_EQ(rule(TaskSpec::kernel(1, CoreType::AIV, 0), args).rule, Rule::BlockNum);
+  EXPECT_EQ(rule(TaskSpec::kernel(2, CoreType::AIC), args).rule, Rule::SignatureTensorCount);
   TaskSpec mix;
   mix.core = CoreType::MIX;
-  mix.mix.aic = 3;
-  EXPECT_FALSE(task_spec_accepted(kernels, mix, args, list));
+  EXPECT_EQ(rule(mix, args).rule, Rule::MixWithoutKernels);
+  mix.mix.aiv1 = 2;  // an AIC kernel as the second AIV part
+  const Verdict part = rule(mix, args);
+  EXPECT_EQ(part.rule, Rule::CoreTypeMismatch);
+  EXPECT_EQ(part.part, 2);
+  TaskArgs wrong_tag;
+  wrong_tag.in(grid).in(grid).scalar(1.0f);
+  const Verdict tag = rule(TaskSpec::kernel(2, CoreType::AIC), wrong_tag);
+  EXPECT_EQ(tag.rule, Rule::SignatureTag);
+  EXPECT_EQ(tag.arg, 1);
   // A dependency on a later task, a view past its buffer, a predicate.
   TaskArgs dep = args;
-  dep.after(5);
-  ASSERT_TRUE(read_args(dep, &list));
-  EXPECT_FALSE(task_args_accepted(RunMemory(), 5, dep, list));
+  dep.after(1).after(5);
+  const Verdict later = rule(TaskSpec::kernel(1, CoreType::AIV), dep, RunMemory(), 5);
+  EXPECT_EQ(later.rule, Rule::LaterDependency);
+  EXPECT_EQ(later.index, 1);
   TaskArgs outside;
-  outside.in(grid);
-  outside.tensor(0).start_offset = 1;
-  ASSERT_TRUE(read_args(outside, &list));
-  EXPECT_FALSE(task_args_accepted(RunMemory(), 0, outside, list));
-  EXPECT_FALSE(check_task_args(RunMemory(), 0, nullptr, outside).is_ok());
+  outside.in(grid).in(grid);
+  outside.tensor(1).start_offset = 1;
+  const Verdict bounds = rule(TaskSpec::kernel(1, CoreType::AIV), outside);
+  EXPECT_EQ(bounds.rule, Rule::ViewOutOfBounds);
+  EXPECT_EQ(bounds.arg, 1);
   TaskArgs predicated;
   predicated.in(grid).when(Tensor::make(kBuffer, {1}, DataType::I32));
-  ASSERT_TRUE(read_args(predicated, &list));
-  EXPECT_FALSE(task_args_accepted(RunMemory(), 0, predicated, list));
-  EXPECT_TRUE(check_task_args(RunMemory(), 0, nullptr, predicated).is_ok());
+  EXPECT_TRUE(rule(TaskSpec::kernel(1, CoreType::AIV), predicated).ok());
   // Memory outside the run's arguments and heap, a runtime output of another run.
   TaskArgs moved;
   moved.in(Tensor::make(DeviceBuffer{kBuffer.addr + kBuffer.size, 64}, {16}, DataType::F32));
-  ASSERT_TRUE(read_args(moved, &list));
-  EXPECT_TRUE(task_args_accepted(RunMemory(), 0, moved, list));  // nothing bounded
-  EXPECT_FALSE(task_args_accepted(run_memory(), 0, moved, list));
-  EXPECT_EQ(check_task_args(run_memory(), 0, nullptr, moved).code(),
+  EXPECT_TRUE(rule(TaskSpec::kernel(1, CoreType::AIV), moved).ok());  // nothing bounded
+  EXPECT_EQ(rule(TaskSpec::kernel(1, CoreType::AIV), moved, run_memory()).rule, Rule::NotRunMemory);
+  EXPECT_EQ(full(kernels, run_memory(), 0, TaskSpec::kernel(1, CoreType::AIV), moved).code(),
             StatusCode::InvalidDevicePointer);
   TaskArgs stale;
   stale.in(Tensor::make(DeviceBuffer{kHeap.addr, 64}, {16}, DataType::F32));
   stale.tensor(0).owner_run = kRun + 1;
-  ASSERT_TRUE(read_args(stale, &list));
-  EXPECT_FALSE(task_args_accepted(run_memory(), 0, stale, list));
-  EXPECT_EQ(check_task_args(run_memory(), 0, nullptr, stale).code(),
+  EXPECT_EQ(full(kernels, run_memory(), 0, TaskSpec::kernel(1, CoreType::AIV), stale).code(),
             StatusCode::InvalidDevicePointer);
+  // allocate: Out only, nothing else.
+  TaskArgs alloc_in;
+  alloc_in.out({4}, DataType::F32).in(grid);
+  ArgList list;
+  ASSERT_TRUE(read_args(alloc_in, &list));
+  const Verdict alloc_tag = check_allocation(alloc_in, list);
+  EXPECT_EQ(alloc_tag.rule, Rule::AllocationTag);
+  EXPECT_EQ(alloc_tag.arg, 1);
+  TaskArgs alloc_scalar;
+  alloc_scalar.out({4}, DataType::F32).scalar(1);
+  ASSERT_TRUE(read_args(alloc_scalar, &list));
+  EXPECT_EQ(check_allocation(alloc_scalar, list).rule, Rule::AllocationExtras);
+}
+
+// The message of a verdict: the full text, built from the verdict and the submission.
+TEST(TaskChecks, DescribeTurnsTheVerdictIntoTheMessage) {
+  const KernelTable kernels = make_kernels();
+  const Tensor grid = Tensor::make(kBuffer, {32, 32}, DataType::F32);
+  TaskArgs args;
+  args.in(grid).in(grid).scalar(1.0f);
+  const Status tag = full(kernels, RunMemory(), 4, TaskSpec::kernel(2, CoreType::AIC), args);
+  EXPECT_EQ(tag.code(), StatusCode::SignatureMismatch);
+  EXPECT_EQ(tag.message(), "func_id 2 arg 1: expected inout, got in (task 4 (func_id 2))");
+  TaskArgs dep;
+  dep.in(grid).after(7);
+  const Status later = full(kernels, RunMemory(), 3, TaskSpec::kernel(1, CoreType::AIV), dep);
+  EXPECT_EQ(later.code(), StatusCode::InvalidTask);
+  EXPECT_EQ(later.message(),
+            "task 3 (func_id 1): explicit dependency on task 7 is not an earlier task of this run "
+            "(valid: 0..2)");
+  TaskArgs huge;
+  huge.out({4, 4}, DataType::F32);
+  huge.tensor(0).shape[1] =
+      UINT64_MAX / 2;  // TaskArgs::out refuses it; a rewritten one reaches here
+  const Status overflow = full(kernels, RunMemory(), 0, TaskSpec::kernel(1, CoreType::AIV), huge);
+  EXPECT_EQ(overflow.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(overflow.message(),
+            "task 0 (func_id 1) arg 0: output shape dim 1=" + std::to_string(UINT64_MAX / 2) +
+                " makes it larger than 2^64 bytes");  // dim 0 alone fits
+  const Tensor x = Tensor::make(kBuffer, {16}, DataType::F32);
+  const Verdict bytes = check_data_call(RunMemory(), x, &args, 60);
+  EXPECT_EQ(bytes.rule, Rule::DataBytes);
+  EXPECT_EQ(describe_data_call(bytes, RunMemory(), "get_tensor_data", x, 60).message(),
+            "get_tensor_data: tensor " + x.to_string() +
+                ": 60 bytes given, the tensor has 64 (numel x element size)");
+  EXPECT_EQ(check_data_call(RunMemory(), x, nullptr, 64).rule, Rule::DataNullPointer);
+  EXPECT_TRUE(check_data_call(RunMemory(), x, &args, 64).ok());
 }
 
 TEST(RunMemory, AdmitsBytesInsideOneArgumentBufferOrTheHeap) {
@@ -149,15 +215,15 @@ TEST(RunMemory, AdmitsBytesInsideOneArgumentBufferOrTheHeap) {
   EXPECT_TRUE(RunMemory().admits(below, 0, 64));
 }
 
-// Random submissions, valid and broken in every field the checks read: the predicates agree with
-// the full checks wherever they decide.
-TEST(TaskChecksAccepted, RandomSubmissionsAgreeWithTheFullChecks) {
+// Random submissions, valid and broken in every field the checks read: every verdict describes to
+// an error of the rule's code (Ok exactly when the verdict is), and both outcomes occur.
+TEST(TaskChecks, RandomSubmissionsDescribeTheirVerdicts) {
   std::mt19937_64 rng(4);
   const KernelTable kernels = make_kernels();
   const Tensor grid = Tensor::make(kBuffer, {32, 32}, DataType::F32);
   const RunMemory memory = run_memory();
-  int spec_fast = 0;
-  int args_fast = 0;
+  int mix_accepted = 0;
+  int kernel_accepted = 0;
   for (int step = 0; step < 20000; ++step) {
     TaskArgs args;
     const int tensors = static_cast<int>(rng() % 4);
@@ -210,31 +276,19 @@ TEST(TaskChecksAccepted, RandomSubmissionsAgreeWithTheFullChecks) {
                                      static_cast<uint32_t>(rng() % 8 == 0 ? 0 : 1 + rng() % 4));
     if (spec.core == CoreType::MIX) spec.mix.aic = 3;
 
-    ArgList list;
-    ASSERT_TRUE(read_args(args, &list));
-    const bool spec_full = check_task_spec(kernels, id, spec, args).is_ok();
-    const bool spec_quick = task_spec_accepted(kernels, spec, args, list);
-    // Exact for AIC / AIV specs; MIX specs are always left to the full check.
-    if (spec.core == CoreType::MIX) {
-      ASSERT_FALSE(spec_quick) << "step " << step;
-    } else {
-      ASSERT_EQ(spec_quick, spec_full) << "step " << step;
+    const Verdict v = check(kernels, memory, id, spec, args);
+    const Status status = describe_task(v, kernels, memory, id, &spec, args);
+    ASSERT_EQ(v.ok(), status.is_ok()) << "step " << step;
+    if (!v.ok()) {
+      ASSERT_FALSE(status.message().empty()) << "step " << step;
+      ASSERT_NE(status.code(), StatusCode::InternalError)
+          << "step " << step << ": " << status.message();
     }
-    const bool args_full = check_task_args(memory, id, &spec, args).is_ok();
-    const bool args_quick = task_args_accepted(memory, id, args, list);
-    // Exact without a predicate (the broken fields above overflow in at most one dimension);
-    // predicated tasks are always left to the full check.
-    if (args.has_predicate()) {
-      ASSERT_FALSE(args_quick) << "step " << step;
-    } else {
-      ASSERT_EQ(args_quick, args_full) << "step " << step;
-    }
-    spec_fast += spec_quick;
-    args_fast += args_quick;
+    (spec.core == CoreType::MIX ? mix_accepted : kernel_accepted) += v.ok();
   }
   // Both outcomes occurred.
-  EXPECT_GT(spec_fast, 1000);
-  EXPECT_GT(args_fast, 5000);
+  EXPECT_GT(mix_accepted, 50);
+  EXPECT_GT(kernel_accepted, 300);
 }
 
 }  // namespace

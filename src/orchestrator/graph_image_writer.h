@@ -1,0 +1,35 @@
+// GraphImageWriter: lays a host_build_graph graph out as a position-independent graph image
+// (common/graph_image.h): header, task records, fan-out lists (the transpose of the per-consumer
+// producer lists), kernel arguments, the initially ready tasks.
+//
+// Lifetime: owned by the builder's state; its temporaries keep their capacity between builds
+// (a million-task graph's are tens of megabytes). One thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/graph_image.h"
+
+namespace chiprt::orchestrator {
+
+class GraphImageWriter {
+ public:
+  // Writes the image of `records` (one per task, in task order; fanin_count, args_begin and the
+  // task fields set, fan-out fields are written here) into `image` (its storage reused).
+  // `producers` lists each task's fanin_count producers, grouped by consumer in consumer order;
+  // `kernel_args` the argument words the records' args_begin index. Throws
+  // Error(CapacityExceeded) beyond UINT32_MAX edges.
+  void write(std::span<const common::TaskRecord> records, std::span<const uint32_t> producers,
+             std::span<const int64_t> kernel_args, std::vector<uint8_t>& image);
+
+  uint64_t retained_bytes() const noexcept;
+
+ private:
+  std::vector<uint32_t> fanout_begin_;
+  std::vector<uint32_t> cursor_;
+  std::vector<uint32_t> fanout_;
+};
+
+}  // namespace chiprt::orchestrator

@@ -405,16 +405,15 @@ TEST(RingRunEnvTest, EnvironmentSizesTheRunAndInvalidValuesFailIt) {
                               }));
     return runner;
   };
-  auto good = runner_with({{host::kRingTaskWindowEnv, "32,64"}, {host::kRingDepPoolEnv, "128"}});
+  auto good = runner_with({{kRingTaskWindowEnv, "32,64"}, {kRingDepPoolEnv, "128"}});
   EXPECT_EQ(good->run(0, TaskArgs{}).task_count, 1u);
   const host::RingSizeResolution& rings = good->last_ring_sizes();
   EXPECT_EQ(rings.sizes.task_window[0], 32u);
   EXPECT_EQ(rings.sizes.task_window[3], 64u);
   EXPECT_EQ(rings.sizes.dep_pool[2], 128u);
-  EXPECT_EQ(rings.source[static_cast<int>(host::RingField::HeapBytes)],
-            host::RingSizeSource::Default);
+  EXPECT_EQ(rings.source[static_cast<int>(RingField::HeapBytes)], host::RingSizeSource::Default);
 
-  auto bad = runner_with({{host::kRingHeapBytesEnv, "4097"}});
+  auto bad = runner_with({{kRingHeapBytesEnv, "4097"}});
   try {
     bad->run(0, TaskArgs{});
     FAIL() << "an invalid CHIPRT_RING_HEAP_BYTES ran";

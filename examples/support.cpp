@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "chiprt/status.h"
-#include "host/device_runner.h"
 
 #ifndef CHIPRT_CHIP_OBJECT_DIR
 #error "CHIPRT_CHIP_OBJECT_DIR must name the directory chip objects are built into"

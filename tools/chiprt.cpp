@@ -37,11 +37,11 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/graph_export.h"
+#include "chiprt/ring_sizes.h"
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
 #include "example.h"
-#include "host/ring_sizing.h"
 #include "scaling.h"
 #include "suite.h"
 
@@ -222,14 +222,13 @@ int run_example(const RunOptions& options) {
   const struct {
     const std::string& text;
     const char* option;
-    chiprt::host::RingField field;
+    chiprt::RingField field;
     std::vector<uint64_t>* values;
   } ring_options[] = {
-      {options.ring_window, "--ring-window", chiprt::host::RingField::TaskWindow,
+      {options.ring_window, "--ring-window", chiprt::RingField::TaskWindow,
        &config.rings.task_window},
-      {options.ring_heap, "--ring-heap", chiprt::host::RingField::HeapBytes,
-       &config.rings.heap_bytes},
-      {options.ring_dep_pool, "--ring-dep-pool", chiprt::host::RingField::DepPool,
+      {options.ring_heap, "--ring-heap", chiprt::RingField::HeapBytes, &config.rings.heap_bytes},
+      {options.ring_dep_pool, "--ring-dep-pool", chiprt::RingField::DepPool,
        &config.rings.dep_pool},
   };
   for (const auto& ring : ring_options) {
@@ -242,7 +241,7 @@ int run_example(const RunOptions& options) {
       return kExitUsage;
     }
     const chiprt::Status parsed =
-        chiprt::host::parse_ring_size_list(ring.field, ring.option, ring.text, ring.values);
+        chiprt::parse_ring_sizes(ring.field, ring.option, ring.text, ring.values);
     if (!parsed.is_ok()) {
       std::fprintf(stderr, "error: %s\n", parsed.message().c_str());
       return kExitUsage;

@@ -1,14 +1,18 @@
-// CallConfig: how one run is executed (runtime variant, launch shape, capacities, diagnostics).
+// CallConfig: how one run is executed (runtime variant, launch shape, capacities, ring sizes).
 //
-// A plain value passed to Worker::run. validate() checks every field against the platform limits
-// and reports one message per bad field; Worker::run calls it and throws InvalidConfig with all
-// messages. Not thread-safe to mutate while shared.
+// A plain value passed to Worker::run (and Worker::export_graph); the run copies what it needs, so
+// the config may change or go away once the call returns. validate() checks every field against
+// the platform limits and reports one message per bad field; Worker::run calls it and throws
+// InvalidConfig with all messages. Like any value: safe to read from several threads, not to
+// mutate while another thread reads it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "chiprt/ring_sizes.h"
 
 namespace chiprt {
 
@@ -25,31 +29,6 @@ struct PlatformLimits {
   uint32_t max_clusters = 24;
   uint32_t max_aicpu_threads = 8;
   uint32_t pipeline_depth = 2;  // pipeline slots and arena banks
-};
-
-// Diagnostics switches. Reserved for the diagnostics issue: validated, not yet collected.
-struct DiagnosticsConfig {
-  bool swimlane = false;
-  bool task_timing = false;
-  bool dep_graph = false;
-  bool scope_stats = false;
-  bool dump_args = false;
-  bool hw_counters = false;
-  std::string output_dir;  // required when any switch is on
-  bool any() const noexcept {
-    return swimlane || task_timing || dep_graph || scope_stats || dump_args || hw_counters;
-  }
-};
-
-// Ring sizing for tensormap_ringbuffer: one set of rings per scope depth 0..3 (deeper scopes share
-// the depth-3 set). Each list holds one value per depth; a shorter list repeats its last value
-// (one value = every depth); empty = the CHIPRT_RING_TASK_WINDOW / CHIPRT_RING_HEAP_BYTES /
-// CHIPRT_RING_DEP_POOL environment variables (same syntax, comma separated), else the defaults
-// (window 1024 slots, heap = output_heap_bytes / 4, dependency pool 4 x window).
-struct RingSizing {
-  std::vector<uint64_t> task_window;  // power of two, >= 16
-  std::vector<uint64_t> heap_bytes;   // multiple of 64, >= 4096
-  std::vector<uint64_t> dep_pool;     // >= 64
 };
 
 struct CallConfig {
@@ -74,10 +53,14 @@ struct CallConfig {
   // host with fewer cores than chip threads a preempted kernel would otherwise count the time it
   // spent descheduled.
   bool measure_kernel_time = false;
-  // Pipelining (single run at a time for now): which prepare slot and arena bank to use.
+  // Reserved for pipelined runs (issue 16), which will choose slot and bank themselves: validated
+  // (< PlatformLimits::pipeline_depth) and they do pick the staging slot and the arena bank the
+  // run uses, but runs still execute one at a time, so another slot or bank overlaps nothing; it
+  // only costs device memory and a bank of its own (replay_graph caches bank 0 only).
   uint32_t pipeline_slot = 0;
   uint32_t arena_bank = 0;
-  DiagnosticsConfig diagnostics;
+  // tensormap_ringbuffer ring sizes (see ring_sizes.h); empty lists leave the field to its
+  // CHIPRT_RING_* variable or its default. host_build_graph ignores them.
   RingSizing rings;
 
   static constexpr uint64_t kDefaultOutputHeapBytes = 64ull << 20;

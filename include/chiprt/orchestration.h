@@ -141,25 +141,3 @@ class Scope {
 };
 
 }  // namespace chiprt
-
-// Helpers for kernels: typed access to the int64 argument array.
-namespace chiprt::kernel {
-template <class T>
-inline T* tensor_arg(int64_t* args, int index) {
-  return reinterpret_cast<T*>(static_cast<uintptr_t>(args[index]));
-}
-// The block context follows the task's tensors and scalars (`arg_count` of them).
-inline uint32_t block_idx(const int64_t* args, int arg_count) {
-  return static_cast<uint32_t>(args[arg_count]);
-}
-inline uint32_t block_num(const int64_t* args, int arg_count) {
-  return static_cast<uint32_t>(args[arg_count + 1]);
-}
-template <class T>
-inline T scalar_arg(int64_t* args, int index) {
-  T value;
-  static_assert(sizeof(T) <= 8);
-  __builtin_memcpy(&value, &args[index], sizeof(T));
-  return value;
-}
-}  // namespace chiprt::kernel

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "chiprt/ring_sizes.h"
+
 namespace chiprt {
 
 enum class Phase : uint8_t {
@@ -45,6 +47,13 @@ struct RunReport {
   // (per-thread CPU time, see CallConfig), and whether it was measured (0 and false otherwise).
   uint64_t kernel_ns = 0;
   bool kernel_time_measured = false;
+  // The rings a tensormap_ringbuffer run used per scope depth, as resolved from CallConfig::rings,
+  // the CHIPRT_RING_* variables and the defaults; all zero for a host_build_graph run.
+  ResolvedRingSizes rings;
+  // Device bytes the run's output-heap arena had committed: host_build_graph's runtime outputs or
+  // tensormap_ringbuffer's per-depth ring heaps come from it. The arena keeps the largest size a
+  // run asked for and is reused while big enough, so this may exceed what the run itself needed.
+  uint64_t output_heap_committed_bytes = 0;
   const PhaseSpan& phase(Phase p) const { return phases[static_cast<int>(p)]; }
 };
 

@@ -2,7 +2,7 @@
 //
 // Lifetime: construct, init() once, register callables, run() any number of times, close() (also
 // done by the destructor). Every call before init or after close throws Error(NotInitialized /
-// AlreadyClosed). A Worker owns its DeviceRunner and every device resource it created; device
+// AlreadyClosed). A Worker owns its device context and every device resource it created; device
 // buffers from malloc() are freed by free() or at close. After a device fault the Worker refuses
 // further runs (DeviceFaulted) until it is closed and a new one created.
 //
@@ -35,7 +35,8 @@ namespace chiprt {
 
 namespace host {
 class DeviceRunner;
-}
+struct WorkerAccess;
+}  // namespace host
 
 // Where the simulated chip runs the compute cores' kernels. The scheduling logic (handshake,
 // dispatch, completion) is the same in both; what differs is which host thread executes a kernel.
@@ -132,10 +133,10 @@ class Worker {
 
   void close();
 
-  // The runner, for tools and tests that need the lifecycle details.
-  host::DeviceRunner& runner();
-
  private:
+  // The runtime's own tests reach the runner behind a Worker through src/host/worker_access.h;
+  // not part of this API.
+  friend struct host::WorkerAccess;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,44 +1,17 @@
 #include "chiprt/call_config.h"
 
-#include <bit>
+#include <utility>
 
 #include "chiprt/status.h"
 
 namespace chiprt {
 namespace {
 
-// Ring sizing has one entry per scope depth 0..3; deeper scopes share the last entry.
-constexpr std::size_t kMaxRingSizingEntries = 4;
 constexpr uint64_t kMinOutputHeapBytes = 4096;
 constexpr uint64_t kHeapGranule = 64;
-// The same rules as the host's ring sizing (src/host/ring_sizing.h), which also checks the
-// CHIPRT_RING_* variables; the upper bounds keep slot and dependency indices in 32 bits.
-constexpr uint64_t kMinTaskWindow = 16;
-constexpr uint64_t kMaxTaskWindow = 1ull << 20;
-constexpr uint64_t kMinRingHeapBytes = 4096;
-constexpr uint64_t kMaxRingHeapBytes = 1ull << 40;
-constexpr uint64_t kMinDepPool = 64;
-constexpr uint64_t kMaxDepPool = 1ull << 26;
 
 std::string range(uint64_t lo, uint64_t hi) {
   return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-}
-
-template <class Rule>
-void check_ring_list(const std::vector<uint64_t>& values, const char* field, Rule&& entry_error,
-                     std::vector<std::string>* errors) {
-  if (values.size() > kMaxRingSizingEntries) {
-    errors->push_back(std::string(field) + " has " + std::to_string(values.size()) +
-                      " entries: at most " + std::to_string(kMaxRingSizingEntries) +
-                      " (scope depths 0..3; deeper depths share the last entry)");
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const char* rule = entry_error(values[i]);
-    if (rule != nullptr) {
-      errors->push_back(std::string(field) + "[" + std::to_string(i) +
-                        "]=" + std::to_string(values[i]) + ": " + rule);
-    }
-  }
 }
 
 }  // namespace
@@ -103,32 +76,7 @@ std::vector<std::string> CallConfig::validate(const PlatformLimits& limits) cons
     errors.push_back("arena_bank=" + std::to_string(arena_bank) + ": must be < " +
                      std::to_string(limits.pipeline_depth) + " (the platform's pipeline depth)");
   }
-  if (diagnostics.any() && diagnostics.output_dir.empty()) {
-    errors.push_back(
-        "diagnostics.output_dir=\"\": must name a directory when any diagnostics switch is on");
-  }
-  check_ring_list(
-      rings.task_window, "rings.task_window",
-      [](uint64_t v) -> const char* {
-        return v >= kMinTaskWindow && v <= kMaxTaskWindow && std::has_single_bit(v)
-                   ? nullptr
-                   : "must be a power of two in [16, 1048576]";
-      },
-      &errors);
-  check_ring_list(
-      rings.heap_bytes, "rings.heap_bytes",
-      [](uint64_t v) -> const char* {
-        return v >= kMinRingHeapBytes && v <= kMaxRingHeapBytes && v % kHeapGranule == 0
-                   ? nullptr
-                   : "must be a multiple of 64 in [4096, 1099511627776]";
-      },
-      &errors);
-  check_ring_list(
-      rings.dep_pool, "rings.dep_pool",
-      [](uint64_t v) -> const char* {
-        return v >= kMinDepPool && v <= kMaxDepPool ? nullptr : "must be in [64, 67108864]";
-      },
-      &errors);
+  for (std::string& ring_error : rings.validate()) errors.push_back(std::move(ring_error));
   return errors;
 }
 

@@ -1,4 +1,5 @@
 #include "chiprt/callable.h"
+#include "common/callable_format.h"
 
 #include <xxhash.h>
 

@@ -23,6 +23,7 @@
 #include "chiprt/call_config.h"
 #include "chiprt/callable.h"
 #include "chiprt/status.h"
+#include "common/callable_format.h"
 #include "common/kernel_table.h"
 #include "host/device_memory.h"
 #include "platform/platform.h"

@@ -579,6 +579,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   if (replayed) ++replayed_runs_;
 
   report.task_count = task_count;
+  report.output_heap_committed_bytes = arenas_.committed_sizes(bank).output_heap;
   PhaseSpan& graph_build = report.phases[static_cast<int>(Phase::GraphBuild)];
   graph_build.present = !replayed;
   graph_build.start_ns = 0;
@@ -689,6 +690,8 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
   report.aicpu_threads = shape.aicpu_threads;
   report.cores = shape.cores;
   report.serial = shape.serial;
+  report.rings = rings.used();
+  report.output_heap_committed_bytes = arenas_.committed_sizes(bank).output_heap;
   // Every submitted task completes in a successful run, so the chip's completion count is the
   // number of tasks the orchestration submitted.
   report.task_count =

@@ -1,59 +1,28 @@
 // Ring sizing of a tensormap_ringbuffer run: the per-depth task window, output heap and
 // dependency pool, resolved from CallConfig::rings, else the CHIPRT_RING_* environment variables,
-// else the defaults, each field on its own.
+// else the defaults, each field on its own. The rules, the text form and the names are public
+// (include/chiprt/ring_sizes.h); this adds the resolution and the defaults.
 //
-// A list holds one value per scope depth 0..3 (deeper scopes share the depth-3 set); a shorter
-// list repeats its last value, so one value sizes every depth. Rules: task window a power of two
-// in [16, 2^20]; heap a multiple of 64 in [4096, 2^40]; dependency pool in [64, 2^26]. Defaults:
-// window 1024, heap = output heap bytes / 4 rounded down to 64 (at least 4096), dependency pool
-// 4 x that depth's window.
+// Defaults: window 1024, heap = output heap bytes / 4 rounded down to 64 (at least 4096),
+// dependency pool 4 x that depth's window.
 //
 // Pure functions of their inputs (the environment is read through an EnvLookup); thread-safe.
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
 
-#include "chiprt/call_config.h"
+#include "chiprt/ring_sizes.h"
 #include "chiprt/status.h"
 #include "common/chip_launch.h"
 #include "host/timeouts.h"
 
 namespace chiprt::host {
 
-inline constexpr char kRingTaskWindowEnv[] = "CHIPRT_RING_TASK_WINDOW";
-inline constexpr char kRingHeapBytesEnv[] = "CHIPRT_RING_HEAP_BYTES";
-inline constexpr char kRingDepPoolEnv[] = "CHIPRT_RING_DEP_POOL";
+static_assert(kRingScopeDepths == common::kRingDepths,
+              "the public ring depths and the launch protocol's must agree");
 
-inline constexpr uint64_t kMinRingTaskWindow = 16;
-inline constexpr uint64_t kMaxRingTaskWindow = 1ull << 20;
 inline constexpr uint64_t kDefaultRingTaskWindow = 1024;
-inline constexpr uint64_t kRingHeapGranule = 64;
-inline constexpr uint64_t kMinRingHeapBytes = 4096;
-inline constexpr uint64_t kMaxRingHeapBytes = 1ull << 40;
-inline constexpr uint64_t kMinRingDepPool = 64;
-// Keeps every dependency-entry index of all four sets below the fanout sentinels (2^32 - 2).
-inline constexpr uint64_t kMaxRingDepPool = 1ull << 26;
 inline constexpr uint64_t kDefaultDepPoolPerSlot = 4;
-
-enum class RingField : uint8_t { TaskWindow = 0, HeapBytes = 1, DepPool = 2 };
-inline constexpr int kRingFieldCount = 3;
-
-// "rings.task_window", "rings.heap_bytes", "rings.dep_pool".
-std::string_view ring_field_config_name(RingField field) noexcept;
-// "CHIPRT_RING_TASK_WINDOW", ...
-std::string_view ring_field_env_name(RingField field) noexcept;
-// The rule a value of the field must satisfy ("a power of two in [16, 1048576]").
-std::string_view ring_field_rule(RingField field) noexcept;
-bool ring_value_valid(RingField field, uint64_t value) noexcept;
-
-// Parses a single decimal value or a comma-separated list of 1..4 decimals (no signs, no spaces)
-// and checks every value against the field's rule. On failure returns InvalidConfig naming
-// `source` (the variable or option), the text and the rule; `out` is then unspecified.
-Status parse_ring_size_list(RingField field, std::string_view source, std::string_view text,
-                            std::vector<uint64_t>* out);
 
 // Where one field's sizes came from.
 enum class RingSizeSource : uint8_t { CallConfig = 0, Environment = 1, Default = 2 };
@@ -62,8 +31,10 @@ struct RingSizeResolution {
   common::RingSizes sizes;
   RingSizeSource source[kRingFieldCount] = {RingSizeSource::Default, RingSizeSource::Default,
                                             RingSizeSource::Default};
-  uint64_t total_slots() const noexcept;
-  uint64_t total_heap_bytes() const noexcept;
+  // The sizes as RunReport::rings reports them.
+  ResolvedRingSizes used() const noexcept;
+  uint64_t total_slots() const noexcept { return used().total_slots(); }
+  uint64_t total_heap_bytes() const noexcept { return used().total_heap_bytes(); }
 };
 
 // Resolves every field: `config` when its list is non-empty, else the field's variable when set

@@ -9,6 +9,7 @@
 #include "common/run_context.h"
 #include "host/device_runner.h"
 #include "host/log.h"
+#include "host/worker_access.h"
 #include "platform/platform.h"
 
 namespace chiprt {
@@ -282,9 +283,13 @@ void Worker::close() {
   if (runner != nullptr) runner->finalize();
 }
 
-host::DeviceRunner& Worker::runner() {
-  const auto lock = impl_->enter("runner");
-  return impl_->ready("runner");
+}  // namespace chiprt
+
+namespace chiprt::host {
+
+DeviceRunner& WorkerAccess::runner(Worker& worker) {
+  const auto lock = worker.impl_->enter("runner_of");
+  return worker.impl_->ready("runner_of");
 }
 
-}  // namespace chiprt
+}  // namespace chiprt::host

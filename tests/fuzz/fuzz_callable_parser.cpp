@@ -8,6 +8,7 @@
 #include <span>
 
 #include "chiprt/callable.h"
+#include "common/callable_format.h"
 
 namespace {
 

@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
+#include "host/worker_access.h"
 
 namespace {
 
@@ -128,7 +130,7 @@ TEST_P(OutputLifetimeScene, AccumulatorOutlivesItsAllocatingTaskUntilTheLastRead
           .kernel_function(kFold, CoreType::AIV, fold_kernel, ArgSignature{})
           .kernel_function(kFinal, CoreType::AIV, final_kernel, ArgSignature{})
           .build();
-  worker.runner().register_callable(0, container, p.runtime);
+  host::runner_of(worker).register_callable(0, container, p.runtime);
   const DeviceBuffer result = worker.malloc(2 * kGroups * sizeof(float));
   worker.memset(result, 0, 2 * kGroups * sizeof(float));
   TaskArgs args;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/status.h"
 #include "chiprt/tensor.h"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "host/device_runner.h"
 #include "host/log.h"

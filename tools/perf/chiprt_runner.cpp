@@ -15,7 +15,6 @@
 #include "chiprt/worker.h"
 #include "chiprt_options.h"
 #include "chiprt_runner.h"
-#include "host/device_runner.h"
 #include "runners.h"
 
 namespace chiprt::perf {
@@ -128,15 +127,15 @@ RunReport ChiprtDevice::run(const Workload& workload, const CallConfig& config) 
   args.scalar(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&workload)))
       .scalar(static_cast<uint64_t>(workload.shape))
       .scalar(workload.tasks);
-  return worker_.run(kSuiteCallable, args, config);
+  last_report_ = worker_.run(kSuiteCallable, args, config);
+  return last_report_;
 }
 
 ChiprtDeviceMemory ChiprtDevice::memory() {
   ChiprtDeviceMemory m;
   m.bytes_in_use = worker_.device_bytes_in_use();
-  // Both variants carve the output heap from arena bank 0 (the suite never pipelines).
-  m.output_heap_bytes = worker_.runner().arenas().committed_sizes(0).output_heap;
-  m.ring_slots = worker_.runner().last_ring_sizes().total_slots();
+  m.output_heap_bytes = last_report_.output_heap_committed_bytes;
+  m.ring_slots = last_report_.rings.total_slots();
   return m;
 }
 

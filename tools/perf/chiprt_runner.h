@@ -18,11 +18,15 @@
 
 namespace chiprt::perf {
 
-// Device memory the runtime holds for its runs, read from the Worker (not computed).
+// Device memory the runtime holds for its runs, as the Worker and the last RunReport state it
+// (not computed).
 struct ChiprtDeviceMemory {
-  uint64_t bytes_in_use = 0;       // Worker::device_bytes_in_use(): every live device allocation
-  uint64_t output_heap_bytes = 0;  // of which the output-heap arena (runtime-allocated outputs)
-  uint64_t ring_slots = 0;  // task-window slots of every scope depth of the last ring run, or 0
+  uint64_t bytes_in_use = 0;  // Worker::device_bytes_in_use(): every live device allocation
+  // Of which the output-heap arena (RunReport::output_heap_committed_bytes of the last run).
+  uint64_t output_heap_bytes = 0;
+  // Task-window slots of every scope depth of the last run (RunReport::rings); 0 unless it was a
+  // tensormap_ringbuffer run.
+  uint64_t ring_slots = 0;
 };
 
 class ChiprtDevice {
@@ -42,6 +46,7 @@ class ChiprtDevice {
   uint64_t max_tasks_;
   uint64_t elements_;
   DeviceBuffer buffer_;
+  RunReport last_report_;  // of the last run(), for memory()
 };
 
 // The run configuration of a suite column.

@@ -7,9 +7,9 @@
 #include <exception>
 #include <string>
 
+#include "chiprt/kernel.h"
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
-#include "common/predicate.h"
 
 namespace chiprt::perf {
 
@@ -125,7 +125,7 @@ void KernelDag::run_task(void* context, uint64_t index) noexcept {
   auto* self = static_cast<KernelDag*>(context);
   const ExportedTask& task = self->graph_.tasks[index];
   if (task.dummy) return;
-  if (task.predicated && !common::predicate_holds(task.predicate_addr, task.predicate_bytes)) {
+  if (task.predicated && !kernel::predicate_holds(task.predicate_addr, task.predicate_bytes)) {
     self->skipped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -2,7 +2,7 @@
 // (row strides of a and b in elements).
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
   using chiprt::kernel::scalar_arg;

@@ -3,7 +3,7 @@
 // output tensor); scalars q_rows, head_dim.
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
   using chiprt::kernel::scalar_arg;

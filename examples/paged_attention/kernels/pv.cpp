@@ -2,7 +2,7 @@
 // v [len, head_dim], partial [q_rows, head_dim] (all contiguous); scalars q_rows, head_dim, len.
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
   using chiprt::kernel::scalar_arg;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
   using chiprt::kernel::scalar_arg;

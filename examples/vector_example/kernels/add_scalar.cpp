@@ -1,7 +1,7 @@
 // out[i] = x[i] + value. Args: x, out; scalars n, value (f32).
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
   using chiprt::kernel::scalar_arg;

@@ -1,7 +1,7 @@
 // out[i] = x[i] * y[i]. Args: x, y, out; scalar n.
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
   using chiprt::kernel::scalar_arg;

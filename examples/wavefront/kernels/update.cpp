@@ -1,7 +1,7 @@
 // One wavefront tile update (see wavefront/protocol.h). Args: x, left, up; scalars tile, ld.
 #include <cstdint>
 
-#include "chiprt/orchestration.h"
+#include "chiprt/kernel.h"
 #include "wavefront/protocol.h"
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "chiprt/callable.h"
+#include "common/callable_format.h"
 #include "platform/sim/elf_check.h"
 
 namespace chiprt::platform::sim {

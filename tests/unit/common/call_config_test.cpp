@@ -107,19 +107,6 @@ TEST(CallConfigTest, PipelineSlotAndArenaBank) {
   expect_one_error(c, "arena_bank=5: must be < 2");
 }
 
-TEST(CallConfigTest, DiagnosticsNeedAnOutputDir) {
-  CallConfig c;
-  c.diagnostics.output_dir = "";
-  EXPECT_TRUE(c.validate(kLimits).empty());  // all switches off: no directory needed
-  c.diagnostics.swimlane = true;
-  expect_one_error(c, "diagnostics.output_dir=\"\": must name a directory");
-  c.diagnostics.output_dir = "/tmp/run";
-  EXPECT_TRUE(c.validate(kLimits).empty());
-  c.diagnostics = {};
-  c.diagnostics.hw_counters = true;
-  expect_one_error(c, "diagnostics.output_dir");
-}
-
 TEST(CallConfigTest, RingSizing) {
   CallConfig c;
   c.rings.task_window = {16, 1024, 64, 16};

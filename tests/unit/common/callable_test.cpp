@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "common/callable_format.h"
 #include "support.h"
 
 namespace chiprt {

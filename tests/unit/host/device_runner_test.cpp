@@ -14,6 +14,7 @@
 
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
+#include "common/callable_format.h"
 #include "host/log.h"
 #include "host_test_support.h"
 #include "support.h"

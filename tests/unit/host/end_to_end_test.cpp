@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
 #include "host/log.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 
 namespace chiprt {
@@ -143,10 +145,10 @@ TEST(EndToEnd, ZeroTaskGraph) {
   Worker worker;
   worker.init(small_options());
   worker.register_callable(3, empty_callable());
-  const uint64_t launches_before = worker.runner().launches();
+  const uint64_t launches_before = host::runner_of(worker).launches();
   RunReport report = worker.run(3, TaskArgs{}, small_config());
   EXPECT_EQ(report.task_count, 0u);
-  EXPECT_EQ(worker.runner().launches(), launches_before);  // nothing for the chip to do
+  EXPECT_EQ(host::runner_of(worker).launches(), launches_before);  // nothing for the chip to do
   report = worker.run(3, TaskArgs{}, small_config());
   EXPECT_EQ(report.task_count, 0u);
 }
@@ -203,11 +205,11 @@ TEST(EndToEnd, ReplayReusesThePrebuiltImage) {
   config.replay_graph = true;
   RunReport first = worker.run(0, v.args, config);
   EXPECT_TRUE(first.phase(Phase::GraphBuild).present);
-  EXPECT_EQ(worker.runner().replayed_runs(), 0u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 0u);
 
   worker.memset(v.dc, 0, kElements * sizeof(float));
   RunReport second = worker.run(0, v.args, config);
-  EXPECT_EQ(worker.runner().replayed_runs(), 1u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 1u);
   EXPECT_EQ(second.task_count, kTasks);
   EXPECT_FALSE(second.phase(Phase::GraphBuild).present);  // orchestration skipped
   expect_vadd_result(worker, v);
@@ -215,14 +217,14 @@ TEST(EndToEnd, ReplayReusesThePrebuiltImage) {
   // Different arguments: orchestrate again.
   VaddBuffers w = make_vadd(worker, 8.0f);
   worker.run(0, w.args, config);
-  EXPECT_EQ(worker.runner().replayed_runs(), 1u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 1u);
   expect_vadd_result(worker, w);
 
   // Bank 1 never uses bank 0's cache.
   config.arena_bank = 1;
   worker.run(0, w.args, config);
   worker.run(0, w.args, config);
-  EXPECT_EQ(worker.runner().replayed_runs(), 1u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 1u);
 }
 
 // c = c * 2 + k for k = 0 .. kChainSteps-1, one INOUT task per step: only the submission order
@@ -267,18 +269,18 @@ TEST(EndToEnd, ReplaysLaunchAnImageTheChipCheckedPrevalidated) {
     EXPECT_THAT(got, ::testing::Each(want));
   };
   run_and_check("caching run");  // built, cached, checked by the chip
-  EXPECT_EQ(worker.runner().prevalidated_launches(), 0u);
+  EXPECT_EQ(host::runner_of(worker).prevalidated_launches(), 0u);
   run_and_check("first replay");
   run_and_check("second replay");
-  EXPECT_EQ(worker.runner().replayed_runs(), 2u);
-  EXPECT_EQ(worker.runner().prevalidated_launches(), 2u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 2u);
+  EXPECT_EQ(host::runner_of(worker).prevalidated_launches(), 2u);
 
   // Another cluster count builds and caches a new image: its first launch is checked again.
   config.cluster_count = 1;
   run_and_check("new image");
-  EXPECT_EQ(worker.runner().prevalidated_launches(), 2u);
+  EXPECT_EQ(host::runner_of(worker).prevalidated_launches(), 2u);
   run_and_check("replay of the new image");
-  EXPECT_EQ(worker.runner().prevalidated_launches(), 3u);
+  EXPECT_EQ(host::runner_of(worker).prevalidated_launches(), 3u);
   worker.free(dc);
 }
 
@@ -305,7 +307,7 @@ TEST(EndToEnd, ReplayNeverCachesAGraphWhoseOrchestrationTouchedTensorData) {
   v.a[0] = 11.0f;
   worker.copy_to(v.da, v.a.data(), kElements * sizeof(float));
   RunReport second = worker.run(0, v.args, config);
-  EXPECT_EQ(worker.runner().replayed_runs(), 0u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 0u);
   EXPECT_TRUE(second.phase(Phase::GraphBuild).present);
   EXPECT_EQ(g_peeked, 11.0f);
   expect_vadd_result(worker, v);
@@ -317,7 +319,7 @@ TEST(EndToEnd, CloseFreesEveryDeviceResource) {
   worker.register_callable(0, vadd_callable());
   VaddBuffers v = make_vadd(worker, 1.0f);
   worker.run(0, v.args, small_config());
-  host::DeviceRunner& runner = worker.runner();
+  host::DeviceRunner& runner = host::runner_of(worker);
   EXPECT_GT(runner.memory().tracked_count(), 3u);
   runner.finalize();
   EXPECT_EQ(runner.memory().tracked_count(), 0u);

@@ -10,9 +10,11 @@
 
 #include "chiprt/callable.h"
 #include "chiprt/graph_export.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 
 namespace chiprt {
@@ -229,8 +231,8 @@ class GraphExportTest : public ::testing::Test {
 TEST_F(GraphExportTest, DiamondExportsExactTasksArgumentsAndEdges) {
   const GraphExport graph = worker.export_graph(kDiamondId, b.args, small_config());
   // The runtime output r is the first block of bank 0's output heap.
-  const auto heap =
-      static_cast<int64_t>(worker.runner().arenas().region(0, host::ArenaRegion::OutputHeap).addr);
+  const auto heap = static_cast<int64_t>(
+      host::runner_of(worker).arenas().region(0, host::ArenaRegion::OutputHeap).addr);
   ASSERT_NE(heap, 0);
   const auto n = static_cast<int64_t>(kN);
 
@@ -317,7 +319,7 @@ TEST(GraphExport, ShapeOfIndependentAndEmptyGraphs) {
 }
 
 TEST_F(GraphExportTest, LaunchesNothingAndLaterRunsAndReplaysStayCorrect) {
-  host::DeviceRunner& runner = worker.runner();
+  host::DeviceRunner& runner = host::runner_of(worker);
   const CallConfig config = small_config();
   CallConfig replay = config;
   replay.replay_graph = true;
@@ -371,7 +373,7 @@ TEST(GraphExport, ExportsTheHostBuiltGraphOnATensormapRingbufferWorker) {
   ASSERT_EQ(graph.tasks.size(), 6u);
   EXPECT_EQ(consumers_of(graph, 2), (std::vector<uint32_t>{3, 4}));
   EXPECT_EQ(graph.tasks[5].producer_count, 2u);
-  EXPECT_EQ(worker.runner().launches(), 0u);
+  EXPECT_EQ(host::runner_of(worker).launches(), 0u);
   worker.run(kDiamondId, b.args, small_config());
   expect_diamond_result(worker, b);
 }
@@ -533,7 +535,7 @@ TEST_F(GraphExportTest, BadInputFailsExactlyAsRunDoes) {
             error_of([&] { worker.run(kDiamondId, b.args, too_few_tasks); }).code());
 
   // Nothing ran and the worker is still usable.
-  EXPECT_EQ(worker.runner().launches(), 0u);
+  EXPECT_EQ(host::runner_of(worker).launches(), 0u);
   EXPECT_EQ(worker.export_graph(kDiamondId, b.args, small_config()).tasks.size(), 6u);
 }
 

@@ -21,6 +21,7 @@
 #include "host/device_runner.h"
 #include "host/log.h"
 #include "host/timeouts.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 #include "scoped_env.h"
 
@@ -182,7 +183,7 @@ TEST_P(ReentrantCall, FailsAtOnceNamingTheCallAndThePlaceAndTheWorkerStaysUsable
   EXPECT_THAT(std::string(seen->hint()), HasSubstr("outside"));
 
   // The device was not poisoned: the next run passes.
-  EXPECT_FALSE(worker->runner().faulted());
+  EXPECT_FALSE(host::runner_of(*worker).faulted());
   g_call = Call::None;
   const int before = g_kernel_runs.load();
   RunReport report = worker->run(0, TaskArgs{});

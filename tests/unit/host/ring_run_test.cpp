@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -14,10 +15,12 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
 #include "host/ring_sizing.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 
 namespace chiprt {
@@ -179,7 +182,7 @@ TEST_F(RingRunTest, ChainOfScopedStepsComputesAndReportsOrchestrationPhases) {
   EXPECT_FALSE(report.serial);
   EXPECT_TRUE(report.phase(Phase::Orchestration).present);
   EXPECT_TRUE(report.phase(Phase::RunWall).present);
-  const host::RingSizeResolution& rings = worker_->runner().last_ring_sizes();
+  const host::RingSizeResolution& rings = host::runner_of(*worker_).last_ring_sizes();
   EXPECT_EQ(rings.sizes.task_window[0], host::kDefaultRingTaskWindow);
   EXPECT_EQ(rings.sizes.heap_bytes[3], CallConfig::kDefaultOutputHeapBytes / 4);
 }
@@ -239,9 +242,45 @@ TEST_F(RingRunTest, TinyRingsApplyBackPressureWithoutDeadlock) {
     expect_acc(200);
     EXPECT_EQ(report.task_count, 400u) << "serial=" << serial;
   }
-  const host::RingSizeResolution& rings = worker_->runner().last_ring_sizes();
+  const host::RingSizeResolution& rings = host::runner_of(*worker_).last_ring_sizes();
   EXPECT_EQ(rings.sizes.task_window[2], 16u);
   EXPECT_EQ(rings.total_heap_bytes(), 4u * 4096u);
+}
+
+// RunReport states the rings a run used and the output-heap arena it had, on both variants (what
+// `chiprt bench --scaling` reads instead of the runner's internals).
+TEST_F(RingRunTest, ReportStatesTheRingsUsedAndTheCommittedOutputHeap) {
+  worker_->register_callable(0, callable_with(&chain_orchestration));
+  CallConfig config;
+  config.rings.task_window = {32, 64};
+  config.rings.heap_bytes = {8192};
+  const RunReport ring = worker_->run(0, chain_args(3), config);
+  expect_acc(3);
+  EXPECT_EQ(ring.rings.task_window, (std::array<uint64_t, kRingScopeDepths>{32, 64, 64, 64}));
+  EXPECT_EQ(ring.rings.heap_bytes,
+            (std::array<uint64_t, kRingScopeDepths>{8192, 8192, 8192, 8192}));
+  // The dependency pool defaults to 4 x each depth's window.
+  EXPECT_EQ(ring.rings.dep_pool, (std::array<uint64_t, kRingScopeDepths>{128, 256, 256, 256}));
+  EXPECT_EQ(ring.rings.total_slots(), 224u);
+  host::DeviceRunner& runner = host::runner_of(*worker_);
+  EXPECT_EQ(ring.rings.total_slots(), runner.last_ring_sizes().total_slots());
+  EXPECT_EQ(ring.output_heap_committed_bytes, runner.arenas().committed_sizes(0).output_heap);
+  EXPECT_GE(ring.output_heap_committed_bytes, ring.rings.total_heap_bytes());
+
+  CallConfig host_graph;
+  host_graph.runtime = RuntimeVariant::HostBuildGraph;
+  host_graph.output_heap_bytes = 1ull << 20;
+  const RunReport built = worker_->run(0, chain_args(2), host_graph);
+  expect_acc(2);
+  EXPECT_EQ(built.rings.total_slots(), 0u);  // no rings
+  EXPECT_EQ(built.rings.total_heap_bytes(), 0u);
+  EXPECT_EQ(built.output_heap_committed_bytes, runner.arenas().committed_sizes(0).output_heap);
+  EXPECT_GE(built.output_heap_committed_bytes, host_graph.output_heap_bytes);
+
+  // A graph without tasks launches nothing and still states the heap it was given.
+  const RunReport empty = worker_->run(0, chain_args(0), host_graph);
+  EXPECT_EQ(empty.task_count, 0u);
+  EXPECT_EQ(empty.output_heap_committed_bytes, built.output_heap_committed_bytes);
 }
 
 // Single-block tasks run on their slot's argument storage in place: the block context the kernel
@@ -405,16 +444,15 @@ TEST(RingRunEnvTest, EnvironmentSizesTheRunAndInvalidValuesFailIt) {
                               }));
     return runner;
   };
-  auto good = runner_with({{host::kRingTaskWindowEnv, "32,64"}, {host::kRingDepPoolEnv, "128"}});
+  auto good = runner_with({{kRingTaskWindowEnv, "32,64"}, {kRingDepPoolEnv, "128"}});
   EXPECT_EQ(good->run(0, TaskArgs{}).task_count, 1u);
   const host::RingSizeResolution& rings = good->last_ring_sizes();
   EXPECT_EQ(rings.sizes.task_window[0], 32u);
   EXPECT_EQ(rings.sizes.task_window[3], 64u);
   EXPECT_EQ(rings.sizes.dep_pool[2], 128u);
-  EXPECT_EQ(rings.source[static_cast<int>(host::RingField::HeapBytes)],
-            host::RingSizeSource::Default);
+  EXPECT_EQ(rings.source[static_cast<int>(RingField::HeapBytes)], host::RingSizeSource::Default);
 
-  auto bad = runner_with({{host::kRingHeapBytesEnv, "4097"}});
+  auto bad = runner_with({{kRingHeapBytesEnv, "4097"}});
   try {
     bad->run(0, TaskArgs{});
     FAIL() << "an invalid CHIPRT_RING_HEAP_BYTES ran";

@@ -1,5 +1,6 @@
 // Ring sizing resolution: CallConfig::rings over CHIPRT_RING_* over the defaults, list spreading,
-// and every rule with its message.
+// and every rule with its message as a run reports it (the parser and the rules themselves:
+// tests/unit/common/ring_sizes_test.cpp).
 #include "host/ring_sizing.h"
 
 #include <gmock/gmock.h>
@@ -174,29 +175,6 @@ TEST(RingSizingTest, InvalidCallConfigNamesTheFieldEntryAndRule) {
   config.dep_pool = {10};
   status = resolve_status(config, env_of({}));
   EXPECT_EQ(status.message(), "rings.dep_pool[0]=10: must be in [64, 67108864]");
-}
-
-TEST(RingSizingTest, ParseListAcceptsOneToFourValues) {
-  std::vector<uint64_t> values;
-  ASSERT_TRUE(parse_ring_size_list(RingField::TaskWindow, "--ring-window", "16", &values).is_ok());
-  EXPECT_EQ(values, (std::vector<uint64_t>{16}));
-  ASSERT_TRUE(parse_ring_size_list(RingField::DepPool, "--ring-dep-pool", "64,128,256,512", &values)
-                  .is_ok());
-  EXPECT_EQ(values, (std::vector<uint64_t>{64, 128, 256, 512}));
-  const Status status = parse_ring_size_list(RingField::HeapBytes, "--ring-heap", "", &values);
-  EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
-  EXPECT_THAT(status.message(), HasSubstr("--ring-heap=\"\""));
-}
-
-TEST(RingSizingTest, NamesAndRules) {
-  EXPECT_EQ(ring_field_config_name(RingField::HeapBytes), "rings.heap_bytes");
-  EXPECT_EQ(ring_field_env_name(RingField::DepPool), "CHIPRT_RING_DEP_POOL");
-  EXPECT_TRUE(ring_value_valid(RingField::TaskWindow, 1u << 20));
-  EXPECT_FALSE(ring_value_valid(RingField::TaskWindow, 0));
-  EXPECT_TRUE(ring_value_valid(RingField::HeapBytes, 1ull << 40));
-  EXPECT_FALSE(ring_value_valid(RingField::HeapBytes, (1ull << 40) + 64));
-  EXPECT_TRUE(ring_value_valid(RingField::DepPool, 64));
-  EXPECT_FALSE(ring_value_valid(RingField::DepPool, 63));
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 
 namespace chiprt {
@@ -91,7 +93,7 @@ TEST(RunArguments, BuffersOutsideLiveAllocationsAreRefusedBeforeTheRun) {
 
   // Valid buffers still run, and the device was never faulted.
   worker.run(0, accumulate_args(a, c), small_config());
-  EXPECT_FALSE(worker.runner().faulted());
+  EXPECT_FALSE(host::runner_of(worker).faulted());
 }
 
 TEST(RunArguments, ReplayAfterAnotherImageInTheSameArenaUsesItsOwnImage) {
@@ -116,12 +118,12 @@ TEST(RunArguments, ReplayAfterAnotherImageInTheSameArenaUsesItsOwnImage) {
   replay.replay_graph = true;
   worker.run(0, graph_a, replay);  // builds and caches A: c1 = 1
   worker.run(0, graph_a, replay);  // replays A: c1 = 2
-  EXPECT_EQ(worker.runner().replayed_runs(), 1u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 1u);
   worker.run(0, graph_b, small_config());  // B, same sizes, written over A's image: c2 = 2
   worker.run(0, graph_a, replay);          // must run A again: c1 = 3
-  EXPECT_EQ(worker.runner().replayed_runs(), 2u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 2u);
   worker.run(0, graph_a, replay);  // and once more from the cache: c1 = 4
-  EXPECT_EQ(worker.runner().replayed_runs(), 3u);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 3u);
 
   std::vector<float> out(kElements);
   worker.copy_from(out.data(), c1, bytes);

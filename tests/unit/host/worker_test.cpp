@@ -9,6 +9,7 @@
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
 #include "host/device_runner.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 
 namespace chiprt {
@@ -58,7 +59,7 @@ TEST(WorkerMisuse, EveryCallBeforeInitIsNotInitialized) {
   expect_error([&] { worker.copy_from(&x, DeviceBuffer{64, 64}, 4); }, StatusCode::NotInitialized);
   expect_error([&] { worker.memset(DeviceBuffer{64, 64}, 0, 4); }, StatusCode::NotInitialized);
   expect_error([&] { worker.device_bytes_in_use(); }, StatusCode::NotInitialized);
-  expect_error([&] { worker.runner(); }, StatusCode::NotInitialized);
+  expect_error([&] { host::runner_of(worker); }, StatusCode::NotInitialized);
 }
 
 TEST(WorkerMisuse, EveryCallAfterCloseIsAlreadyClosed) {
@@ -75,7 +76,7 @@ TEST(WorkerMisuse, EveryCallAfterCloseIsAlreadyClosed) {
   expect_error([&] { worker.register_callable(0, callable_with_signature({})); },
                StatusCode::AlreadyClosed);
   expect_error([&] { worker.init(small_options()); }, StatusCode::AlreadyClosed);
-  expect_error([&] { worker.runner(); }, StatusCode::AlreadyClosed);
+  expect_error([&] { host::runner_of(worker); }, StatusCode::AlreadyClosed);
 }
 
 TEST(WorkerMisuse, InitTwiceUnknownPlatformAndUnknownRuntime) {
@@ -96,7 +97,7 @@ TEST(WorkerMisuse, InitTwiceUnknownPlatformAndUnknownRuntime) {
   options.runtime = RuntimeVariant::TensormapRingbuffer;
   ring.init(options);
   EXPECT_TRUE(ring.initialized());
-  EXPECT_EQ(ring.runner().default_runtime(), RuntimeVariant::TensormapRingbuffer);
+  EXPECT_EQ(host::runner_of(ring).default_runtime(), RuntimeVariant::TensormapRingbuffer);
 
   Worker unknown_runtime;
   options = small_options();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chip_harness.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "ring_launch.h"
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chip_harness.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "scheduler/shared_state.h"
 

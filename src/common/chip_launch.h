@@ -86,7 +86,8 @@ struct ChipLaunchArgs {
   uint64_t image_addr = 0;  // graph image (host_build_graph), see orchestrator/graph_image.h
   uint64_t image_size = 0;
   // tensormap_ringbuffer: AICPU thread 0 runs the orchestration function at
-  // orchestration_entry (OrchestrationEntry) with the TaskArgs copied at orchestration_args_addr;
+  // orchestration_entry (OrchestrationEntry) with the arguments encoded at orchestration_args_addr
+  // (common::TaskArgsWire, common/task_args_wire.h);
   // kernel_info_addr holds the common::KernelTable it validates submissions against; runtime
   // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
   uint64_t orchestration_entry = 0;
@@ -122,6 +123,10 @@ static_assert(std::is_standard_layout_v<ChipLaunchArgs> && std::is_standard_layo
 static_assert(sizeof(ChipResult::code) == sizeof(uint32_t));
 constexpr uint64_t launch_result_code_addr(uint64_t launch_args_addr) {
   return launch_args_addr + offsetof(ChipLaunchArgs, result) + offsetof(ChipResult, code);
+}
+// The device address of ChipLaunchArgs::shared_addr in the block at `launch_args_addr`.
+constexpr uint64_t launch_shared_addr_addr(uint64_t launch_args_addr) {
+  return launch_args_addr + offsetof(ChipLaunchArgs, shared_addr);
 }
 
 }  // namespace chiprt::common

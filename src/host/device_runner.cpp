@@ -14,12 +14,14 @@
 #include "common/graph_image.h"
 #include "common/handshake.h"
 #include "common/progress.h"
+#include "common/ring_layout.h"
+#include "common/shared_layout.h"
+#include "common/task_args_wire.h"
 #include "host/graph_image_export.h"
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
 #include "scheduler/chip_entry.h"
-#include "scheduler/ring_hooks.h"
 
 namespace chiprt::host {
 namespace {
@@ -39,11 +41,11 @@ constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
 constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
 constexpr uint64_t kPhaseBufferBytes = round_up(sizeof(common::PhaseBuffer), kDeviceAlign);
 // tensormap_ringbuffer: the orchestrator on the chip validates submissions against a copy of the
-// kernel table and calls the orchestration function with a copy of the run's arguments.
+// kernel table and calls the orchestration function with the run's arguments, sent in their wire
+// format (common/task_args_wire.h).
 static_assert(std::is_trivially_copyable_v<common::KernelTable>);
-static_assert(std::is_trivially_copyable_v<TaskArgs>);
 constexpr uint64_t kKernelInfoBytes = round_up(sizeof(common::KernelTable), kDeviceAlign);
-constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceAlign);
+constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(common::TaskArgsWire), kDeviceAlign);
 // Once the chip latched an error, the rest of the launch (the cores, or an AICPU thread inside a
 // kernel) gets this long, at most the stream-sync timeout, before it is abandoned: a stuck kernel
 // will not return.
@@ -537,8 +539,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     if (built.accessed_tensor_data) cacheable = false;
   }
 
-  const uint64_t shared_bytes =
-      task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
+  const uint64_t shared_bytes = common::shared_state_bytes(task_count);
   // A replayed image keeps the layout it was cached with, so this commits nothing new then.
   const uint64_t image_size = image->size();
   throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image_size}));
@@ -598,8 +599,8 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   }
   // Only the fixed-size head of the region: the chip formats its per-task arrays and queues
   // itself, so zeroing them here would cost megabytes of writes per run for nothing.
-  throw_if(memory_.memset(shared_region.addr, 0,
-                          std::min(shared_bytes, scheduler::shared_state_cleared_bytes())));
+  throw_if(
+      memory_.memset(shared_region.addr, 0, std::min(shared_bytes, common::kSharedClearedBytes)));
 
   DeviceBuffer staging;
   throw_if(staging_.acquire(slot, kLaunchArgsBytes + kPhaseBufferBytes, &staging));
@@ -630,11 +631,11 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
   throw_if(resolve_ring_sizes(config.rings, output_heap_bytes_of(config), options_.env, &rings));
   last_ring_sizes_ = rings;
   const uint64_t heap_bytes = rings.total_heap_bytes();
-  const uint64_t shared_bytes = scheduler::ring_shared_state_bytes(rings.sizes);
+  const uint64_t shared_bytes = common::ring_shared_state_bytes(rings.sizes);
   if (shared_bytes == UINT64_MAX) {
     // resolve_ring_sizes applies the same rules as the layout, so this is a broken invariant.
     throw Error(StatusCode::InternalError,
-                "the scheduler's ring layout rejects ring sizes the host resolved (" +
+                "the ring layout (common/ring_layout.h) rejects ring sizes the host resolved (" +
                     std::to_string(rings.total_slots()) + " slots in all)");
   }
 
@@ -658,7 +659,9 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
   const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
   throw_if(
       memory_.copy_to_device(kernel_info_addr, kernel_table.data(), sizeof(common::KernelTable)));
-  throw_if(memory_.copy_to_device(orchestration_args_addr, &args, sizeof(TaskArgs)));
+  auto wire = std::make_unique<common::TaskArgsWire>();
+  common::encode_task_args(args, wire.get());
+  throw_if(memory_.copy_to_device(orchestration_args_addr, wire.get(), sizeof(*wire)));
   {
     auto launch_args = base_launch_args(RuntimeVariant::TensormapRingbuffer, shape, shared_region,
                                         shared_bytes, phase_buffer_addr);
@@ -730,18 +733,16 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   // The host's side of the progress rule (common/progress.h): the cores' kernel starts and the
   // orchestrator's beat, read through the platform while the launch runs.
   uint64_t shared_addr = 0;
-  throw_if(memory_.copy_from_device(
-      &shared_addr, launch_args_addr + offsetof(common::ChipLaunchArgs, shared_addr),
-      sizeof(shared_addr)));
+  throw_if(memory_.copy_from_device(&shared_addr, common::launch_shared_addr_addr(launch_args_addr),
+                                    sizeof(shared_addr)));
   auto read_progress = [&]() {
     uint64_t sum = 0;
     uint32_t word = 0;
-    const uint64_t beat_addr = shared_addr + offsetof(common::SharedPrefix, orchestrator_beat);
-    if (platform_->load_device_word(beat_addr, &word).is_ok()) sum += word;
+    if (platform_->load_device_word(common::orchestrator_beat_addr(shared_addr), &word).is_ok()) {
+      sum += word;
+    }
     for (uint32_t core = 0; core < std::min(programs.cores, common::kMaxCores); ++core) {
-      const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
-                            core * sizeof(common::HandshakeCell) +
-                            offsetof(common::HandshakeCell, starts);
+      const uint64_t addr = common::core_starts_addr(shared_addr, core);
       if (platform_->load_device_word(addr, &word).is_ok()) sum += word;
     }
     return sum;
@@ -764,10 +765,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
                : StatusCode::Ok;
   };
   // While the AICPU threads run, only the status word may be read (they write the rest).
-  static_assert(std::is_standard_layout_v<common::ChipLaunchArgs>);
-  static_assert(sizeof(common::ChipResult::code) == sizeof(uint32_t));
-  const uint64_t code_addr = launch_args_addr + offsetof(common::ChipLaunchArgs, result) +
-                             offsetof(common::ChipResult, code);
+  const uint64_t code_addr = common::launch_result_code_addr(launch_args_addr);
   auto peek_chip_code = [&]() {
     uint32_t word = 0;
     return platform_->load_device_word(code_addr, &word).is_ok() ? static_cast<StatusCode>(word)
@@ -869,11 +867,9 @@ uint64_t DeviceRunner::read_kernel_ns(uint64_t shared_addr, uint32_t cores) {
   uint64_t sum = 0;
   for (uint32_t core = 0; core < readable; ++core) {
     // Only the accumulator is read, not the whole cell (its atomics are not copyable values).
-    const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
-                          core * sizeof(common::HandshakeCell) +
-                          offsetof(common::HandshakeCell, kernel_ns);
     uint64_t core_ns = 0;
-    throw_if(memory_.copy_from_device(&core_ns, addr, sizeof(core_ns)));
+    throw_if(memory_.copy_from_device(&core_ns, common::core_kernel_ns_addr(shared_addr, core),
+                                      sizeof(core_ns)));
     sum += core_ns;
   }
   return sum;

@@ -10,6 +10,7 @@
 #include "common/handshake.h"
 #include "common/progress.h"
 #include "common/ring_state.h"
+#include "common/task_args_wire.h"
 #include "orchestrator/ring_orchestrator.h"
 #include "scheduler/dispatch_loop.h"
 #include "scheduler/ring_hooks.h"
@@ -88,11 +89,11 @@ bool validate_ring_launch(ChipLaunchArgs* args, uint32_t thread_count, RingLayou
   if (args->orchestration_entry == 0) {
     CHIPRT_RING_INVALID(args, kInternal, "ChipLaunchArgs::orchestration_entry is null");
   }
-  if (!aligned_nonnull(args->orchestration_args_addr, alignof(TaskArgs))) {
+  if (!aligned_nonnull(args->orchestration_args_addr, alignof(common::TaskArgsWire))) {
     CHIPRT_RING_INVALID(args, kInternal,
                         "ChipLaunchArgs::orchestration_args_addr 0x%" PRIx64
                         " is null or not %zu-byte aligned",
-                        args->orchestration_args_addr, alignof(TaskArgs));
+                        args->orchestration_args_addr, alignof(common::TaskArgsWire));
   }
   if (!aligned_nonnull(args->kernel_info_addr, alignof(common::KernelTable))) {
     CHIPRT_RING_INVALID(args, kInternal,
@@ -364,8 +365,19 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.timeout_ms = common::scheduler_timeout_ms(*args);
   const auto entry =
       reinterpret_cast<OrchestrationEntry>(static_cast<uintptr_t>(args->orchestration_entry));
-  const auto& orchestration_args =
-      *reinterpret_cast<const TaskArgs*>(static_cast<uintptr_t>(args->orchestration_args_addr));
+  // The run's arguments cross in their wire format; a block this runtime did not write (another
+  // version, corrupted) fails the run before the function is called.
+  TaskArgs orchestration_args;
+  const Status decoded =
+      common::decode_task_args(*reinterpret_cast<const common::TaskArgsWire*>(
+                                   static_cast<uintptr_t>(args->orchestration_args_addr)),
+                               &orchestration_args);
+  if (!decoded.is_ok()) {
+    latch_chip_error(&args->result, decoded.code(), "%s", decoded.message().c_str());
+    view.globals->total.store(0, std::memory_order_seq_cst);
+    common::ring_all_doorbells(view.prefix, view.park_wake());
+    return view.now();
+  }
 
   ChipRingDriver driver(view, own_cores);
   const uint64_t start = view.now();

@@ -16,8 +16,4 @@ RingView ring_view_at(uint8_t* region, const RingLayout& layout) {
   return view;
 }
 
-uint64_t ring_shared_state_bytes(const common::RingSizes& sizes) {
-  return common::ring_shared_state_bytes(sizes);
-}
-
 }  // namespace chiprt::scheduler

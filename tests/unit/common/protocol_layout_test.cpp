@@ -30,6 +30,7 @@ TEST(ProtocolLayoutTest, PrefixFieldAddressesNameTheFields) {
 TEST(ProtocolLayoutTest, ResultCodeAddressNamesTheStatusWord) {
   auto args = std::make_unique<ChipLaunchArgs>();
   EXPECT_EQ(launch_result_code_addr(address_of(args.get())), address_of(&args->result.code));
+  EXPECT_EQ(launch_shared_addr_addr(address_of(args.get())), address_of(&args->shared_addr));
 }
 
 TEST(ProtocolLayoutTest, SchedulerTimeoutDefaultsWhenUnset) {

@@ -9,7 +9,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "aicore/core_executor.h"
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
 #include "common/handshake.h"
@@ -21,7 +20,6 @@
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
-#include "scheduler/chip_entry.h"
 
 namespace chiprt::host {
 namespace {
@@ -208,10 +206,8 @@ void DeviceRunner::ensure_initialized() {
                                                std::to_string(common::kMaxCores / 3));
   }
   max_block_dim_ = geometry_.clusters;
-  // On sim the chip-side executors are linked into this binary; a hardware platform would load
-  // them here.
-  aicpu_entry_ = &scheduler::aicpu_entry;
-  core_service_ = &aicore::core_service;
+  // The chip-side programs (scheduler, core loop) are the platform's to provide.
+  throw_if(platform_->load_chip_runtime());
   if (!chip_init_done_) {
     DeviceBuffer block;
     throw_if(memory_.allocate(kServicesBytes + kKernelTableBytes, kDeviceAlign,
@@ -720,15 +716,13 @@ void DeviceRunner::write_launch_args(const common::ChipLaunchArgs& launch_args,
 uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape& shape,
                                           uint64_t launch_args_addr, uint64_t phase_buffer_addr,
                                           Clock::time_point t_entry, RunReport* report) {
-  platform::LaunchPrograms programs;
-  programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(launch_args_addr));
-  programs.aicpu_entry = aicpu_entry_;
-  programs.core_service = core_service_;
-  programs.aicpu_threads = shape.aicpu_threads;
+  platform::LaunchRequest request;
+  request.launch_args_addr = launch_args_addr;
+  request.aicpu_threads = shape.aicpu_threads;
   // Core numbering spans the whole device (AIV cores follow all AIC cores), so every core
   // takes part; the scheduler only dispatches to the run's clusters.
-  programs.cores = geometry_.cores();
-  programs.serial = shape.serial;
+  request.cores = geometry_.cores();
+  request.serial = shape.serial;
 
   // The host's side of the progress rule (common/progress.h): the cores' kernel starts and the
   // orchestrator's beat, read through the platform while the launch runs.
@@ -741,7 +735,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
     if (platform_->load_device_word(common::orchestrator_beat_addr(shared_addr), &word).is_ok()) {
       sum += word;
     }
-    for (uint32_t core = 0; core < std::min(programs.cores, common::kMaxCores); ++core) {
+    for (uint32_t core = 0; core < std::min(request.cores, common::kMaxCores); ++core) {
       const uint64_t addr = common::core_starts_addr(shared_addr, core);
       if (platform_->load_device_word(addr, &word).is_ok()) sum += word;
     }
@@ -750,7 +744,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
 
   const Clock::time_point t_launch = Clock::now();
   report->host_prepare_ns = ns_between(t_entry, t_launch);
-  throw_if(platform_->launch(programs));
+  throw_if(platform_->launch(request));
   ++launches_;
   // AICPU threads first, then the cores. Once the chip latched an error (a scheduler gave up on a
   // stuck task) the rest gets only a short grace instead of the whole stream-sync timeout: the
@@ -856,7 +850,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   if (shape.measure_kernel_time) {
     // The accumulators start at zero: they live in the handshake cells of the SharedPrefix, which
     // the host zeroes before every launch (the core protocol needs it too).
-    report->kernel_ns = read_kernel_ns(result->shared_addr, programs.cores);
+    report->kernel_ns = read_kernel_ns(result->shared_addr, request.cores);
     report->kernel_time_measured = true;
   }
   return result->result.tasks_completed;
@@ -906,8 +900,6 @@ void DeviceRunner::finalize() {
   initialized_ = false;
   chip_init_done_ = false;
   max_block_dim_ = 0;
-  aicpu_entry_ = nullptr;
-  core_service_ = nullptr;
   prebuilt_image_resident_ = false;
   if (!was_faulted) {
     release_device_resources();

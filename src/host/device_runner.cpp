@@ -9,17 +9,17 @@
 #include <type_traits>
 #include <utility>
 
-#include "aicore/core_executor.h"
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
 #include "common/handshake.h"
 #include "common/progress.h"
+#include "common/ring_layout.h"
+#include "common/shared_layout.h"
+#include "common/task_args_wire.h"
 #include "host/graph_image_export.h"
 #include "host/log.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
-#include "scheduler/chip_entry.h"
-#include "scheduler/ring_hooks.h"
 
 namespace chiprt::host {
 namespace {
@@ -39,11 +39,11 @@ constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
 constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
 constexpr uint64_t kPhaseBufferBytes = round_up(sizeof(common::PhaseBuffer), kDeviceAlign);
 // tensormap_ringbuffer: the orchestrator on the chip validates submissions against a copy of the
-// kernel table and calls the orchestration function with a copy of the run's arguments.
+// kernel table and calls the orchestration function with the run's arguments, sent in their wire
+// format (common/task_args_wire.h).
 static_assert(std::is_trivially_copyable_v<common::KernelTable>);
-static_assert(std::is_trivially_copyable_v<TaskArgs>);
 constexpr uint64_t kKernelInfoBytes = round_up(sizeof(common::KernelTable), kDeviceAlign);
-constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceAlign);
+constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(common::TaskArgsWire), kDeviceAlign);
 // Once the chip latched an error, the rest of the launch (the cores, or an AICPU thread inside a
 // kernel) gets this long, at most the stream-sync timeout, before it is abandoned: a stuck kernel
 // will not return.
@@ -206,10 +206,8 @@ void DeviceRunner::ensure_initialized() {
                                                std::to_string(common::kMaxCores / 3));
   }
   max_block_dim_ = geometry_.clusters;
-  // On sim the chip-side executors are linked into this binary; a hardware platform would load
-  // them here.
-  aicpu_entry_ = &scheduler::aicpu_entry;
-  core_service_ = &aicore::core_service;
+  // The chip-side programs (scheduler, core loop) are the platform's to provide.
+  throw_if(platform_->load_chip_runtime());
   if (!chip_init_done_) {
     DeviceBuffer block;
     throw_if(memory_.allocate(kServicesBytes + kKernelTableBytes, kDeviceAlign,
@@ -548,8 +546,7 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
     if (built.accessed_tensor_data) cacheable = false;
   }
 
-  const uint64_t shared_bytes =
-      task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
+  const uint64_t shared_bytes = common::shared_state_bytes(task_count);
   // A replayed image keeps the layout it was cached with, so this commits nothing new then.
   const uint64_t image_size = image->size();
   throw_if(arenas_.setup(bank, {heap_bytes, shared_bytes, image_size}));
@@ -610,8 +607,8 @@ RunReport DeviceRunner::run_locked(int32_t callable_id, const TaskArgs& args,
   }
   // Only the fixed-size head of the region: the chip formats its per-task arrays and queues
   // itself, so zeroing them here would cost megabytes of writes per run for nothing.
-  throw_if(memory_.memset(shared_region.addr, 0,
-                          std::min(shared_bytes, scheduler::shared_state_cleared_bytes())));
+  throw_if(
+      memory_.memset(shared_region.addr, 0, std::min(shared_bytes, common::kSharedClearedBytes)));
 
   DeviceBuffer staging;
   throw_if(staging_.acquire(slot, kLaunchArgsBytes + kPhaseBufferBytes, &staging));
@@ -642,11 +639,11 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
   throw_if(resolve_ring_sizes(config.rings, output_heap_bytes_of(config), options_.env, &rings));
   last_ring_sizes_ = rings;
   const uint64_t heap_bytes = rings.total_heap_bytes();
-  const uint64_t shared_bytes = scheduler::ring_shared_state_bytes(rings.sizes);
+  const uint64_t shared_bytes = common::ring_shared_state_bytes(rings.sizes);
   if (shared_bytes == UINT64_MAX) {
     // resolve_ring_sizes applies the same rules as the layout, so this is a broken invariant.
     throw Error(StatusCode::InternalError,
-                "the scheduler's ring layout rejects ring sizes the host resolved (" +
+                "the ring layout (common/ring_layout.h) rejects ring sizes the host resolved (" +
                     std::to_string(rings.total_slots()) + " slots in all)");
   }
 
@@ -670,7 +667,9 @@ RunReport DeviceRunner::run_ring(const RegisteredCallable& callable, const TaskA
   const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
   throw_if(
       memory_.copy_to_device(kernel_info_addr, kernel_table.data(), sizeof(common::KernelTable)));
-  throw_if(memory_.copy_to_device(orchestration_args_addr, &args, sizeof(TaskArgs)));
+  auto wire = std::make_unique<common::TaskArgsWire>();
+  common::encode_task_args(args, wire.get());
+  throw_if(memory_.copy_to_device(orchestration_args_addr, wire.get(), sizeof(*wire)));
   {
     auto launch_args = base_launch_args(RuntimeVariant::TensormapRingbuffer, shape, shared_region,
                                         shared_bytes, phase_buffer_addr);
@@ -731,31 +730,27 @@ void DeviceRunner::write_launch_args(const common::ChipLaunchArgs& launch_args,
 uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape& shape,
                                           uint64_t launch_args_addr, uint64_t phase_buffer_addr,
                                           Clock::time_point t_entry, RunReport* report) {
-  platform::LaunchPrograms programs;
-  programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(launch_args_addr));
-  programs.aicpu_entry = aicpu_entry_;
-  programs.core_service = core_service_;
-  programs.aicpu_threads = shape.aicpu_threads;
+  platform::LaunchRequest request;
+  request.launch_args_addr = launch_args_addr;
+  request.aicpu_threads = shape.aicpu_threads;
   // Core numbering spans the whole device (AIV cores follow all AIC cores), so every core
   // takes part; the scheduler only dispatches to the run's clusters.
-  programs.cores = geometry_.cores();
-  programs.serial = shape.serial;
+  request.cores = geometry_.cores();
+  request.serial = shape.serial;
 
   // The host's side of the progress rule (common/progress.h): the cores' kernel starts and the
   // orchestrator's beat, read through the platform while the launch runs.
   uint64_t shared_addr = 0;
-  throw_if(memory_.copy_from_device(
-      &shared_addr, launch_args_addr + offsetof(common::ChipLaunchArgs, shared_addr),
-      sizeof(shared_addr)));
+  throw_if(memory_.copy_from_device(&shared_addr, common::launch_shared_addr_addr(launch_args_addr),
+                                    sizeof(shared_addr)));
   auto read_progress = [&]() {
     uint64_t sum = 0;
     uint32_t word = 0;
-    const uint64_t beat_addr = shared_addr + offsetof(common::SharedPrefix, orchestrator_beat);
-    if (platform_->load_device_word(beat_addr, &word).is_ok()) sum += word;
-    for (uint32_t core = 0; core < std::min(programs.cores, common::kMaxCores); ++core) {
-      const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
-                            core * sizeof(common::HandshakeCell) +
-                            offsetof(common::HandshakeCell, starts);
+    if (platform_->load_device_word(common::orchestrator_beat_addr(shared_addr), &word).is_ok()) {
+      sum += word;
+    }
+    for (uint32_t core = 0; core < std::min(request.cores, common::kMaxCores); ++core) {
+      const uint64_t addr = common::core_starts_addr(shared_addr, core);
       if (platform_->load_device_word(addr, &word).is_ok()) sum += word;
     }
     return sum;
@@ -763,7 +758,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
 
   const Clock::time_point t_launch = Clock::now();
   report->host_prepare_ns = ns_between(t_entry, t_launch);
-  throw_if(platform_->launch(programs));
+  throw_if(platform_->launch(request));
   ++launches_;
   // AICPU threads first, then the cores. Once the chip latched an error (a scheduler gave up on a
   // stuck task) the rest gets only a short grace instead of the whole stream-sync timeout: the
@@ -778,10 +773,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
                : StatusCode::Ok;
   };
   // While the AICPU threads run, only the status word may be read (they write the rest).
-  static_assert(std::is_standard_layout_v<common::ChipLaunchArgs>);
-  static_assert(sizeof(common::ChipResult::code) == sizeof(uint32_t));
-  const uint64_t code_addr = launch_args_addr + offsetof(common::ChipLaunchArgs, result) +
-                             offsetof(common::ChipResult, code);
+  const uint64_t code_addr = common::launch_result_code_addr(launch_args_addr);
   auto peek_chip_code = [&]() {
     uint32_t word = 0;
     return platform_->load_device_word(code_addr, &word).is_ok() ? static_cast<StatusCode>(word)
@@ -872,7 +864,7 @@ uint64_t DeviceRunner::launch_and_collect(int32_t callable_id, const LaunchShape
   if (shape.measure_kernel_time) {
     // The accumulators start at zero: they live in the handshake cells of the SharedPrefix, which
     // the host zeroes before every launch (the core protocol needs it too).
-    report->kernel_ns = read_kernel_ns(result->shared_addr, programs.cores);
+    report->kernel_ns = read_kernel_ns(result->shared_addr, request.cores);
     report->kernel_time_measured = true;
   }
   return result->result.tasks_completed;
@@ -883,11 +875,9 @@ uint64_t DeviceRunner::read_kernel_ns(uint64_t shared_addr, uint32_t cores) {
   uint64_t sum = 0;
   for (uint32_t core = 0; core < readable; ++core) {
     // Only the accumulator is read, not the whole cell (its atomics are not copyable values).
-    const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
-                          core * sizeof(common::HandshakeCell) +
-                          offsetof(common::HandshakeCell, kernel_ns);
     uint64_t core_ns = 0;
-    throw_if(memory_.copy_from_device(&core_ns, addr, sizeof(core_ns)));
+    throw_if(memory_.copy_from_device(&core_ns, common::core_kernel_ns_addr(shared_addr, core),
+                                      sizeof(core_ns)));
     sum += core_ns;
   }
   return sum;
@@ -924,8 +914,6 @@ void DeviceRunner::finalize() {
   initialized_ = false;
   chip_init_done_ = false;
   max_block_dim_ = 0;
-  aicpu_entry_ = nullptr;
-  core_service_ = nullptr;
   prebuilt_image_resident_ = false;
   if (!was_faulted) {
     release_device_resources();

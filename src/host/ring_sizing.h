@@ -14,6 +14,7 @@
 #include "chiprt/ring_sizes.h"
 #include "chiprt/status.h"
 #include "common/chip_launch.h"
+#include "common/ring_layout.h"
 #include "host/timeouts.h"
 
 namespace chiprt::host {

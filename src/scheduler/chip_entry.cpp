@@ -17,17 +17,6 @@ using common::latch_chip_error;
 
 }  // namespace
 
-uint64_t shared_state_bytes(uint64_t task_count, uint32_t cores) {
-  // Handshake cells are laid out for kMaxCores at a fixed offset, indexed by device core number,
-  // so a core finds its cell before initialisation; `cores` therefore does not change the size.
-  static_cast<void>(cores);
-  return shared_layout(task_count).total_bytes;
-}
-
-uint64_t shared_state_cleared_bytes() {
-  return shared_cleared_bytes();
-}
-
 void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count) {
   auto* args = static_cast<ChipLaunchArgs*>(launch_args);
   if (!precheck_launch(args, thread_index, thread_count)) return;
@@ -36,7 +25,7 @@ void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count
     return;
   }
   const auto& services =
-      *reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+      *reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   const uint64_t entry = services.cycles(services.ctx);
   PhaseStamps stamps(*args, thread_index);
   common::SharedPrefix* prefix = common::shared_prefix(*args);
@@ -51,7 +40,7 @@ void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count
     stamps.stamp(Phase::Preamble, entry, ready);
     prefix->init_state.store(ok ? common::kInitDone : common::kInitFailed,
                              std::memory_order_release);
-    common::futex_wake_all(&prefix->init_state);
+    services.park_wake.wake(&prefix->init_state);
     if (!ok) {
       stamps.stamp(Phase::RunWall, entry, services.cycles(services.ctx));
       return;

@@ -18,7 +18,7 @@ readonly RULES=(
   "src/aicore|chiprt/ common/ aicore/"
   "src/orchestrator|chiprt/ common/ orchestrator/"
   "src/scheduler|chiprt/ common/ scheduler/ orchestrator/"
-  "src/platform/sim|chiprt/ common/ platform/ scheduler/chip_runtime.h aicore/core_executor.h"
+  "src/platform/sim|chiprt/ common/ platform/ scheduler/chip_entry.h aicore/core_executor.h"
   "src/platform|chiprt/ common/ platform/platform.h platform/registry.h platform/sim/sim_platform.h"
   "src/host|chiprt/ common/ host/ orchestrator/ platform/platform.h platform/registry.h"
   "tools|chiprt/"
@@ -86,7 +86,7 @@ self_test() {
   printf '#include "chiprt/worker.h"\n#include "host/log.h"\n#include <vector>\n' \
     >"$scratch/src/host/ok.cpp"
   printf '#include "platform/platform.h"\n' >"$scratch/src/host/platform_ok.cpp"
-  printf '#include "scheduler/chip_runtime.h"\n' >"$scratch/src/platform/sim/ok.cpp"
+  printf '#include "scheduler/chip_entry.h"\n' >"$scratch/src/platform/sim/ok.cpp"
   check_tree "$scratch" >/dev/null || { echo "self-test: a clean tree was refused"; failures=1; }
   # Each line: file | include that must be refused there.
   local cases=(
@@ -97,6 +97,10 @@ self_test() {
     "src/orchestrator/bad2.cpp|scheduler/shared_state.h"
     "src/scheduler/bad.cpp|host/device_runner.h"
     "src/aicore/bad.cpp|scheduler/dispatch_loop.h"
+    "src/aicore/bad2.cpp|platform/platform.h"
+    "src/scheduler/bad2.cpp|platform/platform.h"
+    "src/platform/sim/bad.cpp|host/log.h"
+    "src/platform/bad.cpp|scheduler/dispatch_loop.h"
     "src/common/bad.cpp|orchestrator/tensor_map.h"
     "tools/bad.cpp|host/ring_sizing.h"
   )

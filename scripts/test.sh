@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+# The walls between the rooms and the docs' links, before spending minutes on builds.
+scripts/check-walls.sh
+scripts/check-doc-links.sh
 
 configs=("$@")
 if [ ${#configs[@]} -eq 0 ]; then

@@ -16,9 +16,9 @@ void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed, Pas
     const common::TaskRecord& record = view.tasks[task];
     for (uint32_t i = 0; i < record.fanout_count; ++i) {
       const uint32_t consumer = view.fanout[record.fanout_begin + i];
-      // validate_edges checked fanin_count against the fan-out lists: a consumer with one
-      // producer is released by this task alone, without a locked decrement (a chain's every
-      // task); the store keeps the watchdog's report exact.
+      // The image check (common/graph_image_validate.h) matched fanin_count with the fan-out
+      // lists: a consumer with one producer is released by this task alone, without a locked
+      // decrement (a chain's every task); the store keeps the watchdog's report exact.
       if (view.tasks[consumer].fanin_count == 1) {
         view.fanin_remaining[consumer].store(0, std::memory_order_relaxed);
         make_ready(view, consumer, pushed, local);

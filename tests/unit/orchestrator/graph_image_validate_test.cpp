@@ -96,7 +96,7 @@ TEST_F(ImageValidation, RejectsTruncationAndHeaderDamage) {
   expect_rejected(img, "total_size");
   img = image_;
   poke<uint32_t>(img, offsetof(GraphImageHeader, magic), 0x12345678);
-  expect_rejected(img, "bad magic");
+  expect_rejected(img, "graph image magic 0x12345678");
   img = image_;
   poke<uint32_t>(img, offsetof(GraphImageHeader, version), 99);
   expect_rejected(img, "version 99");
@@ -191,6 +191,30 @@ TEST_F(ImageValidation, RejectsBadInitialReadyList) {
   expect_rejected(img, "initial_ready_count 1");
 }
 
+// Rules only the chip applied before the host's and the chip's validators were made one.
+TEST_F(ImageValidation, RejectsWhatOnlyTheChipRejectedBefore) {
+  std::vector<uint8_t> img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, task_count), 0xFFFFFFFEu);  // a reserved id
+  expect_rejected(img, "task_count 4294967294 exceeds the limit 4294967293");
+
+  img = image_;
+  TaskRecord r = task(0);
+  r.arg_count = common::kMaxRecordArgs + 1;
+  set_task(img, 0, r);
+  expect_rejected(img, "task 0: arg_count 33 exceeds the kernel argument limit 32");
+
+  img = image_;
+  poke<uint32_t>(img, header_.initial_ready_offset + 4, 0);  // {0, 0}: task 0 listed twice
+  expect_rejected(img, "initial_ready[1] = 0 does not follow 0");
+
+  // The chip reads the image in place: a misaligned one is refused, not read unaligned.
+  std::vector<uint8_t> shifted(image_.size() + 1);
+  std::memcpy(shifted.data() + 1, image_.data(), image_.size());
+  const Status s = validate_graph_image(shifted.data() + 1, image_.size());
+  EXPECT_EQ(s.code(), StatusCode::InternalError);
+  EXPECT_THAT(s.message(), HasSubstr("not 8-byte aligned"));
+}
+
 TEST_F(ImageValidation, RejectsBadTaskModelFields) {
   struct Case {
     const char* needle;
@@ -211,12 +235,12 @@ TEST_F(ImageValidation, RejectsBadTaskModelFields) {
          r.core_type = static_cast<uint8_t>(CoreType::MIX);
          r.mix_aiv[1] = 300;
        }},
-      {"task 1: predicate at 0 with 4 bytes",
+      {"task 1: predicate at 0x0 with 4 bytes",
        [](TaskRecord& r) {
          r.flags = common::kTaskFlagPredicated;
          r.predicate_bytes = 4;
        }},
-      {"task 1: predicate at 4096 with 3 bytes",
+      {"task 1: predicate at 0x1000 with 3 bytes",
        [](TaskRecord& r) {
          r.flags = common::kTaskFlagPredicated;
          r.predicate_addr = 4096;

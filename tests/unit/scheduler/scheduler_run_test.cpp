@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "chip_harness.h"
+#include "common/graph_image_validate.h"
 #include "scheduler/chip_entry.h"
 #include "scheduler/shared_state.h"
 
@@ -276,14 +277,22 @@ TEST(SchedulerRun, ConcurrentWatchdogNamesTheStuckTaskAndReturns) {
   EXPECT_EQ(run.recorder().runs[2].load(), 0u);
 }
 
-TEST(SchedulerRun, ConcurrentWatchdogNamesATaskThatNeverBecomesReady) {
+ImageWriter cyclic_graph() {
   ImageWriter w;
   w.add(test::kRecordFunc, CoreType::AIC);
   w.add(test::kRecordFunc, CoreType::AIV, {2});  // 1 and 2 wait for each other
   w.add(test::kRecordFunc, CoreType::AIC, {1});
+  return w;
+}
+
+TEST(SchedulerRun, ConcurrentWatchdogNamesATaskThatNeverBecomesReady) {
+  const ImageWriter w = cyclic_graph();
   RunOptions o;
   o.threads = 2;
   o.timeout_ms = 200;
+  // The full image check refuses a cycle (ConcurrentImagesBreakingFormerHostOnlyRulesAreRefused);
+  // a trusted replay skips it, and the watchdog still has to name the task.
+  o.image_prevalidated = true;
   ChipRun run(w, o);
   EXPECT_LT(run.run(), 10000);
   ASSERT_EQ(run.code(), StatusCode::SchedulerTimeout) << run.detail();
@@ -329,6 +338,9 @@ struct Corruption {
   std::function<void(ChipRun&)> apply;
   StatusCode code;
   const char* detail;
+  // The image itself breaks a rule of common/graph_image_validate.h (not only the launch), so the
+  // host's validator must refuse it with the very message the chip latched.
+  bool image_rule = true;
 };
 
 common::GraphImageHeader* header_of(ChipRun& run) {
@@ -337,6 +349,33 @@ common::GraphImageHeader* header_of(ChipRun& run) {
 common::TaskRecord* records_of(ChipRun& run) {
   return reinterpret_cast<common::TaskRecord*>(reinterpret_cast<uint8_t*>(run.image().data()) +
                                                header_of(run)->tasks_offset);
+}
+uint32_t* fanout_of(ChipRun& run) {
+  return reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(run.image().data()) +
+                                     header_of(run)->fanout_offset);
+}
+uint32_t* initial_ready_of(ChipRun& run) {
+  return reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(run.image().data()) +
+                                     header_of(run)->initial_ready_offset);
+}
+
+// Runs the corrupted launch: it must latch `c.code` naming the field, start no task and let every
+// thread return; an image corruption gets the same message from the host's validator.
+void expect_refused(ChipRun& run, const Corruption& c) {
+  SCOPED_TRACE(c.name);
+  c.apply(run);
+  EXPECT_LT(run.run(), kHangLimitMs);
+  EXPECT_EQ(run.code(), c.code) << run.detail();
+  EXPECT_NE(run.detail().find(c.detail), std::string::npos) << run.detail();
+  EXPECT_EQ(run.recorder().started(), 0u);
+  const Status host = common::validate_graph_image(
+      reinterpret_cast<const uint8_t*>(run.image().data()), run.image().size() * 8);
+  if (c.image_rule) {
+    EXPECT_EQ(host.code(), StatusCode::InternalError);
+    EXPECT_EQ(host.message(), run.detail());
+  } else {
+    EXPECT_TRUE(host.is_ok()) << host.to_string();
+  }
 }
 
 TEST(SchedulerRun, ConcurrentInvalidLaunchesLatchAnErrorAndReturn) {
@@ -374,26 +413,71 @@ TEST(SchedulerRun, ConcurrentInvalidLaunchesLatchAnErrorAndReturn) {
        StatusCode::InternalError, "task 3: predicate at 0x40 with 3 bytes"},
       {"arg range", [](ChipRun& r) { records_of(r)[1].args_begin = 1ull << 50; },
        StatusCode::InternalError, "task 1: args"},
+      {"arg count", [](ChipRun& r) { records_of(r)[1].arg_count = 33; }, StatusCode::InternalError,
+       "task 1: arg_count 33 exceeds the kernel argument limit 32"},
+      {"task count", [](ChipRun& r) { header_of(r)->task_count = common::kMaxRunTasks; },
+       StatusCode::InternalError, "task_count 4294967294 exceeds the limit 4294967293"},
       {"shared size", [](ChipRun& r) { r.args().shared_size = r.shared_bytes() - 64; },
-       StatusCode::InternalError, "shared-state region has"},
+       StatusCode::InternalError, "shared-state region has", false},
       {"clusters", [](ChipRun& r) { r.args().clusters = 9; }, StatusCode::InternalError,
-       "clusters 9"},
+       "clusters 9", false},
       {"variant", [](ChipRun& r) { r.args().variant = static_cast<RuntimeVariant>(7); },
-       StatusCode::UnsupportedFeature, "runtime variant 7"},
+       StatusCode::UnsupportedFeature, "runtime variant 7", false},
       {"serial threads", [](ChipRun& r) { r.args().serial = true; }, StatusCode::InternalError,
-       "serial launch with 3 AICPU threads"},
+       "serial launch with 3 AICPU threads", false},
   };
   for (const Corruption& c : cases) {
-    SCOPED_TRACE(c.name);
     RunOptions o;
     o.threads = 3;
     ChipRun run(chain_graph(4), o);
-    c.apply(run);
-    EXPECT_LT(run.run(), kHangLimitMs);
-    EXPECT_EQ(run.code(), c.code) << run.detail();
-    EXPECT_NE(run.detail().find(c.detail), std::string::npos) << run.detail();
-    EXPECT_EQ(run.recorder().started(), 0u);
+    expect_refused(run, c);
   }
+}
+
+// Rules only the host's validator applied before the two were made one: the chip refuses such
+// images too (before, it ran them or failed on a later symptom).
+TEST(SchedulerRun, ConcurrentImagesBreakingFormerHostOnlyRulesAreRefused) {
+  const Corruption chain_cases[] = {
+      {"unknown flags", [](ChipRun& r) { records_of(r)[1].flags = 0x80; },
+       StatusCode::InternalError, "task 1: unknown flags 128"},
+      {"kernel on a dummy", [](ChipRun& r) { records_of(r)[3].flags = common::kTaskFlagDummy; },
+       StatusCode::InternalError, "task 3: func_id 1, mix_aiv -1/-1 on a dummy task"},
+      {"mix_aiv on a non-MIX task", [](ChipRun& r) { records_of(r)[2].mix_aiv[1] = 1; },
+       StatusCode::InternalError, "task 2: mix_aiv -1/1 on a non-MIX task (must be -1)"},
+      {"fanout names no later task", [](ChipRun& r) { fanout_of(r)[2] = 2; },
+       StatusCode::InternalError, "task 2: fanout entry 0 names task 2, which is not a later task"},
+      {"sections out of order",
+       [](ChipRun& r) { header_of(r)->initial_ready_offset = header_of(r)->fanout_offset; },
+       StatusCode::InternalError, "initial_ready section"},
+  };
+  for (const Corruption& c : chain_cases) {
+    RunOptions o;
+    o.threads = 3;
+    ChipRun run(chain_graph(4), o);
+    expect_refused(run, c);
+  }
+  ImageWriter two_sources;
+  const uint32_t a = two_sources.add(test::kRecordFunc, CoreType::AIC);
+  const uint32_t b = two_sources.add(test::kRecordFunc, CoreType::AIV);
+  two_sources.add(test::kRecordFunc, CoreType::AIC, {a, b});
+  const Corruption ready_cases[] = {
+      {"initial_ready out of order",
+       [](ChipRun& r) { std::swap(initial_ready_of(r)[0], initial_ready_of(r)[1]); },
+       StatusCode::InternalError, "initial_ready[1] = 0 does not follow 1 in increasing order"},
+      {"initial_ready lists a task twice", [](ChipRun& r) { initial_ready_of(r)[1] = 0; },
+       StatusCode::InternalError, "initial_ready[1] = 0 does not follow 0"},
+  };
+  for (const Corruption& c : ready_cases) {
+    RunOptions o;
+    o.threads = 2;
+    ChipRun run(two_sources, o);
+    expect_refused(run, c);
+  }
+  RunOptions o;
+  o.threads = 2;
+  ChipRun cycle(cyclic_graph(), o);
+  expect_refused(cycle, {"cycle", [](ChipRun&) {}, StatusCode::InternalError,
+                         "task 1: fanin_count 1, but 0 fanout entries name it"});
 }
 
 // A replay of an image the chip checked before skips the per-task checks but must leave the same

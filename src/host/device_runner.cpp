@@ -1,6 +1,7 @@
 #include "host/device_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>

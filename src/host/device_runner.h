@@ -6,6 +6,8 @@
 // that needs it. finalize() releases everything while the device is alive and allows attach
 // again; after a device fault (scheduler watchdog, stream sync timeout) the runner abandons its
 // device resources without touching them and refuses work with DeviceFaulted until reset().
+// A run is a plan (host/run_plan.h) and four steps over one PreparedLaunch
+// (host/prepared_launch.h): prepare, launch, poll / wait, collect.
 //
 // Threading: the methods are not thread-safe; one thread at a time. Through the Worker that always
 // holds: it serialises calls from host threads with a mutex (a call during a run waits for it) and

@@ -8,9 +8,9 @@
 #include "chiprt/callable.h"
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
+#include "common/chip_services.h"
 #include "common/handshake.h"
 #include "common/run_context.h"
-#include "platform/platform.h"
 
 namespace chiprt::aicore {
 namespace {
@@ -18,14 +18,15 @@ namespace {
 using common::ChipLaunchArgs;
 using common::HandshakeCell;
 
-// Tensors and scalars, then block index and block count.
-constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
+using common::kKernelContextArgs;
+using common::kMaxKernelArgs;
 // Characters of a kernel exception's what() kept in the result detail (kResultDetailBytes).
 constexpr int kMaxExceptionText = 768;
 static_assert(kMaxExceptionText + 128 <= common::kResultDetailBytes);
 
-void ring_owner(common::SharedPrefix* prefix, const HandshakeCell& cell) {
-  if (cell.owner < common::kMaxAicpuThreads) prefix->doorbells[cell.owner].ring();
+void ring_owner(common::SharedPrefix* prefix, const HandshakeCell& cell,
+                const common::ParkWake& park_wake) {
+  if (cell.owner < common::kMaxAicpuThreads) prefix->doorbells[cell.owner].ring(park_wake);
 }
 
 // Promotes the pending slot into the running slot. The payload is copied before the slot is
@@ -44,10 +45,8 @@ uint64_t thread_cpu_ns() {
   return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
 }
 
-void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell& cell,
-              uint32_t core, uint32_t task) {
-  const auto& services =
-      *reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
+              common::SharedPrefix* prefix, HandshakeCell& cell, uint32_t core, uint32_t task) {
   const common::DispatchPayload payload = cell.running_payload;
   // The start time serves the watchdog's report, which never looks while a serial launch runs a
   // kernel (the kernel runs inline on the only scheduler thread): reading the clock per task is
@@ -62,17 +61,17 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
                              "task %u names func_id %d, but the kernel table of this run has no "
                              "kernel for it (core %u)",
                              task, payload.func_id, core);
-    common::ring_all_doorbells(prefix);
+    common::ring_all_doorbells(prefix, services.park_wake);
   } else if (payload.arg_count > kMaxKernelArgs) {
     common::latch_chip_error(&args->result, StatusCode::InternalError,
                              "task %u dispatched with %u arguments, above the limit %u (core %u)",
                              task, payload.arg_count, kMaxKernelArgs, core);
-    common::ring_all_doorbells(prefix);
+    common::ring_all_doorbells(prefix, services.park_wake);
   } else {
     // The kernel takes its arguments followed by its block context. A task whose argument
     // storage already carries that context is run in place; otherwise the core builds its own
     // copy (an SPMD block, or arguments a graph image keeps for replays).
-    int64_t scratch[kMaxKernelArgs + 2];
+    int64_t scratch[kMaxKernelArgs + kKernelContextArgs];
     int64_t* kernel_args = reinterpret_cast<int64_t*>(static_cast<uintptr_t>(payload.args_addr));
     if (payload.args_in_place == 0) {
       std::memcpy(scratch, kernel_args, payload.arg_count * sizeof(int64_t));
@@ -99,13 +98,13 @@ void run_task(ChipLaunchArgs* args, common::SharedPrefix* prefix, HandshakeCell&
       common::latch_chip_error(&args->result, StatusCode::KernelFault,
                                "kernel func_id %d of task %u threw an exception on core %u: %.*s",
                                payload.func_id, task, core, kMaxExceptionText, e.what());
-      common::ring_all_doorbells(prefix);
+      common::ring_all_doorbells(prefix, services.park_wake);
     } catch (...) {
       common::latch_chip_error(&args->result, StatusCode::KernelFault,
                                "kernel func_id %d of task %u threw an exception on core %u: a "
                                "non-std exception (not derived from std::exception: no text)",
                                payload.func_id, task, core);
-      common::ring_all_doorbells(prefix);
+      common::ring_all_doorbells(prefix, services.park_wake);
     }
   }
   cell.executing.store(common::kTaskIdle, std::memory_order_release);
@@ -117,9 +116,11 @@ void core_service(void* launch_args, uint32_t core) {
   auto* args = static_cast<ChipLaunchArgs*>(launch_args);
   if (args == nullptr || args->magic != common::kLaunchMagic || args->shared_addr == 0 ||
       args->shared_addr % 64 != 0 || args->shared_size < sizeof(common::SharedPrefix) ||
-      core >= common::kMaxCores) {
+      args->services_addr == 0 || core >= common::kMaxCores) {
     return;
   }
+  const auto& services =
+      *reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   common::SharedPrefix* prefix = common::shared_prefix(*args);
   HandshakeCell& cell = prefix->cells[core];
   for (;;) {
@@ -132,7 +133,7 @@ void core_service(void* launch_args, uint32_t core) {
       // The owner (and the doorbells) are valid only once thread 0 opened the start barrier; the
       // scheduler kicks its cores after that, so a report made earlier is repeated then.
       if (prefix->init_state.load(std::memory_order_acquire) == common::kInitDone) {
-        ring_owner(prefix, cell);
+        ring_owner(prefix, cell, services.park_wake);
       }
       return;
     }
@@ -143,7 +144,7 @@ void core_service(void* launch_args, uint32_t core) {
       cell.pending.store(common::kTaskIdle, std::memory_order_relaxed);
       cell.executing.store(common::kTaskExit, std::memory_order_relaxed);
       cell.status.store(common::kCoreExited, std::memory_order_seq_cst);
-      ring_owner(prefix, cell);
+      ring_owner(prefix, cell, services.park_wake);
       return;
     }
     uint32_t task = cell.running.load(std::memory_order_acquire);
@@ -160,7 +161,7 @@ void core_service(void* launch_args, uint32_t core) {
         task = pending;
       }
     }
-    run_task(args, prefix, cell, core, task);
+    run_task(args, services, prefix, cell, core, task);
     const uint32_t next = cell.pending.load(std::memory_order_acquire);
     if (next != common::kTaskIdle) {
       promote(cell, next);
@@ -177,7 +178,7 @@ void core_service(void* launch_args, uint32_t core) {
     } else {
       cell.finished_count.fetch_add(1, std::memory_order_seq_cst);  // see Doorbell
     }
-    ring_owner(prefix, cell);
+    ring_owner(prefix, cell, services.park_wake);
   }
 }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "chiprt/call_config.h"
 #include "chiprt/run_report.h"
@@ -17,6 +19,11 @@ namespace chiprt::common {
 inline constexpr uint32_t kLaunchMagic = 0x4C435243;  // "CRCL"
 inline constexpr uint32_t kMaxAicpuThreads = 8;
 inline constexpr uint32_t kMaxCores = 72;  // 24 clusters x 3
+// The scheduler's no-progress bound when ChipLaunchArgs::scheduler_timeout_ms is 0; also the
+// host's default for CHIPRT_SCHEDULER_TIMEOUT_MS.
+inline constexpr uint64_t kDefaultSchedulerTimeoutMs = 10000;
+// The host's default bound on a launch that makes no progress (CHIPRT_STREAM_SYNC_TIMEOUT_MS).
+inline constexpr uint64_t kDefaultStreamSyncTimeoutMs = 30000;
 // Room for a whole ring error (RingDeadlock names the ring, its size, the head task and the
 // knobs to raise: ~400 characters).
 inline constexpr uint32_t kResultDetailBytes = 1024;
@@ -79,7 +86,8 @@ struct ChipLaunchArgs {
   uint64_t image_addr = 0;  // graph image (host_build_graph), see orchestrator/graph_image.h
   uint64_t image_size = 0;
   // tensormap_ringbuffer: AICPU thread 0 runs the orchestration function at
-  // orchestration_entry (OrchestrationEntry) with the TaskArgs copied at orchestration_args_addr;
+  // orchestration_entry (OrchestrationEntry) with the arguments encoded at orchestration_args_addr
+  // (common::TaskArgsWire, common/task_args_wire.h);
   // kernel_info_addr holds the common::KernelTable it validates submissions against; runtime
   // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
   uint64_t orchestration_entry = 0;
@@ -92,14 +100,33 @@ struct ChipLaunchArgs {
   uint64_t heap_addr = 0;
   uint64_t heap_size = 0;
   RingSizes rings;
-  uint64_t shared_addr = 0;  // orchestrator <-> scheduler shared state (layout: scheduler room)
+  // Orchestrator <-> scheduler shared state (common/shared_layout.h, common/ring_layout.h).
+  uint64_t shared_addr = 0;
   uint64_t shared_size = 0;
   uint64_t kernel_table_addr = 0;  // uint64_t[kMaxFuncId]: kernel entry per func_id, 0 = none
   uint64_t phase_buffer_addr = 0;  // PhaseBuffer
-  uint64_t services_addr = 0;      // platform::ChipServices
+  uint64_t services_addr = 0;      // common::ChipServices
   uint64_t scheduler_timeout_ms = 0;
   uint64_t clock_hz = 0;
   ChipResult result;
 };
+
+// The no-progress bound of the chip's watchdogs for this launch.
+constexpr uint64_t scheduler_timeout_ms(const ChipLaunchArgs& args) {
+  return args.scheduler_timeout_ms == 0 ? kDefaultSchedulerTimeoutMs : args.scheduler_timeout_ms;
+}
+
+// The device address of the launch's status word (ChipResult::code) in the launch-arguments block
+// at `launch_args_addr`: the one field the host may read while chip threads run (an atomic load,
+// Platform::load_device_word).
+static_assert(std::is_standard_layout_v<ChipLaunchArgs> && std::is_standard_layout_v<ChipResult>);
+static_assert(sizeof(ChipResult::code) == sizeof(uint32_t));
+constexpr uint64_t launch_result_code_addr(uint64_t launch_args_addr) {
+  return launch_args_addr + offsetof(ChipLaunchArgs, result) + offsetof(ChipResult, code);
+}
+// The device address of ChipLaunchArgs::shared_addr in the block at `launch_args_addr`.
+constexpr uint64_t launch_shared_addr_addr(uint64_t launch_args_addr) {
+  return launch_args_addr + offsetof(ChipLaunchArgs, shared_addr);
+}
 
 }  // namespace chiprt::common

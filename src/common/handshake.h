@@ -35,20 +35,18 @@
 // A core stuck inside a kernel never reaches 6; the scheduler waits for the exit ack with a bound.
 #pragma once
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <climits>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
+#include <type_traits>
 
 #include "chiprt/status.h"
+#include "chiprt/task_args.h"
 #include "common/chip_launch.h"
+#include "common/park_wake.h"
 
 namespace chiprt::common {
 
@@ -65,6 +63,11 @@ inline constexpr uint32_t kCoreExit = 2;
 inline constexpr uint32_t kCoreOffline = 0;
 inline constexpr uint32_t kCoreReady = 1;
 inline constexpr uint32_t kCoreExited = 2;
+
+// A kernel's arguments: tensors, then scalars (DispatchPayload::arg_count of them), followed by
+// its block context (block index, block count).
+inline constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
+inline constexpr uint32_t kKernelContextArgs = 2;
 
 // What a core needs to run one task. Written by the scheduler before the slot store.
 struct DispatchPayload {
@@ -102,23 +105,10 @@ struct alignas(64) HandshakeCell {
 };
 static_assert(sizeof(HandshakeCell) == 192);
 
-// Futex helpers (the shared region is process memory on sim: private futexes).
-inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000ull);
-  ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000ull);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr,
-          0);
-}
-inline void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
-}
-
 // One per scheduler thread. The owner parks on it; cores (finish, ready, exit) and other
 // schedulers (work pushed that the owner wants, run end, error) ring it. Ringing costs one load
-// unless the owner is parked, so it is cheap on the hot path.
+// unless the owner is parked, so it is cheap on the hot path. Sleeping and waking go through the
+// platform's ParkWake (common/park_wake.h), touched only when the owner is parked.
 //
 // `word` holds both the parked flag (bit 0) and a wake sequence (bits 1..), so clearing the flag
 // always changes the value the parker futex-waits on. (With a separate flag and sequence, a
@@ -147,15 +137,17 @@ struct alignas(64) Doorbell {
   // the flag makes the wake-up system call; ringers after it, until the owner parks again, cost
   // one load: the owner is already waking (it needs microseconds to run again, and a producer may
   // ring many times in that window) and re-checks every source of work before it parks again.
-  void ring() { ring_observed(word.load(std::memory_order_seq_cst)); }
+  void ring(const ParkWake& park_wake) {
+    ring_observed(word.load(std::memory_order_seq_cst), park_wake);
+  }
   // ring() given the value of `word` the caller loaded earlier (seq_cst, after its publication):
   // however late the CAS comes, it either wakes the park it observed or changes the value any
   // later park waits on.
-  void ring_observed(uint32_t current) {
+  void ring_observed(uint32_t current, const ParkWake& park_wake) {
     while ((current & kParkedBit) != 0) {
       if (word.compare_exchange_weak(current, (current & ~kParkedBit) + kSequenceStep,
                                      std::memory_order_seq_cst, std::memory_order_seq_cst)) {
-        futex_wake_all(&word);
+        park_wake.wake(&word);
         return;
       }
     }
@@ -166,8 +158,8 @@ struct alignas(64) Doorbell {
     wants.store(want_mask, std::memory_order_relaxed);  // published by the RMW below
     return word.fetch_or(kParkedBit, std::memory_order_seq_cst) | kParkedBit;
   }
-  void wait(uint32_t seen, uint64_t timeout_ns) {
-    futex_wait(&word, seen, timeout_ns);
+  void wait(uint32_t seen, uint64_t timeout_ns, const ParkWake& park_wake) {
+    park_wake.park(&word, seen, timeout_ns);
     unpark();
   }
   // An RMW, not a store: a store of the old value could undo a ringer's sequence bump.
@@ -183,7 +175,7 @@ inline constexpr uint32_t kInitFailed = 2;
 // The fixed-layout start of the shared-state region. The scheduler room appends its own sections
 // (ready queues, per-task counters) after it; see scheduler/shared_state.h.
 struct SharedPrefix {
-  alignas(64) std::atomic<uint32_t> init_state;  // start barrier, futex word
+  alignas(64) std::atomic<uint32_t> init_state;  // start barrier, a ParkWake word
   alignas(64) HandshakeCell cells[kMaxCores];    // indexed by device core number
   Doorbell doorbells[kMaxAicpuThreads];          // indexed by scheduler thread
   // Bumped by the tensormap_ringbuffer orchestrator on every submission and when the
@@ -197,9 +189,29 @@ inline SharedPrefix* shared_prefix(const ChipLaunchArgs& args) {
 }
 
 // Wakes every scheduler (run end, error). Safe to call from any chip thread after the barrier.
-inline void ring_all_doorbells(SharedPrefix* prefix) {
-  for (Doorbell& d : prefix->doorbells) d.ring();
+inline void ring_all_doorbells(SharedPrefix* prefix, const ParkWake& park_wake) {
+  for (Doorbell& d : prefix->doorbells) d.ring(park_wake);
 }
+
+// Device addresses of the prefix fields observers read while a launch runs (the host reads them
+// through the platform: it never dereferences the region at `shared_addr`).
+static_assert(std::is_standard_layout_v<SharedPrefix> && std::is_standard_layout_v<HandshakeCell>);
+constexpr uint64_t orchestrator_beat_addr(uint64_t shared_addr) {
+  return shared_addr + offsetof(SharedPrefix, orchestrator_beat);
+}
+constexpr uint64_t core_cell_addr(uint64_t shared_addr, uint32_t core) {
+  return shared_addr + offsetof(SharedPrefix, cells) + uint64_t{core} * sizeof(HandshakeCell);
+}
+// HandshakeCell::starts of `core` (a 32-bit word: read it with Platform::load_device_word).
+constexpr uint64_t core_starts_addr(uint64_t shared_addr, uint32_t core) {
+  return core_cell_addr(shared_addr, core) + offsetof(HandshakeCell, starts);
+}
+// HandshakeCell::kernel_ns of `core` (64 bits, read after the launch completed).
+constexpr uint64_t core_kernel_ns_addr(uint64_t shared_addr, uint32_t core) {
+  return core_cell_addr(shared_addr, core) + offsetof(HandshakeCell, kernel_ns);
+}
+static_assert(sizeof(HandshakeCell::starts) == sizeof(uint32_t));
+static_assert(sizeof(HandshakeCell::kernel_ns) == sizeof(uint64_t));
 
 inline bool chip_error_latched(const ChipResult& result) {
   return result.code.load(std::memory_order_seq_cst) != 0;

@@ -19,6 +19,7 @@
 #include "chiprt/call_config.h"
 #include "chiprt/status.h"
 #include "common/chip_launch.h"
+#include "common/ring_layout.h"
 #include "host/timeouts.h"
 
 namespace chiprt::host {
@@ -27,15 +28,15 @@ inline constexpr char kRingTaskWindowEnv[] = "CHIPRT_RING_TASK_WINDOW";
 inline constexpr char kRingHeapBytesEnv[] = "CHIPRT_RING_HEAP_BYTES";
 inline constexpr char kRingDepPoolEnv[] = "CHIPRT_RING_DEP_POOL";
 
-inline constexpr uint64_t kMinRingTaskWindow = 16;
-inline constexpr uint64_t kMaxRingTaskWindow = 1ull << 20;
+// The rules are the chip's (common/ring_layout.h), which re-checks them.
+inline constexpr uint64_t kMinRingTaskWindow = common::kRingMinWindow;
+inline constexpr uint64_t kMaxRingTaskWindow = common::kRingMaxWindow;
 inline constexpr uint64_t kDefaultRingTaskWindow = 1024;
-inline constexpr uint64_t kRingHeapGranule = 64;
-inline constexpr uint64_t kMinRingHeapBytes = 4096;
-inline constexpr uint64_t kMaxRingHeapBytes = 1ull << 40;
-inline constexpr uint64_t kMinRingDepPool = 64;
-// Keeps every dependency-entry index of all four sets below the fanout sentinels (2^32 - 2).
-inline constexpr uint64_t kMaxRingDepPool = 1ull << 26;
+inline constexpr uint64_t kRingHeapGranule = common::kRingHeapAlign;
+inline constexpr uint64_t kMinRingHeapBytes = common::kRingMinHeapBytes;
+inline constexpr uint64_t kMaxRingHeapBytes = common::kRingMaxHeapBytes;
+inline constexpr uint64_t kMinRingDepPool = common::kRingMinDepPool;
+inline constexpr uint64_t kMaxRingDepPool = common::kRingMaxDepPool;
 inline constexpr uint64_t kDefaultDepPoolPerSlot = 4;
 
 enum class RingField : uint8_t { TaskWindow = 0, HeapBytes = 1, DepPool = 2 };

@@ -2,7 +2,6 @@
 // device after a watchdog or stream timeout), the device phases and kernel time, the report.
 #include <algorithm>
 #include <array>
-#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -103,11 +102,9 @@ uint64_t DeviceRunner::read_kernel_ns(uint64_t shared_addr, uint32_t cores) {
   uint64_t sum = 0;
   for (uint32_t core = 0; core < readable; ++core) {
     // Only the accumulator is read, not the whole cell (its atomics are not copyable values).
-    const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
-                          core * sizeof(common::HandshakeCell) +
-                          offsetof(common::HandshakeCell, kernel_ns);
     uint64_t core_ns = 0;
-    throw_if(memory_.copy_from_device(&core_ns, addr, sizeof(core_ns)));
+    throw_if(memory_.copy_from_device(&core_ns, common::core_kernel_ns_addr(shared_addr, core),
+                                      sizeof(core_ns)));
     sum += core_ns;
   }
   return sum;

@@ -1,11 +1,8 @@
 // The launch and wait steps of a run: start the chip-side programs on the prepared launch
 // arguments, then wait for the launch as long as it makes progress (common/progress.h).
 #include <algorithm>
-#include <cstddef>
 #include <string>
-#include <type_traits>
 
-#include "aicore/core_executor.h"
 #include "common/handshake.h"
 #include "host/device_runner.h"
 #include "host/run_steps.h"
@@ -47,22 +44,18 @@ uint64_t DeviceRunner::read_progress(const PreparedLaunch& prepared) {
   uint64_t sum = 0;
   uint32_t word = 0;
   const uint64_t shared_addr = prepared.shared_addr;
-  const uint64_t beat_addr = shared_addr + offsetof(common::SharedPrefix, orchestrator_beat);
-  if (platform_->load_device_word(beat_addr, &word).is_ok()) sum += word;
+  if (platform_->load_device_word(common::orchestrator_beat_addr(shared_addr), &word).is_ok()) {
+    sum += word;
+  }
   for (uint32_t core = 0; core < std::min(geometry_.cores(), common::kMaxCores); ++core) {
-    const uint64_t addr = shared_addr + offsetof(common::SharedPrefix, cells) +
-                          core * sizeof(common::HandshakeCell) +
-                          offsetof(common::HandshakeCell, starts);
+    const uint64_t addr = common::core_starts_addr(shared_addr, core);
     if (platform_->load_device_word(addr, &word).is_ok()) sum += word;
   }
   return sum;
 }
 
 StatusCode DeviceRunner::peek_chip_code(const PreparedLaunch& prepared) {
-  static_assert(std::is_standard_layout_v<common::ChipLaunchArgs>);
-  static_assert(sizeof(common::ChipResult::code) == sizeof(uint32_t));
-  const uint64_t code_addr = prepared.launch_args_addr + offsetof(common::ChipLaunchArgs, result) +
-                             offsetof(common::ChipResult, code);
+  const uint64_t code_addr = common::launch_result_code_addr(prepared.launch_args_addr);
   uint32_t word = 0;
   return platform_->load_device_word(code_addr, &word).is_ok() ? static_cast<StatusCode>(word)
                                                                : StatusCode::Ok;

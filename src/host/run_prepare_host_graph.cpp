@@ -8,11 +8,11 @@
 #include <utility>
 
 #include "common/graph_image.h"
+#include "common/shared_layout.h"
 #include "host/device_runner.h"
 #include "host/run_steps.h"
 #include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
-#include "scheduler/chip_entry.h"
 
 namespace chiprt::host {
 namespace {
@@ -129,8 +129,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     if (built.accessed_tensor_data) cacheable = false;
   }
 
-  const uint64_t shared_bytes =
-      task_count == 0 ? 0 : scheduler::shared_state_bytes(task_count, geometry_.cores());
+  const uint64_t shared_bytes = common::shared_state_bytes(task_count);
   // The output heap was committed by the orchestration or, for a replay, is the cached layout's
   // (any change of bank 0's layout drops the cache); a replayed image keeps the layout it was
   // cached with, so this commits nothing new then.
@@ -189,8 +188,8 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   }
   // Only the fixed-size head of the region: the chip formats its per-task arrays and queues
   // itself, so zeroing them here would cost megabytes of writes per run for nothing.
-  throw_if(memory_.memset(shared_region.addr, 0,
-                          std::min(shared_bytes, scheduler::shared_state_cleared_bytes())));
+  throw_if(
+      memory_.memset(shared_region.addr, 0, std::min(shared_bytes, common::kSharedClearedBytes)));
 
   DeviceBuffer staging;
   throw_if(staging_.acquire(plan.slot, kLaunchArgsBytes + kPhaseBufferBytes, &staging));

@@ -1,11 +1,13 @@
 // The prepare step of a tensormap_ringbuffer run: commit the rings' regions of the bank, copy the
 // kernel table and the run's arguments for the chip-side orchestrator, write the launch
 // arguments.
+#include <memory>
 #include <string>
 
+#include "common/ring_layout.h"
+#include "common/task_args_wire.h"
 #include "host/device_runner.h"
 #include "host/run_steps.h"
-#include "scheduler/ring_hooks.h"
 
 namespace chiprt::host {
 
@@ -13,11 +15,11 @@ void DeviceRunner::prepare_ring(PreparedLaunch& prepared, const RegisteredCallab
                                 const TaskArgs& args, const common::KernelTable& kernel_table) {
   const RunPlan& plan = prepared.plan;
   last_ring_sizes_ = plan.rings;
-  const uint64_t shared_bytes = scheduler::ring_shared_state_bytes(plan.rings.sizes);
+  const uint64_t shared_bytes = common::ring_shared_state_bytes(plan.rings.sizes);
   if (shared_bytes == UINT64_MAX) {
     // resolve_ring_sizes applies the same rules as the layout, so this is a broken invariant.
     throw Error(StatusCode::InternalError,
-                "the scheduler's ring layout rejects ring sizes the host resolved (" +
+                "the ring layout (common/ring_layout.h) rejects ring sizes the host resolved (" +
                     std::to_string(plan.rings.total_slots()) + " slots in all)");
   }
 
@@ -42,7 +44,9 @@ void DeviceRunner::prepare_ring(PreparedLaunch& prepared, const RegisteredCallab
   const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
   throw_if(
       memory_.copy_to_device(kernel_info_addr, kernel_table.data(), sizeof(common::KernelTable)));
-  throw_if(memory_.copy_to_device(orchestration_args_addr, &args, sizeof(TaskArgs)));
+  auto wire = std::make_unique<common::TaskArgsWire>();
+  common::encode_task_args(args, wire.get());
+  throw_if(memory_.copy_to_device(orchestration_args_addr, wire.get(), sizeof(*wire)));
   common::ChipLaunchArgs& launch_args =
       start_launch_args(prepared, shared_region, shared_bytes, launch_args_addr, phase_buffer_addr);
   launch_args.orchestration_entry = callable.device_orchestration;

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "chiprt/task_args.h"
 #include "chiprt/types.h"
 #include "common/chip_launch.h"
 #include "common/kernel_table.h"
+#include "common/task_args_wire.h"
 
 namespace chiprt::host {
 
@@ -26,13 +26,14 @@ constexpr uint64_t round_up(uint64_t value, uint64_t align) {
 
 // A slot's staging buffer: launch args | phase buffer, then for tensormap_ringbuffer the kernel
 // table and the run's arguments (the chip-side orchestrator validates submissions against the
-// copied table and calls the orchestration function with the copied arguments).
+// copied table and calls the orchestration function with the run's arguments, sent in their wire
+// format, common/task_args_wire.h).
 inline constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
 inline constexpr uint64_t kPhaseBufferBytes = round_up(sizeof(common::PhaseBuffer), kDeviceAlign);
 static_assert(std::is_trivially_copyable_v<common::KernelTable>);
-static_assert(std::is_trivially_copyable_v<TaskArgs>);
 inline constexpr uint64_t kKernelInfoBytes = round_up(sizeof(common::KernelTable), kDeviceAlign);
-inline constexpr uint64_t kOrchestrationArgsBytes = round_up(sizeof(TaskArgs), kDeviceAlign);
+inline constexpr uint64_t kOrchestrationArgsBytes =
+    round_up(sizeof(common::TaskArgsWire), kDeviceAlign);
 
 // Once the chip latched an error, the rest of the launch (the cores, or an AICPU thread inside a
 // kernel) gets this long, at most the stream-sync timeout, before it is abandoned: a stuck kernel

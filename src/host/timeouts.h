@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/chip_launch.h"
+
 namespace chiprt::host {
 
 inline constexpr char kSchedulerTimeoutEnv[] = "CHIPRT_SCHEDULER_TIMEOUT_MS";
@@ -23,9 +25,9 @@ inline constexpr char kStreamSyncTimeoutEnv[] = "CHIPRT_STREAM_SYNC_TIMEOUT_MS";
 inline constexpr uint64_t kStreamSyncMarginMs = 1500;
 
 struct TimeoutConfig {
-  uint32_t scheduler_ms = 10000;
+  uint32_t scheduler_ms = common::kDefaultSchedulerTimeoutMs;  // the chip's default (protocol)
   uint64_t op_execute_us = 20000000;
-  uint32_t stream_sync_ms = 30000;
+  uint32_t stream_sync_ms = common::kDefaultStreamSyncTimeoutMs;
 };
 
 // Returns the variable's value or nullptr when it is not set (std::getenv's contract).

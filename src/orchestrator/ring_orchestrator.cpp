@@ -21,7 +21,8 @@ constexpr uint8_t kStatePending = static_cast<uint8_t>(common::TaskState::Pendin
 constexpr uint8_t kStateCompleted = static_cast<uint8_t>(common::TaskState::Completed);
 
 constexpr uint64_t kOutputAlign = 64;
-constexpr uint64_t kDefaultWaitTimeoutMs = 10000;  // when RingMemory::timeout_ms is 0
+// When RingMemory::timeout_ms is 0: the scheduler timeout's default (protocol).
+constexpr uint64_t kDefaultWaitTimeoutMs = common::kDefaultSchedulerTimeoutMs;
 // Tensor-map writers are encoded handles: set << kSetShift | per-set sequence.
 constexpr uint32_t kSetShift = 48;
 

@@ -21,6 +21,7 @@
 #include "chiprt/status.h"
 #include "common/chip_launch.h"
 #include "common/graph_image.h"
+#include "common/ring_layout.h"
 #include "common/ring_state.h"
 #include "orchestrator/task_checks.h"
 
@@ -76,7 +77,7 @@ struct RingMemory {
 };
 // Kernel argument words per slot (tensors, then scalars).
 // Arguments, then the block context of a single-block task (common::kTaskFlagArgsInPlace).
-inline constexpr uint32_t kSlotArgs = kMaxTaskTensors + kMaxTaskScalars + 2;
+inline constexpr uint32_t kSlotArgs = common::kRingSlotArgs;
 
 class RingOrchestrator final : public Orchestration {
  public:

@@ -13,6 +13,7 @@
 
 #include "chiprt/status.h"
 #include "chiprt/types.h"
+#include "common/chip_services.h"
 
 namespace chiprt::platform {
 
@@ -35,16 +36,9 @@ inline CoreType core_type_of(const Geometry& g, uint32_t core) noexcept {
   return core < g.clusters ? CoreType::AIC : CoreType::AIV;
 }
 
-// Services the platform offers to chip-side code. Plain function pointers so the table can be
-// placed in device memory and called from any chip thread.
-struct ChipServices {
-  void* ctx = nullptr;
-  // Tells the platform that core `core` has new work in its handshake cell. On hardware the core
-  // polls and this is a no-op; on sim it wakes (or, in serial mode, runs inline) the core.
-  void (*kick_core)(void* ctx, uint32_t core) = nullptr;
-  // Monotonic chip clock in cycles (Geometry::clock_hz per second).
-  uint64_t (*cycles)(void* ctx) = nullptr;
-};
+// Services the platform offers to chip-side code (kick, clock, park/wake): a protocol struct the
+// host copies into device memory (common/chip_services.h).
+using ChipServices = common::ChipServices;
 
 // The chip-side programs of one launch. `aicpu_entry` runs once per AICPU thread; `core_service`
 // runs the core loop of core `core` until it has nothing to do (it is called again after a kick).

@@ -25,7 +25,7 @@ uint64_t shared_state_bytes(uint64_t task_count, uint32_t cores) {
 }
 
 uint64_t shared_state_cleared_bytes() {
-  return shared_cleared_bytes();
+  return common::kSharedClearedBytes;
 }
 
 void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count) {
@@ -36,7 +36,7 @@ void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count
     return;
   }
   const auto& services =
-      *reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+      *reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   const uint64_t entry = services.cycles(services.ctx);
   PhaseStamps stamps(*args, thread_index);
   common::SharedPrefix* prefix = common::shared_prefix(*args);
@@ -51,7 +51,7 @@ void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count
     stamps.stamp(Phase::Preamble, entry, ready);
     prefix->init_state.store(ok ? common::kInitDone : common::kInitFailed,
                              std::memory_order_release);
-    common::futex_wake_all(&prefix->init_state);
+    services.park_wake.wake(&prefix->init_state);
     if (!ok) {
       stamps.stamp(Phase::RunWall, entry, services.cycles(services.ctx));
       return;

@@ -24,9 +24,6 @@ constexpr uint32_t kWorkQueueBits =
 
 }  // namespace
 
-uint64_t scheduler_timeout_ms(const ChipLaunchArgs& args) {
-  return args.scheduler_timeout_ms == 0 ? kDefaultSchedulerTimeoutMs : args.scheduler_timeout_ms;
-}
 uint64_t ms_to_cycles(uint64_t ms, uint64_t hz) {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(ms) * hz / 1000);
 }
@@ -236,7 +233,7 @@ void SchedulerThread::return_held(uint32_t* pushed) {
                        "ready queue %d full while returning SPMD task %lld (capacity %llu)", q,
                        static_cast<long long>(view_.public_id(held_[q])),
                        static_cast<unsigned long long>(view_.queues[q]->capacity()));
-      common::ring_all_doorbells(view_.prefix);
+      common::ring_all_doorbells(view_.prefix, view_.park_wake());
     }
     *pushed |= queue_bit(q);
     held_[q] = common::kTaskIdle;
@@ -272,7 +269,7 @@ void SchedulerThread::push_local(int queue, const uint32_t* tasks, uint32_t coun
     latch_chip_error(&view_.args->result, StatusCode::InternalError,
                      "ready queue %d full while pushing %u tasks (capacity %llu)", queue, count,
                      static_cast<unsigned long long>(view_.queues[queue]->capacity()));
-    common::ring_all_doorbells(view_.prefix);
+    common::ring_all_doorbells(view_.prefix, view_.park_wake());
     return;
   }
   *pushed |= queue_bit(queue);
@@ -460,7 +457,8 @@ void SchedulerThread::park() {
   const uint64_t now = view_.now();
   const uint64_t deadline = watch_.next_check();  // the watchdog's next sample or its deadline
   const uint64_t wait_cycles = deadline > now ? deadline - now : 0;
-  bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(wait_cycles, args_.clock_hz), 1000000));
+  bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(wait_cycles, args_.clock_hz), 1000000),
+             view_.park_wake());
 }
 
 // True (after latching SchedulerTimeout) when the launch made no progress (common/progress.h: no
@@ -477,7 +475,7 @@ bool SchedulerThread::watchdog_expired() {
   }
   if (!watch_.stalled(now, [this] { return progress_signature(); })) return false;
   report_stuck(now);
-  common::ring_all_doorbells(view_.prefix);
+  common::ring_all_doorbells(view_.prefix, view_.park_wake());
   return true;
 }
 
@@ -590,7 +588,7 @@ void SchedulerThread::shut_down() {
         latch_chip_error(&view_.args->result, StatusCode::SchedulerTimeout,
                          "core %u did not acknowledge the exit order within %llu ms",
                          links_[waiting].core(), static_cast<unsigned long long>(wait_ms));
-        common::ring_all_doorbells(view_.prefix);
+        common::ring_all_doorbells(view_.prefix, view_.park_wake());
       }
       return;
     }
@@ -604,12 +602,15 @@ void SchedulerThread::shut_down() {
       bell_.unpark();
       continue;
     }
-    bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(deadline - now, args_.clock_hz), 1000000));
+    bell_.wait(seen, std::max<uint64_t>(cycles_to_ns(deadline - now, args_.clock_hz), 1000000),
+               view_.park_wake());
   }
 }
 
 bool wait_for_start(ChipLaunchArgs* args, uint32_t thread_index) {
   common::SharedPrefix* prefix = common::shared_prefix(*args);
+  const auto& services =
+      *reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   const uint64_t timeout_ms = scheduler_timeout_ms(*args);
   constexpr uint64_t kSliceMs = 50;
   for (uint64_t waited_ms = 0;; waited_ms += kSliceMs) {
@@ -623,7 +624,7 @@ bool wait_for_start(ChipLaunchArgs* args, uint32_t thread_index) {
                        thread_index, static_cast<unsigned long long>(timeout_ms));
       return false;
     }
-    common::futex_wait(&prefix->init_state, common::kInitPending, kSliceMs * 1000000ull);
+    services.park_wake.park(&prefix->init_state, common::kInitPending, kSliceMs * 1000000ull);
   }
 }
 

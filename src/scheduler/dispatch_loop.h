@@ -30,8 +30,9 @@
 
 namespace chiprt::scheduler {
 
-// Default no-progress bound when ChipLaunchArgs::scheduler_timeout_ms is 0.
-inline constexpr uint64_t kDefaultSchedulerTimeoutMs = 10000;
+// The no-progress bound (default when ChipLaunchArgs::scheduler_timeout_ms is 0): protocol.
+using common::kDefaultSchedulerTimeoutMs;
+using common::scheduler_timeout_ms;
 
 // A spin-wait hint to the CPU (bounded spins before parking).
 inline void cpu_relax() {
@@ -41,13 +42,13 @@ inline void cpu_relax() {
   asm volatile("yield");
 #endif
 }
-// AICPU threads other than 0: wait for thread 0 to open the start barrier (futex, bounded by the
-// scheduler timeout). Returns true when the shared state is ready.
+// AICPU threads other than 0: wait for thread 0 to open the start barrier (parks through the
+// platform's ParkWake, bounded by the scheduler timeout). Returns true when the shared state is
+// ready.
 bool wait_for_start(common::ChipLaunchArgs* args, uint32_t thread_index);
 // ChipResult::tasks_completed is plain data the host reads after the launch; every thread
 // publishes the count it saw last, keeping the largest.
 void publish_tasks_completed(common::ChipLaunchArgs* args, uint64_t completed);
-uint64_t scheduler_timeout_ms(const common::ChipLaunchArgs& args);
 uint64_t ms_to_cycles(uint64_t ms, uint64_t hz);
 uint64_t cycles_to_ns(uint64_t cycles, uint64_t hz);
 

@@ -13,19 +13,20 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/shared_layout.h"
+
 namespace chiprt::scheduler {
 
 class ReadyQueue {
  public:
-  // Bytes `capacity` cells need, including the head/tail lines (a multiple of 64).
+  // Bytes `capacity` cells need, including the head/tail lines (a multiple of 64); the layout
+  // the host sizes the region with (common/shared_layout.h).
   static constexpr uint64_t bytes_for(uint64_t capacity) {
-    return sizeof(Control) + capacity * sizeof(Cell);
+    return common::ready_queue_bytes(capacity);
   }
   // Smallest power of two >= max(min_items, 2).
   static constexpr uint64_t capacity_for(uint64_t min_items) {
-    uint64_t capacity = 2;
-    while (capacity < min_items) capacity <<= 1;
-    return capacity;
+    return common::ready_queue_capacity_for(min_items);
   }
 
   // Formats `memory` (bytes_for(capacity) bytes) and returns the queue living there.
@@ -188,7 +189,8 @@ class ReadyQueue {
     alignas(64) std::atomic<uint64_t> enqueue_pos;
     alignas(64) std::atomic<uint64_t> dequeue_pos;
   };
-  static_assert(sizeof(Cell) == 16 && sizeof(Control) == 192);
+  static_assert(sizeof(Cell) == common::kReadyQueueCellBytes &&
+                sizeof(Control) == common::kReadyQueueControlBytes);
 
   // For push_batch at `pos`: 0 when the `count` cells from pos are all free for this lap,
   // negative when one still holds a value (full), positive when pos is stale.

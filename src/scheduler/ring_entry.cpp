@@ -10,6 +10,7 @@
 #include "common/handshake.h"
 #include "common/progress.h"
 #include "common/ring_state.h"
+#include "common/task_args_wire.h"
 #include "orchestrator/ring_orchestrator.h"
 #include "scheduler/dispatch_loop.h"
 #include "scheduler/ring_hooks.h"
@@ -88,11 +89,11 @@ bool validate_ring_launch(ChipLaunchArgs* args, uint32_t thread_count, RingLayou
   if (args->orchestration_entry == 0) {
     CHIPRT_RING_INVALID(args, kInternal, "ChipLaunchArgs::orchestration_entry is null");
   }
-  if (!aligned_nonnull(args->orchestration_args_addr, alignof(TaskArgs))) {
+  if (!aligned_nonnull(args->orchestration_args_addr, alignof(common::TaskArgsWire))) {
     CHIPRT_RING_INVALID(args, kInternal,
                         "ChipLaunchArgs::orchestration_args_addr 0x%" PRIx64
                         " is null or not %zu-byte aligned",
-                        args->orchestration_args_addr, alignof(TaskArgs));
+                        args->orchestration_args_addr, alignof(common::TaskArgsWire));
   }
   if (!aligned_nonnull(args->kernel_info_addr, alignof(common::KernelTable))) {
     CHIPRT_RING_INVALID(args, kInternal,
@@ -120,7 +121,7 @@ bool validate_ring_launch(ChipLaunchArgs* args, uint32_t thread_count, RingLayou
   if (layout->total_bytes > args->shared_size) {
     CHIPRT_RING_INVALID(args, kInternal,
                         "shared-state region has %" PRIu64 " bytes, rings of %u slots need %" PRIu64
-                        " (size it with scheduler::ring_shared_state_bytes)",
+                        " (size it with common::ring_shared_state_bytes)",
                         args->shared_size, layout->total_slots, layout->total_bytes);
   }
   return true;
@@ -136,7 +137,7 @@ void attach_ring_view(ChipLaunchArgs* args, uint32_t thread_count, const RingLay
   view->public_ids = ring->public_ids;
   view->first_scheduler = orchestrator_owns_cores(*args, thread_count) ? 0 : 1;
   view->services =
-      reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+      reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   bind_shared_region(args, layout.total_slots, view);
   view->tasks = ring->records;
   view->fanout = nullptr;
@@ -283,7 +284,7 @@ class ChipRingDriver final : public orchestrator::RingDriver {
       bell_.unpark();
     } else {
       const uint64_t ns = cycles_to_ns(deadline_cycles - now, view_.args->clock_hz);
-      bell_.wait(seen, std::max<uint64_t>(ns, 1));
+      bell_.wait(seen, std::max<uint64_t>(ns, 1), view_.park_wake());
     }
     control_.orchestrator_waiting.store(0, std::memory_order_relaxed);
   }
@@ -325,7 +326,7 @@ class ChipRingDriver final : public orchestrator::RingDriver {
       if (t == kOrchestratorThread) continue;
       common::Doorbell& bell = view_.prefix->doorbells[t];
       if (bell.parked() && (bell.wants.load(std::memory_order_relaxed) & wanted) != 0) {
-        bell.ring();
+        bell.ring(view_.park_wake());
         next_wake_ = t + 1 - first;
         return;
       }
@@ -358,14 +359,25 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.heap_addr = args->heap_addr;
   memory.heap_size = args->heap_size;
   memory.run = args->run;
-  memory.kernels = reinterpret_cast<const common::KernelTable*>(
-      static_cast<uintptr_t>(args->kernel_info_addr));
+  memory.kernels =
+      reinterpret_cast<const common::KernelTable*>(static_cast<uintptr_t>(args->kernel_info_addr));
   memory.clusters = args->clusters;
-  memory.timeout_ms = scheduler_timeout_ms(*args);
+  memory.timeout_ms = common::scheduler_timeout_ms(*args);
   const auto entry =
       reinterpret_cast<OrchestrationEntry>(static_cast<uintptr_t>(args->orchestration_entry));
-  const auto& orchestration_args =
-      *reinterpret_cast<const TaskArgs*>(static_cast<uintptr_t>(args->orchestration_args_addr));
+  // The run's arguments cross in their wire format; a block this runtime did not write (another
+  // version, corrupted) fails the run before the function is called.
+  TaskArgs orchestration_args;
+  const Status decoded =
+      common::decode_task_args(*reinterpret_cast<const common::TaskArgsWire*>(
+                                   static_cast<uintptr_t>(args->orchestration_args_addr)),
+                               &orchestration_args);
+  if (!decoded.is_ok()) {
+    latch_chip_error(&args->result, decoded.code(), "%s", decoded.message().c_str());
+    view.globals->total.store(0, std::memory_order_seq_cst);
+    common::ring_all_doorbells(view.prefix, view.park_wake());
+    return view.now();
+  }
 
   ChipRingDriver driver(view, own_cores);
   const uint64_t start = view.now();
@@ -391,7 +403,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   // sees its completion; whoever sees both ends the run.
   view.globals->total.store(submitted, std::memory_order_seq_cst);
   if (view.failed() || view.globals->completed.load(std::memory_order_seq_cst) >= submitted) {
-    common::ring_all_doorbells(view.prefix);
+    common::ring_all_doorbells(view.prefix, view.park_wake());
   }
   return end;
 }
@@ -411,7 +423,7 @@ void wait_for_drain(const RunView& view) {
       bell.unpark();
       break;
     }
-    bell.wait(seen, kDrainSliceNs);
+    bell.wait(seen, kDrainSliceNs, view.park_wake());
   }
 }
 
@@ -420,7 +432,7 @@ void wait_for_drain(const RunView& view) {
 void ring_aicpu_entry(ChipLaunchArgs* args, uint32_t thread_index, uint32_t thread_count) {
   if (!precheck_launch(args, thread_index, thread_count)) return;
   const auto& services =
-      *reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+      *reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   const uint64_t entry = services.cycles(services.ctx);
   PhaseStamps stamps(*args, thread_index);
   common::SharedPrefix* prefix = common::shared_prefix(*args);
@@ -437,7 +449,7 @@ void ring_aicpu_entry(ChipLaunchArgs* args, uint32_t thread_index, uint32_t thre
     stamps.stamp(Phase::Preamble, entry, ready);
     prefix->init_state.store(ok ? common::kInitDone : common::kInitFailed,
                              std::memory_order_release);
-    common::futex_wake_all(&prefix->init_state);
+    services.park_wake.wake(&prefix->init_state);
     if (!ok) {
       stamps.stamp(Phase::RunWall, entry, services.cycles(services.ctx));
       return;

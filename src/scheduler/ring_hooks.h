@@ -26,9 +26,6 @@ void ring_release(const RunView& view, uint32_t slot, uint32_t* pushed, PassBuff
 // orchestrator's waits re-check the counter and slot references, so the wake-up follows both.
 void ring_notify_orchestrator(const RunView& view);
 
-// Bytes of shared state a ring run with these sizes needs (host sizes the arena with it).
-uint64_t ring_shared_state_bytes(const common::RingSizes& sizes);
-
 // AICPU entry of a ring run (aicpu_entry forwards here when args->variant is
 // TensormapRingbuffer): thread 0 initialises and runs the orchestration function, the others
 // schedule; in serial mode thread 0 alternates orchestration and scheduling.

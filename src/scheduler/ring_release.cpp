@@ -45,7 +45,7 @@ void ring_notify_orchestrator(const RunView& view) {
   if (control.orchestrator_waiting.load(std::memory_order_seq_cst) != 0 &&
       view.globals->completed.load(std::memory_order_relaxed) >=
           control.orchestrator_wake_at.load(std::memory_order_relaxed)) {
-    view.prefix->doorbells[control.orchestrator_thread].ring();
+    view.prefix->doorbells[control.orchestrator_thread].ring(view.park_wake());
   }
 }
 

@@ -18,10 +18,6 @@ using common::kTaskIdle;
 using common::latch_chip_error;
 using common::TaskRecord;
 
-constexpr uint64_t align64(uint64_t v) {
-  return (v + 63) & ~uint64_t{63};
-}
-
 #define CHIPRT_INVALID(args, ...)                                              \
   do {                                                                         \
     latch_chip_error(&(args)->result, StatusCode::InternalError, __VA_ARGS__); \
@@ -144,7 +140,7 @@ bool validate_image(ChipLaunchArgs* args, RunView* view) {
   if (args->shared_size < layout.total_bytes) {
     CHIPRT_INVALID(args,
                    "shared-state region has %" PRIu64 " bytes, %u tasks need %" PRIu64
-                   " (size it with scheduler::shared_state_bytes)",
+                   " (size it with common::shared_state_bytes)",
                    args->shared_size, header->task_count, layout.total_bytes);
   }
 
@@ -239,36 +235,6 @@ void format_prevalidated(RunView* view) {
 
 }  // namespace
 
-SharedLayout shared_layout(uint64_t task_count) {
-  SharedLayout layout;
-  if (task_count >= common::kMaxRunTasks) {
-    layout.total_bytes = UINT64_MAX;
-    return layout;
-  }
-  uint64_t offset = align64(sizeof(common::SharedPrefix));
-  layout.globals_offset = offset;
-  offset += align64(sizeof(SchedulerGlobals));
-  layout.queue_capacity = ReadyQueue::capacity_for(task_count);
-  for (int q = 0; q < kQueueCount; ++q) {
-    layout.queue_offset[q] = offset;
-    offset += align64(ReadyQueue::bytes_for(layout.queue_capacity));
-  }
-  layout.fanin_offset = offset;
-  offset += align64(task_count * sizeof(std::atomic<uint32_t>));
-  layout.parts_offset = offset;
-  offset += align64(task_count * sizeof(std::atomic<uint32_t>));
-  layout.next_block_offset = offset;
-  offset += align64(task_count * sizeof(std::atomic<uint32_t>));
-  layout.state_offset = offset;
-  offset += align64(task_count * sizeof(std::atomic<uint8_t>));
-  layout.total_bytes = offset;
-  return layout;
-}
-
-uint64_t shared_cleared_bytes() {
-  return align64(sizeof(common::SharedPrefix)) + align64(sizeof(SchedulerGlobals));
-}
-
 void bind_shared_region(ChipLaunchArgs* args, uint32_t task_count, RunView* view) {
   auto* region = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(args->shared_addr));
   const SharedLayout layout = shared_layout(task_count);
@@ -302,9 +268,9 @@ bool precheck_launch(ChipLaunchArgs* args, uint32_t thread_index, uint32_t threa
   }
   if (args->services_addr == 0) CHIPRT_INVALID(args, "ChipLaunchArgs::services_addr is null");
   const auto* services =
-      reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
-  if (services->kick_core == nullptr || services->cycles == nullptr) {
-    CHIPRT_INVALID(args, "ChipServices at 0x%" PRIx64 " lacks kick_core or cycles",
+      reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+  if (!services->complete()) {
+    CHIPRT_INVALID(args, "ChipServices at 0x%" PRIx64 " lacks kick_core, cycles or park_wake",
                    args->services_addr);
   }
   return true;
@@ -315,7 +281,7 @@ bool validate_launch(ChipLaunchArgs* args, uint32_t thread_count, RunView* view)
   view->thread_count = thread_count;
   view->exclusive = args->serial && thread_count == 1;
   view->services =
-      reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+      reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   if (args->variant != RuntimeVariant::HostBuildGraph) {
     latch_chip_error(&args->result, StatusCode::UnsupportedFeature,
                      "runtime variant %u: the graph-image scheduler runs host_build_graph (1); "
@@ -354,7 +320,7 @@ void attach_view(ChipLaunchArgs* args, uint32_t thread_count, RunView* view) {
   view->thread_count = thread_count;
   view->exclusive = args->serial && thread_count == 1;
   view->services =
-      reinterpret_cast<const platform::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
+      reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   view->kernel_table =
       reinterpret_cast<const uint64_t*>(static_cast<uintptr_t>(args->kernel_table_addr));
   const auto* base = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(args->image_addr));

@@ -1,21 +1,9 @@
 // The scheduler's view of one launch: the layout of the shared-state region, the validated graph
 // image, and the start-of-run initialisation done by AICPU thread 0.
 //
-// Shared-state region layout (each section 64-byte aligned, sizes from shared_layout()):
-//   common::SharedPrefix   start barrier | HandshakeCell[kMaxCores] | Doorbell[kMaxAicpuThreads]
-//   SchedulerGlobals       completed / published / total task counters
-//   ReadyQueue AIC         capacity = pow2 >= task_count (a task is in a queue at most once at a
-//   ReadyQueue AIV           time: SPMD tasks are pushed back only after being popped)
-//   ReadyQueue MIX         same capacity
-//   ReadyQueue dummy       same capacity: dependency-only tasks waiting to be completed inline
-//   atomic<uint32_t>[task_count]  fanin_remaining
-//   atomic<uint32_t>[task_count]  parts_remaining: core dispatches left to finish (set at ready)
-//   atomic<uint32_t>[task_count]  next_block: SPMD blocks claimed so far
-//   atomic<uint8_t>[task_count]   TaskState
-//
-// host_build_graph: the host zeroes only the prefix and the globals (shared_cleared_bytes); thread
-// 0 formats everything after them itself (the region grows with the graph, and zeroing megabytes
-// the chip rewrites anyway is a per-run cost of every replay). Each ready queue is formatted with
+// The region's layout is the protocol header common/shared_layout.h (the host sizes and clears
+// the region with it). host_build_graph: thread 0 formats everything after the cleared head
+// (common::kSharedClearedBytes) itself. Each ready queue is formatted with
 // the capacity its own tasks need (pow2 >= the tasks of its shape), inside the slot laid out for
 // task_count, so a graph of one shape touches one queue's worth of cells.
 //
@@ -29,51 +17,26 @@
 
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
+#include "common/chip_services.h"
 #include "common/graph_image.h"
 #include "common/handshake.h"
+#include "common/shared_layout.h"
 #include "common/task_state.h"
-#include "platform/platform.h"
 #include "scheduler/ready_queue.h"
 
 namespace chiprt::scheduler {
 
-using common::TaskState;  // common/task_state.h
-
-// Queue index per core shape; the dummy queue follows.
-inline constexpr int kQueueAic = 0;
-inline constexpr int kQueueAiv = 1;
-inline constexpr int kQueueMix = 2;
-inline constexpr int kQueueDummy = 3;
-inline constexpr int kQueueCount = 4;
-
-// Kernel argument scratch per core: tensors, scalars, then block index and block count.
-inline constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
-
-struct alignas(64) SchedulerGlobals {
-  std::atomic<uint64_t> completed;
-  // Tasks made visible to the schedulers so far (host_build_graph: all, at init; ring: raised by
-  // the orchestrator after each submit). The watchdog only fires while published > completed.
-  alignas(64) std::atomic<uint64_t> published;
-  // Tasks of the whole run: host_build_graph sets it at init; the ring orchestrator keeps it at
-  // UINT64_MAX until the orchestration function returned, then stores the submitted count (and
-  // rings every doorbell when everything already completed).
-  std::atomic<uint64_t> total;
-};
-
-struct SharedLayout {
-  uint64_t globals_offset = 0;
-  uint64_t queue_capacity = 0;
-  uint64_t queue_offset[kQueueCount] = {};
-  uint64_t fanin_offset = 0;
-  uint64_t parts_offset = 0;
-  uint64_t next_block_offset = 0;
-  uint64_t state_offset = 0;
-  uint64_t total_bytes = 0;  // UINT64_MAX when task_count is beyond what the image can index
-};
-SharedLayout shared_layout(uint64_t task_count);
-// Bytes at the start of the region (prefix and globals) a host_build_graph launch needs zeroed;
-// thread 0 formats the rest.
-uint64_t shared_cleared_bytes();
+// The protocol (common/) the scheduler shares with the host, under the names the room uses.
+using common::kMaxKernelArgs;
+using common::kQueueAic;
+using common::kQueueAiv;
+using common::kQueueCount;
+using common::kQueueDummy;
+using common::kQueueMix;
+using common::SchedulerGlobals;
+using common::shared_layout;
+using common::SharedLayout;
+using common::TaskState;
 
 // tensormap_ringbuffer state the scheduler reaches through RunView (layout and protocol in
 // scheduler/ring_state_view.h, owned by the ring runtime).
@@ -88,7 +51,7 @@ struct RunView {
   // AICPU threads [first_scheduler, thread_count) schedule; below are orchestrators (ring: 1
   // when threaded, 0 in serial mode where thread 0 alternates both roles).
   uint32_t first_scheduler = 0;
-  const platform::ChipServices* services = nullptr;
+  const common::ChipServices* services = nullptr;
   common::SharedPrefix* prefix = nullptr;
   SchedulerGlobals* globals = nullptr;
   ReadyQueue* queues[kQueueCount] = {};
@@ -113,6 +76,7 @@ struct RunView {
   bool exclusive = false;
 
   uint64_t now() const { return services->cycles(services->ctx); }
+  const common::ParkWake& park_wake() const { return services->park_wake; }
   bool failed() const { return common::chip_error_latched(args->result); }
   // Tasks of the run so far are done and no more will come (ring: total stays UINT64_MAX until
   // the orchestration function returned).

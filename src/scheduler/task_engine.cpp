@@ -40,7 +40,7 @@ void release_consumers(const RunView& view, uint32_t task, uint32_t* pushed, Pas
   // The ring orchestrator's waits re-check this counter: its wake-up must follow the count.
   if (view.ring != nullptr) ring_notify_orchestrator(view);
   if (done >= view.globals->total.load(std::memory_order_seq_cst)) {
-    common::ring_all_doorbells(view.prefix);
+    common::ring_all_doorbells(view.prefix, view.park_wake());
   }
 }
 
@@ -75,7 +75,7 @@ void make_ready(const RunView& view, uint32_t task, uint32_t* pushed, PassBuffer
     common::latch_chip_error(&view.args->result, StatusCode::InternalError,
                              "ready queue %d full while pushing task %u (capacity %llu)", queue,
                              task, static_cast<unsigned long long>(view.queues[queue]->capacity()));
-    common::ring_all_doorbells(view.prefix);
+    common::ring_all_doorbells(view.prefix, view.park_wake());
     return;
   }
   *pushed |= queue_bit(queue);
@@ -102,7 +102,7 @@ void flush_completions(const RunView& view, PassBuffer* local) {
   local->completions = 0;
   const uint64_t done = view.globals->completed.fetch_add(count, std::memory_order_seq_cst) + count;
   if (done >= view.globals->total.load(std::memory_order_seq_cst)) {
-    common::ring_all_doorbells(view.prefix);
+    common::ring_all_doorbells(view.prefix, view.park_wake());
   }
 }
 
@@ -125,7 +125,7 @@ void wake_for_work(const RunView& view, uint32_t self, uint32_t pushed) {
         }
       }
     }
-    if ((bell.wants.load(std::memory_order_relaxed) & available) != 0) bell.ring();
+    if ((bell.wants.load(std::memory_order_relaxed) & available) != 0) bell.ring(view.park_wake());
   }
 }
 

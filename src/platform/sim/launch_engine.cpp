@@ -41,6 +41,8 @@ LaunchEngine::LaunchEngine(const Options& options)
   services_.ctx = this;
   services_.kick_core = &kick_core_thunk;
   services_.cycles = &cycles_thunk;
+  // Chip threads share this process's memory: private futexes.
+  services_.park_wake = sim_park_wake(FutexScope::Private);
 }
 
 LaunchEngine::~LaunchEngine() {

@@ -11,11 +11,15 @@
 #include <vector>
 
 #include "common/handshake.h"
+#include "platform/sim/futex.h"
 
 namespace chiprt::common {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The simulated chip's park/wake primitive (process-private futexes).
+const ParkWake& kParkWake = platform::sim::sim_park_wake();
 
 // Long enough that only a lost wake-up runs a wait to its end with work pending.
 constexpr auto kParkTimeout = std::chrono::seconds(5);
@@ -42,8 +46,8 @@ Stats run_owner(Doorbell* bell, const std::atomic<uint64_t>* published,
     }
     ++stats.parks;
     const auto start = Clock::now();
-    futex_wait(&bell->word, seen,
-               std::chrono::duration_cast<std::chrono::nanoseconds>(kParkTimeout).count());
+    kParkWake.park(&bell->word, seen,
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(kParkTimeout).count());
     const bool unchanged = bell->word.load(std::memory_order_seq_cst) == seen;
     if (unchanged && Clock::now() - start >= kParkTimeout &&
         published->load(std::memory_order_seq_cst) > available) {
@@ -68,7 +72,7 @@ TEST(DoorbellTest, ConcurrentRingersNeverLeaveTheOwnerAsleepWithWorkPublished) {
     ringers.emplace_back([&] {
       for (uint64_t i = 0; i < kItemsPerRinger; ++i) {
         const uint64_t mine = published.fetch_add(1, std::memory_order_seq_cst) + 1;
-        bell.ring();
+        bell.ring(kParkWake);
         // Ping-pong: the owner parks between items, so rings keep meeting parks.
         while (consumed.load(std::memory_order_seq_cst) < mine) std::this_thread::yield();
       }
@@ -89,36 +93,36 @@ TEST(DoorbellTest, ALateRingerNeverLeavesTheNextParkWithoutFlagAndWake) {
   Doorbell bell{};
   bell.prepare_park(1);  // park 1
   const uint32_t observed_by_late_ringer = bell.word.load();
-  bell.ring();  // a prompt ringer wakes park 1
+  bell.ring(kParkWake);  // a prompt ringer wakes park 1
   bell.unpark();
   const uint32_t park2 = bell.prepare_park(1);
-  bell.ring_observed(observed_by_late_ringer);
+  bell.ring_observed(observed_by_late_ringer, kParkWake);
   EXPECT_TRUE(bell.parked() || bell.word.load() != park2);
   // A ringer that observed park 2 itself always wakes it.
   const uint32_t park3 = bell.prepare_park(1);
-  bell.ring_observed(park3);
+  bell.ring_observed(park3, kParkWake);
   EXPECT_FALSE(bell.parked());
   EXPECT_NE(bell.word.load(), park3);
 }
 
 TEST(DoorbellTest, RingWithoutAParkedOwnerIsALoad) {
   Doorbell bell{};
-  bell.ring();
+  bell.ring(kParkWake);
   EXPECT_EQ(bell.word.load(), 0u);  // no flag: nothing cleared, no sequence bump
   const uint32_t seen = bell.prepare_park(7);
   EXPECT_TRUE(bell.parked());
   EXPECT_EQ(bell.wants.load(), 7u);
-  bell.ring();
+  bell.ring(kParkWake);
   EXPECT_FALSE(bell.parked());
   EXPECT_NE(bell.word.load(), seen);  // a wait on `seen` now returns at once
-  bell.ring();                        // already woken: no second bump
+  bell.ring(kParkWake);               // already woken: no second bump
   EXPECT_EQ(bell.word.load(), (seen & ~Doorbell::kParkedBit) + Doorbell::kSequenceStep);
 }
 
 TEST(DoorbellTest, UnparkKeepsARingersSequenceBump) {
   Doorbell bell{};
   const uint32_t seen = bell.prepare_park(1);
-  bell.ring();
+  bell.ring(kParkWake);
   bell.unpark();
   EXPECT_NE(bell.word.load(), seen & ~Doorbell::kParkedBit);
   EXPECT_FALSE(bell.parked());

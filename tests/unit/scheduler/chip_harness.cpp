@@ -7,6 +7,7 @@
 #include <string>
 
 #include "aicore/core_executor.h"
+#include "platform/sim/futex.h"
 #include "scheduler/chip_entry.h"
 
 namespace chiprt::scheduler::test {
@@ -172,6 +173,7 @@ FakeChip::FakeChip(uint32_t service_threads, bool serial, bool inline_kicks)
   services_.ctx = this;
   services_.kick_core = &FakeChip::kick_thunk;
   services_.cycles = &FakeChip::cycles_thunk;
+  services_.park_wake = platform::sim::sim_park_wake();
   if (!inline_kicks_) {
     for (uint32_t i = 0; i < service_threads; ++i) threads_.emplace_back([this] { serve_loop(); });
   }

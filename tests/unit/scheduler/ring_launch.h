@@ -20,6 +20,8 @@
 #include "chiprt/callable.h"
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
+#include "common/ring_layout.h"
+#include "common/task_args_wire.h"
 #include "orchestrator/task_checks.h"
 #include "platform/platform.h"
 #include "scheduler/ring_hooks.h"
@@ -59,9 +61,10 @@ class RingLaunch {
       : options_(options),
         kernel_table_(kMaxFuncId, 0),
         kernel_info_(std::make_unique<common::KernelTable>()),
-        orchestration_args_(std::make_unique<TaskArgs>(orchestration_args)),
+        orchestration_args_(std::make_unique<common::TaskArgsWire>()),
         phases_(std::make_unique<common::PhaseBuffer>()),
         args_(std::make_unique<common::ChipLaunchArgs>()) {
+    common::encode_task_args(orchestration_args, orchestration_args_.get());
     for (const RingKernel& k : kernels) {
       kernel_table_[k.func_id] = reinterpret_cast<uintptr_t>(k.entry);
       (*kernel_info_)[k.func_id].present = true;
@@ -71,7 +74,7 @@ class RingLaunch {
     if (heap == 0) {
       for (uint64_t bytes : options.rings.heap_bytes) heap += bytes;
     }
-    shared_bytes_ = ring_shared_state_bytes(options.rings);
+    shared_bytes_ = common::ring_shared_state_bytes(options.rings);
     // Invalid ring sizes: the chip must reject them; give it a region of the prefix only.
     if (shared_bytes_ == UINT64_MAX) shared_bytes_ = sizeof(common::SharedPrefix);
     shared_ = aligned_bytes(shared_bytes_);
@@ -99,6 +102,8 @@ class RingLaunch {
   common::ChipLaunchArgs& args() { return *args_; }
   const common::PhaseBuffer& phases() const { return *phases_; }
   uint64_t shared_bytes() const { return shared_bytes_; }
+  // The orchestration arguments as the chip reads them (wire format).
+  common::TaskArgsWire& orchestration_wire() { return *orchestration_args_; }
   void set_services(const platform::ChipServices* services, uint64_t clock_hz) {
     args_->services_addr = reinterpret_cast<uintptr_t>(services);
     args_->clock_hz = clock_hz;
@@ -136,7 +141,7 @@ class RingLaunch {
   RingLaunchOptions options_;
   std::vector<uint64_t> kernel_table_;
   std::unique_ptr<common::KernelTable> kernel_info_;
-  std::unique_ptr<TaskArgs> orchestration_args_;
+  std::unique_ptr<common::TaskArgsWire> orchestration_args_;
   std::unique_ptr<common::PhaseBuffer> phases_;
   std::unique_ptr<common::ChipLaunchArgs> args_;
   uint64_t shared_bytes_ = 0;

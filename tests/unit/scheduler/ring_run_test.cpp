@@ -15,6 +15,7 @@
 
 #include "chip_harness.h"
 #include "chiprt/orchestration.h"
+#include "common/task_args_wire.h"
 #include "ring_launch.h"
 
 namespace chiprt::scheduler {
@@ -655,6 +656,16 @@ TEST(RingRun, CorruptLaunchArgumentsLatchAnErrorAndEveryThreadReturns) {
        "orchestration_entry is null"},
       {"orchestration args", [](RingLaunch& l) { l.args().orchestration_args_addr = 0; },
        StatusCode::InternalError, "orchestration_args_addr 0x0"},
+      {"orchestration args version",
+       [](RingLaunch& l) {
+         common::TaskArgsWire& wire = l.orchestration_wire();
+         wire.header.version = common::kTaskArgsWireVersion + 1;
+         wire.header.checksum = common::task_args_wire_checksum(wire);
+       },
+       StatusCode::InternalError,
+       "orchestration arguments (TaskArgs wire v1): version 2 is not the supported version 1"},
+      {"orchestration args bytes", [](RingLaunch& l) { l.orchestration_wire().scalars[0] ^= 1; },
+       StatusCode::InternalError, "checksum mismatch"},
       {"kernel info", [](RingLaunch& l) { l.args().kernel_info_addr = 0; },
        StatusCode::InternalError, "kernel_info_addr 0x0"},
       {"heap address", [](RingLaunch& l) { l.args().heap_addr += 8; }, StatusCode::InternalError,

@@ -8,13 +8,11 @@
 #include <string>
 #include <utility>
 
-#include "aicore/core_executor.h"
 #include "common/chip_launch.h"
 #include "host/graph_image_export.h"
 #include "host/log.h"
 #include "host/run_steps.h"
 #include "orchestrator/host_graph_builder.h"
-#include "scheduler/chip_entry.h"
 
 namespace chiprt::host {
 namespace {
@@ -105,10 +103,8 @@ void DeviceRunner::ensure_initialized() {
                                                " clusters; supported 1.." +
                                                std::to_string(common::kMaxCores / 3));
   }
-  // On sim the chip-side executors are linked into this binary; a hardware platform would load
-  // them here.
-  aicpu_entry_ = &scheduler::aicpu_entry;
-  core_service_ = &aicore::core_service;
+  // The chip-side programs (scheduler, core loop) are the platform's to provide.
+  throw_if(platform_->load_chip_runtime());
   if (!chip_init_done_) {
     DeviceBuffer block;
     throw_if(memory_.allocate(kServicesBytes + kKernelTableBytes, kDeviceAlign,
@@ -344,8 +340,6 @@ void DeviceRunner::finalize() {
   const bool was_faulted = faulted_;
   initialized_ = false;
   chip_init_done_ = false;
-  aicpu_entry_ = nullptr;
-  core_service_ = nullptr;
   prebuilt_image_resident_ = false;
   if (!was_faulted) {
     release_device_resources();

@@ -67,8 +67,8 @@ class DeviceRunner {
   void attach(int device_id);
   bool attached() const noexcept { return device_id_ >= 0; }
   int device_id() const noexcept { return device_id_; }
-  // Starts streams, queries the geometry, records the chip-side executors and runs the
-  // chip-side init once. NotInitialized before attach; DeviceFaulted after a fault.
+  // Starts streams, queries the geometry, has the platform load the chip-side runtime and runs
+  // the chip-side init once. NotInitialized before attach; DeviceFaulted after a fault.
   void ensure_initialized();
   bool initialized() const noexcept { return initialized_; }
   bool faulted() const noexcept { return faulted_; }
@@ -248,9 +248,6 @@ class DeviceRunner {
   bool chip_init_done_ = false;
   bool faulted_ = false;
   platform::Geometry geometry_;
-  // Chip-side executors: on sim they are linked in; recorded at init.
-  void (*aicpu_entry_)(void*, uint32_t, uint32_t) = nullptr;
-  void (*core_service_)(void*, uint32_t) = nullptr;
   // Device status block: the ChipServices copy and the kernel address table.
   uint64_t status_block_addr_ = 0;
   uint64_t services_addr_ = 0;

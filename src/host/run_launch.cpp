@@ -64,19 +64,17 @@ StatusCode DeviceRunner::peek_chip_code(const PreparedLaunch& prepared) {
 void DeviceRunner::launch(PreparedLaunch& prepared) {
   require_stage(prepared, LaunchStage::Prepared, "launch");
   const RunPlan& plan = prepared.plan;
-  platform::LaunchPrograms programs;
-  programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(prepared.launch_args_addr));
-  programs.aicpu_entry = aicpu_entry_;
-  programs.core_service = core_service_;
-  programs.aicpu_threads = plan.shape.aicpu_threads;
+  platform::LaunchRequest request;
+  request.launch_args_addr = prepared.launch_args_addr;
+  request.aicpu_threads = plan.shape.aicpu_threads;
   // Core numbering spans the whole device (AIV cores follow all AIC cores), so every core
   // takes part; the scheduler only dispatches to the run's clusters.
-  programs.cores = geometry_.cores();
-  programs.serial = plan.shape.serial;
+  request.cores = geometry_.cores();
+  request.serial = plan.shape.serial;
 
   prepared.t_launch = RunClock::now();
   prepared.report.host_prepare_ns = ns_between(prepared.t_entry, prepared.t_launch);
-  throw_if(platform_->launch(programs));
+  throw_if(platform_->launch(request));
   ++launches_;
   prepared.stage = LaunchStage::Launched;
   // The stream-sync timeout bounds a launch that stopped progressing, not a long one: the

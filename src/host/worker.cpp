@@ -2,14 +2,13 @@
 #include "chiprt/worker.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
 #include "common/run_context.h"
 #include "host/device_runner.h"
 #include "host/log.h"
-#include "platform/platform.h"
+#include "platform/registry.h"
 
 namespace chiprt {
 
@@ -68,82 +67,7 @@ void check_buffer_range(const char* what, const DeviceBuffer& buffer, uint64_t o
   }
 }
 
-platform::SimCoreExecution to_platform(SimCoreExecution mode) {
-  switch (mode) {
-    case SimCoreExecution::Aicpu:
-      return platform::SimCoreExecution::Aicpu;
-    case SimCoreExecution::Executors:
-      return platform::SimCoreExecution::Executors;
-    case SimCoreExecution::Auto:
-      break;
-  }
-  return platform::SimCoreExecution::Auto;
-}
-
-// options.core_execution, or CHIPRT_SIM_CORES when that is Auto.
-SimCoreExecution requested_core_execution(const SimOptions& options) {
-  if (options.core_execution != SimCoreExecution::Auto) {
-    if (options.core_execution != SimCoreExecution::Aicpu &&
-        options.core_execution != SimCoreExecution::Executors) {
-      throw Error(StatusCode::InvalidConfig,
-                  "SimOptions.core_execution " +
-                      std::to_string(static_cast<int>(options.core_execution)) +
-                      " is unknown; use Auto, Aicpu or Executors");
-    }
-    return options.core_execution;
-  }
-  const char* text = std::getenv("CHIPRT_SIM_CORES");
-  if (text == nullptr || *text == '\0') return SimCoreExecution::Auto;
-  SimCoreExecution mode = SimCoreExecution::Auto;
-  if (!parse_sim_core_execution(text, &mode)) {
-    throw Error(StatusCode::InvalidConfig, std::string("CHIPRT_SIM_CORES='") + text +
-                                               "' is not one of auto, aicpu, executors");
-  }
-  return mode;
-}
-
-platform::SimConfig sim_config_of(const SimOptions& options) {
-  platform::SimConfig sim;
-  sim.clusters = options.clusters;
-  sim.aicpu_threads = options.aicpu_threads;
-  sim.host_threads = options.host_threads;
-  sim.memory_bytes = options.memory_bytes;
-  sim.serial = options.serial;
-  sim.core_execution = to_platform(requested_core_execution(options));
-  return sim;
-}
-
 }  // namespace
-
-std::string_view sim_core_execution_name(SimCoreExecution mode) noexcept {
-  switch (mode) {
-    case SimCoreExecution::Auto:
-      return "auto";
-    case SimCoreExecution::Aicpu:
-      return "aicpu";
-    case SimCoreExecution::Executors:
-      return "executors";
-  }
-  return "unknown";
-}
-
-bool parse_sim_core_execution(std::string_view name, SimCoreExecution* out) noexcept {
-  for (const SimCoreExecution mode :
-       {SimCoreExecution::Auto, SimCoreExecution::Aicpu, SimCoreExecution::Executors}) {
-    if (name == sim_core_execution_name(mode)) {
-      *out = mode;
-      return true;
-    }
-  }
-  return false;
-}
-
-SimCoreExecution resolve_sim_core_execution(const SimOptions& options) {
-  return platform::resolve_sim_core_execution(sim_config_of(options)) ==
-                 platform::SimCoreExecution::Aicpu
-             ? SimCoreExecution::Aicpu
-             : SimCoreExecution::Executors;
-}
 
 Worker::Worker() : impl_(std::make_unique<Impl>()) {}
 
@@ -168,10 +92,6 @@ void Worker::init(const WorkerOptions& options) {
                 "Worker::init called twice; a Worker is initialised once (close it and create a "
                 "new one to change options)");
   }
-  if (options.platform != "sim") {
-    throw Error(StatusCode::InvalidConfig,
-                "unknown platform '" + options.platform + "'; available: sim");
-  }
   if (options.device_id < 0) {
     throw Error(StatusCode::InvalidConfig,
                 "device_id=" + std::to_string(options.device_id) + " is negative; use an id >= 0");
@@ -182,9 +102,11 @@ void Worker::init(const WorkerOptions& options) {
     throw Error(StatusCode::InvalidConfig,
                 "runtime variant " + std::to_string(static_cast<int>(runtime)) + " is unknown");
   }
-  const platform::SimConfig sim = sim_config_of(options.sim);
+  // By name: the host never names a platform's implementation (an unknown name lists the known).
+  platform::PlatformOptions platform_options;
+  platform_options.sim = options.sim;
   std::unique_ptr<platform::Platform> platform;
-  throw_if_error(platform::create_sim_platform(sim, &platform));
+  throw_if_error(platform::create_platform(options.platform, platform_options, &platform));
   host::RunnerOptions runner_options;
   runner_options.default_runtime = runtime;
   auto runner = std::make_unique<host::DeviceRunner>(std::move(platform), runner_options);

@@ -1,9 +1,13 @@
-// Platform: how a chip provides memory, threads, clocks, object loading and launches.
+// Platform: how a chip provides memory, threads, clocks, object loading, its chip-side runtime
+// and launches.
 //
-// The runtime (host, scheduler, aicore rooms) is written against this interface; `sim/` provides
-// it with host threads. Host-side methods (memory, load, launch, wait) are called by one host
-// thread at a time (the DeviceRunner serialises them). `ChipServices` functions are called from
-// chip-side threads (schedulers, cores) and are thread-safe.
+// The host is written against this interface and never links the chip: the platform loads the
+// chip-side programs (load_chip_runtime; `sim/` links the scheduler and aicore rooms, another
+// platform loads its own module), and a launch names only device addresses and its shape
+// (LaunchRequest). Platforms are created by name (platform/registry.h). Host-side methods
+// (memory, load, launch, wait) are called by one host thread at a time (the DeviceRunner
+// serialises them). `ChipServices` functions are called from chip-side threads (schedulers,
+// cores) and are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +30,8 @@ struct Geometry {
   uint32_t default_aicpu_threads = 4;  // 1 orchestrator + 3 schedulers
   uint64_t clock_hz = 0;               // cycles per second of ChipServices::cycles
   // A kick runs the core's loop on the kicking AICPU thread before returning (sim's
-  // SimCoreExecution::Aicpu), so kernels run inside the scheduler's dispatch pass.
+  // SimCoreExecution::Aicpu), so kernels run inside the scheduler's dispatch pass. A property of
+  // the chip: the host passes it to the scheduler in ChipLaunchArgs::kicks_run_kernels.
   bool kicks_run_kernels = false;
 };
 
@@ -40,12 +45,11 @@ inline CoreType core_type_of(const Geometry& g, uint32_t core) noexcept {
 // host copies into device memory (common/chip_services.h).
 using ChipServices = common::ChipServices;
 
-// The chip-side programs of one launch. `aicpu_entry` runs once per AICPU thread; `core_service`
-// runs the core loop of core `core` until it has nothing to do (it is called again after a kick).
-struct LaunchPrograms {
-  void* ctx = nullptr;  // the launch arguments, in device memory
-  void (*aicpu_entry)(void* ctx, uint32_t thread_index, uint32_t thread_count) = nullptr;
-  void (*core_service)(void* ctx, uint32_t core) = nullptr;
+// One launch: the launch-arguments block (common::ChipLaunchArgs, in device memory) and the
+// shape. The chip-side runtime loaded by load_chip_runtime runs it: its AICPU entry once per
+// AICPU thread, its core loop for the cores it kicks.
+struct LaunchRequest {
+  uint64_t launch_args_addr = 0;
   uint32_t aicpu_threads = 0;
   // Cores [0, cores) may be kicked during this launch (normally all the device has; a run on fewer
   // clusters simply never kicks the others).
@@ -95,11 +99,16 @@ class Platform {
 
   virtual const ChipServices& services() const = 0;
 
+  // Makes the chip-side runtime (scheduler and core programs) ready to launch; idempotent. The
+  // sim returns the entries it links; LoadFailed when a platform cannot load its module.
+  virtual Status load_chip_runtime() = 0;
+
   // Starts the launch queues (streams). Idempotent.
   virtual Status start_streams() = 0;
   virtual void stop_streams() = 0;
-  // Launches cores first, then the AICPU threads; returns at once.
-  virtual Status launch(const LaunchPrograms& programs) = 0;
+  // Launches the loaded chip runtime on `request`: cores first, then the AICPU threads; returns
+  // at once. NotInitialized before load_chip_runtime.
+  virtual Status launch(const LaunchRequest& request) = 0;
   // Waits for every AICPU thread of the last launch to return, then stops its cores. Returns
   // StreamSyncTimeout (the launch keeps running) if that takes longer than `timeout_ms`.
   virtual Status wait(uint64_t timeout_ms) = 0;
@@ -114,27 +123,5 @@ class Platform {
   // to abandon stuck threads.
   virtual Status recover() = 0;
 };
-
-// Where the simulated chip runs the cores' kernels (see sim/launch_engine.h).
-enum class SimCoreExecution : uint8_t {
-  Auto = 0,       // Aicpu when the host's hardware threads do not exceed aicpu_threads
-  Aicpu = 1,      // inline on the AICPU (scheduler) thread that owns the core
-  Executors = 2,  // on host_threads executor threads, concurrently with the schedulers
-};
-
-struct SimConfig {
-  uint32_t clusters = 8;
-  uint32_t aicpu_threads = 4;
-  uint32_t host_threads = 0;  // 0 = std::thread::hardware_concurrency()
-  uint64_t memory_bytes = 4ull << 30;
-  bool serial = false;
-  SimCoreExecution core_execution = SimCoreExecution::Auto;
-};
-
-// Auto resolved against this host (never returns Auto). `hardware_threads` 0 = this host's.
-SimCoreExecution resolve_sim_core_execution(const SimConfig& config, unsigned hardware_threads = 0);
-
-// Creates the simulated chip. Returns InvalidConfig for out-of-range values.
-Status create_sim_platform(const SimConfig& config, std::unique_ptr<Platform>* out);
 
 }  // namespace chiprt::platform

@@ -17,17 +17,6 @@ using common::latch_chip_error;
 
 }  // namespace
 
-uint64_t shared_state_bytes(uint64_t task_count, uint32_t cores) {
-  // Handshake cells are laid out for kMaxCores at a fixed offset, indexed by device core number,
-  // so a core finds its cell before initialisation; `cores` therefore does not change the size.
-  static_cast<void>(cores);
-  return shared_layout(task_count).total_bytes;
-}
-
-uint64_t shared_state_cleared_bytes() {
-  return common::kSharedClearedBytes;
-}
-
 void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count) {
   auto* args = static_cast<ChipLaunchArgs*>(launch_args);
   if (!precheck_launch(args, thread_index, thread_count)) return;

@@ -79,8 +79,7 @@ struct RunnerResult {
   std::string first_error;
 };
 
-void run_many(platform::SimCoreExecution cores, uint64_t first_seed, uint64_t runs,
-              RunnerResult* result) {
+void run_many(SimCoreExecution cores, uint64_t first_seed, uint64_t runs, RunnerResult* result) {
   host::DeviceRunner runner(host::test::make_sim(/*clusters=*/2, false, 64ull << 20, 2, cores));
   runner.attach(0);
   runner.register_callable(0, CallableBuilder()
@@ -131,9 +130,8 @@ TEST(RingDataWaitStress, SeveralRunnersWithDataWaitsCompleteEveryRunCorrectly) {
   host::set_log_level(host::LogLevel::Off);
   g_bad_reads.store(0);
   const uint64_t runs = stress::env_count("CHIPRT_STRESS_SEEDS", 40) * kRunsPerSeed;
-  const platform::SimCoreExecution modes[] = {platform::SimCoreExecution::Aicpu,
-                                              platform::SimCoreExecution::Executors,
-                                              platform::SimCoreExecution::Aicpu};
+  const SimCoreExecution modes[] = {SimCoreExecution::Aicpu, SimCoreExecution::Executors,
+                                    SimCoreExecution::Aicpu};
   std::vector<RunnerResult> results(std::size(modes));
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < std::size(modes); ++i) {

@@ -20,11 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "aicore/core_executor.h"
 #include "chiprt/orchestration.h"
 #include "common/ring_state.h"
-#include "platform/platform.h"
-#include "scheduler/chip_entry.h"
+#include "platform/registry.h"
 #include "stress/stress_seeds.h"
 #include "unit/scheduler/ring_launch.h"
 
@@ -481,7 +479,8 @@ struct ChipOutcome {
   std::vector<std::vector<int64_t>> buffers;
 };
 
-// One ring launch of `plan` on the sim platform through aicpu_entry (which forwards ring runs).
+// One ring launch of `plan` on the sim platform's loaded chip runtime (its AICPU entry forwards
+// ring runs).
 ChipOutcome run_on_chip(platform::Platform& chip, const Plan& plan, bool serial, uint32_t threads,
                         uint32_t clusters) {
   RunState state;
@@ -498,10 +497,8 @@ ChipOutcome run_on_chip(platform::Platform& chip, const Plan& plan, bool serial,
   options.rings = RingLaunchOptions::uniform_rings(kWindow, kHeapBytes, kDepPool);
   RingLaunch launch(&stress_orchestration, args, stress_kernels(), options);
   launch.set_services(&chip.services(), chip.geometry().clock_hz);
-  platform::LaunchPrograms programs;
-  programs.ctx = &launch.args();
-  programs.aicpu_entry = &scheduler::aicpu_entry;
-  programs.core_service = &aicore::core_service;
+  platform::LaunchRequest programs;
+  programs.launch_args_addr = reinterpret_cast<uintptr_t>(&launch.args());
   programs.aicpu_threads = options.threads;
   programs.cores = chip.geometry().cores();
   programs.serial = serial;
@@ -541,14 +538,15 @@ std::string compare(const char* what, const Plan& plan,
   return "";
 }
 
-std::unique_ptr<platform::Platform> make_chip(platform::SimCoreExecution cores) {
-  platform::SimConfig config;
-  config.clusters = 4;
-  config.aicpu_threads = 4;
-  config.host_threads = 2;
-  config.core_execution = cores;
+std::unique_ptr<platform::Platform> make_chip(SimCoreExecution cores) {
+  platform::PlatformOptions config;
+  config.sim.clusters = 4;
+  config.sim.aicpu_threads = 4;
+  config.sim.host_threads = 2;
+  config.sim.core_execution = cores;
   std::unique_ptr<platform::Platform> chip;
-  const Status created = platform::create_sim_platform(config, &chip);
+  Status created = platform::create_platform("sim", config, &chip);
+  if (created.is_ok()) created = chip->load_chip_runtime();
   EXPECT_TRUE(created.is_ok()) << created.to_string();
   if (!created.is_ok()) return nullptr;
   const Status started = chip->start_streams();
@@ -594,7 +592,7 @@ TEST(RingStress, PlansNestScopesDeeplyAndNameWriteAfterRead) {
   EXPECT_EQ(deep, 4u);
 }
 
-class RingStressCores : public ::testing::TestWithParam<platform::SimCoreExecution> {};
+class RingStressCores : public ::testing::TestWithParam<SimCoreExecution> {};
 
 // Kernels on executor threads (concurrent with their scheduler) and on the AICPU threads (inline
 // in the scheduler's dispatch): the same orchestration must give the same buffers either way.
@@ -626,10 +624,9 @@ TEST_P(RingStressCores, RandomScopedDagsOnTinyRingsMatchSerialAndReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KernelsOn, RingStressCores,
-                         ::testing::Values(platform::SimCoreExecution::Executors,
-                                           platform::SimCoreExecution::Aicpu),
-                         [](const ::testing::TestParamInfo<platform::SimCoreExecution>& info) {
-                           return info.param == platform::SimCoreExecution::Aicpu
+                         ::testing::Values(SimCoreExecution::Executors, SimCoreExecution::Aicpu),
+                         [](const ::testing::TestParamInfo<SimCoreExecution>& info) {
+                           return info.param == SimCoreExecution::Aicpu
                                       ? std::string("AicpuThreads")
                                       : std::string("ExecutorThreads");
                          });

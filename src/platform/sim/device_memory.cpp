@@ -57,7 +57,7 @@ Status DeviceMemory::alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) {
     return Status(StatusCode::OutOfDeviceMemory,
                   "alloc: the host could not provide " + std::to_string(bytes) +
                       " bytes for the simulated device (capacity " + std::to_string(capacity_) +
-                      " bytes is larger than the host can back); lower SimConfig.memory_bytes");
+                      " bytes is larger than the host can back); lower SimOptions.memory_bytes");
   }
   const auto addr = reinterpret_cast<uint64_t>(memory);
   live_.emplace(addr, Allocation{bytes, host_align});

@@ -16,7 +16,7 @@
 //   kernels and the chip uses exactly one host thread per AICPU thread: on a host with fewer
 //   hardware threads than AICPU threads plus executors, hand-offs between a scheduler and an
 //   executor would each cost a context switch.
-// - Serial launches (a serial platform, or LaunchPrograms::serial) run aicpu_entry on AICPU thread
+// - Serial launches (a serial platform, or LaunchRequest::serial) run aicpu_entry on AICPU thread
 //   0 only and run core_service inline inside kick_core on the kicking thread; a kick of a core
 //   already running on the stack marks it kicked and it is re-run after it returns.
 // - wait() waits for every AICPU thread to return, then for every queued or running core to go
@@ -43,6 +43,19 @@
 #include "platform/sim/core_queue.h"
 
 namespace chiprt::platform::sim {
+
+// The chip-side programs of one launch as the engine runs them: `aicpu_entry` once per AICPU
+// thread, `core_service` for core `core` until it has nothing to do (again after a kick), both
+// with `ctx`, the launch arguments. SimPlatform fills it from its loaded chip runtime and a
+// LaunchRequest; engine tests pass programs of their own (SimPlatform::launch_programs).
+struct LaunchPrograms {
+  void* ctx = nullptr;
+  void (*aicpu_entry)(void* ctx, uint32_t thread_index, uint32_t thread_count) = nullptr;
+  void (*core_service)(void* ctx, uint32_t core) = nullptr;
+  uint32_t aicpu_threads = 0;
+  uint32_t cores = 0;   // see LaunchRequest::cores
+  bool serial = false;  // see LaunchRequest::serial
+};
 
 class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
  public:

@@ -3,6 +3,9 @@
 #include <string>
 #include <thread>
 
+#include "aicore/core_executor.h"
+#include "scheduler/chip_entry.h"
+
 namespace chiprt::platform::sim {
 namespace {
 
@@ -12,13 +15,13 @@ constexpr uint32_t kMaxHostThreads = 64;
 constexpr uint64_t kMinMemoryBytes = 1ull << 20;
 
 Status out_of_range(const char* field, uint64_t value, const std::string& range) {
-  return Status(StatusCode::InvalidConfig, std::string("SimConfig.") + field + " must be " + range +
-                                               " (got " + std::to_string(value) + ")");
+  return Status(StatusCode::InvalidConfig, std::string("SimOptions.") + field + " must be " +
+                                               range + " (got " + std::to_string(value) + ")");
 }
 
 }  // namespace
 
-Status validate_sim_config(const SimConfig& config) {
+Status validate_sim_options(const SimOptions& config) {
   if (config.clusters < 1 || config.clusters > kMaxClusters) {
     return out_of_range("clusters", config.clusters,
                         "in [1, " + std::to_string(kMaxClusters) + "]");
@@ -54,24 +57,20 @@ uint32_t resolve_host_threads(uint32_t host_threads) {
 
 }  // namespace chiprt::platform::sim
 
-namespace chiprt::platform {
-
-// Kernels run on the AICPU threads when those alone occupy every hardware thread: executors would
-// then only add threads that take turns on the same CPUs, each scheduler-to-core hand-off a
-// context switch (measured on 2 cores: about two per task of a dependency chain).
-SimCoreExecution resolve_sim_core_execution(const SimConfig& config, unsigned hardware_threads) {
-  if (config.core_execution != SimCoreExecution::Auto) return config.core_execution;
-  if (hardware_threads == 0) hardware_threads = std::thread::hardware_concurrency();
-  if (hardware_threads == 0) hardware_threads = 1;
-  return hardware_threads <= config.aicpu_threads ? SimCoreExecution::Aicpu
-                                                  : SimCoreExecution::Executors;
-}
-
-}  // namespace chiprt::platform
-
 namespace chiprt::platform::sim {
 
-SimPlatform::SimPlatform(const SimConfig& config, const SimTuning& tuning) : config_(config) {
+Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>* out) {
+  if (out == nullptr) {
+    return Status(StatusCode::InvalidArgument, "create_sim_platform: out must not be null");
+  }
+  SimOptions requested = options;
+  if (Status status = apply_core_execution_env(&requested); !status) return status;
+  if (Status status = validate_sim_options(requested); !status) return status;
+  *out = std::make_unique<SimPlatform>(requested);
+  return Status::ok();
+}
+
+SimPlatform::SimPlatform(const SimOptions& config, const SimTuning& tuning) : options_(config) {
   geometry_.clusters = config.clusters;
   geometry_.max_aicpu_threads = kMaxAicpuThreads;
   // A serial chip runs exactly one AICPU thread, so that is its default shape.
@@ -85,7 +84,7 @@ SimPlatform::SimPlatform(const SimConfig& config, const SimTuning& tuning) : con
   options.max_aicpu_threads = kMaxAicpuThreads;
   options.executor_threads = resolve_host_threads(config.host_threads);
   options.serial = config.serial;
-  options.kernels_on_aicpu = resolve_sim_core_execution(config) == SimCoreExecution::Aicpu;
+  options.kernels_on_aicpu = resolve_core_execution(config) == SimCoreExecution::Aicpu;
   geometry_.kicks_run_kernels = options.kernels_on_aicpu;
   options.stop_grace_ms = tuning.stop_grace_ms;
   engine_ = std::make_shared<LaunchEngine>(options);
@@ -161,7 +160,30 @@ void SimPlatform::stop_streams() {
 void SimPlatform::abandon_launch() {
   engine_->abandon_launch();
 }
-Status SimPlatform::launch(const LaunchPrograms& programs) {
+Status SimPlatform::load_chip_runtime() {
+  // The chip shares this process: its runtime is linked in.
+  chip_runtime_.aicpu_entry = &scheduler::aicpu_entry;
+  chip_runtime_.core_service = &aicore::core_service;
+  return Status::ok();
+}
+Status SimPlatform::launch(const LaunchRequest& request) {
+  if (chip_runtime_.aicpu_entry == nullptr) {
+    return Status(StatusCode::NotInitialized,
+                  "launch: no chip runtime is loaded; call load_chip_runtime() first");
+  }
+  if (request.launch_args_addr == 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "launch: LaunchRequest::launch_args_addr must name the launch arguments");
+  }
+  LaunchPrograms programs = chip_runtime_;
+  // The chip shares the host's address space: the device address is the pointer.
+  programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(request.launch_args_addr));
+  programs.aicpu_threads = request.aicpu_threads;
+  programs.cores = request.cores;
+  programs.serial = request.serial;
+  return engine_->launch(programs);
+}
+Status SimPlatform::launch_programs(const LaunchPrograms& programs) {
   return engine_->launch(programs);
 }
 Status SimPlatform::wait(uint64_t timeout_ms) {

@@ -1,7 +1,10 @@
 // SimPlatform: the simulated chip, platform::Platform implemented with host memory and host
-// threads (see device_memory.h, object_loader.h and launch_engine.h for the parts).
+// threads (see device_memory.h, object_loader.h and launch_engine.h for the parts). Its chip-side
+// runtime is the scheduler and aicore rooms, linked into this library (load_chip_runtime).
+// Options: the public chiprt::SimOptions (include/chiprt/sim_options.h), their one definition.
 //
-// Lifetime: created by create_sim_platform (or directly, for tests that need SimTuning); the
+// Lifetime: created by create_sim_platform (platform "sim" of the registry, or directly, for
+// tests that need SimTuning); the
 // destructor stops the streams (bounded: threads stuck in chip code are detached, see
 // LaunchEngine::stop) and releases memory and objects that no stuck thread still needs.
 // Threading: as platform::Platform: host-side methods from one host thread at a time, services()
@@ -11,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "chiprt/sim_options.h"
 #include "platform/platform.h"
 #include "platform/sim/device_memory.h"
 #include "platform/sim/launch_engine.h"
@@ -18,28 +22,36 @@
 
 namespace chiprt::platform::sim {
 
-// Knobs tests need that the product does not expose through SimConfig.
+// Knobs tests need that the product does not expose through SimOptions.
 struct SimTuning {
   // How long stop_streams / the destructor wait for a running launch before abandoning it.
   uint64_t stop_grace_ms = 2000;
 };
 
-// Checks every SimConfig field; InvalidConfig names the field and its range.
-Status validate_sim_config(const SimConfig& config);
+// Checks every SimOptions field; InvalidConfig names the field and its range.
+Status validate_sim_options(const SimOptions& options);
 // host_threads with 0 resolved to the host's hardware threads (at least 1).
 uint32_t resolve_host_threads(uint32_t host_threads);
+// Applies CHIPRT_SIM_CORES when options->core_execution is Auto (InvalidConfig for a bad value).
+Status apply_core_execution_env(SimOptions* options);
+// Auto resolved against this host's hardware threads (never returns Auto; the environment is not
+// read). `hardware_threads` 0 = this host's.
+SimCoreExecution resolve_core_execution(const SimOptions& options, unsigned hardware_threads = 0);
+
+// Platform "sim": CHIPRT_SIM_CORES applied (apply_core_execution_env), the options validated.
+Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>* out);
 
 class SimPlatform final : public Platform {
  public:
-  // `config` must have passed validate_sim_config.
-  explicit SimPlatform(const SimConfig& config, const SimTuning& tuning = {});
+  // `options` must have passed validate_sim_options.
+  explicit SimPlatform(const SimOptions& options, const SimTuning& tuning = {});
   ~SimPlatform() override;
   SimPlatform(const SimPlatform&) = delete;
   SimPlatform& operator=(const SimPlatform&) = delete;
 
   std::string name() const override { return "sim"; }
   Geometry geometry() const override { return geometry_; }
-  bool serial() const override { return config_.serial; }
+  bool serial() const override { return options_.serial; }
   Status attach(int device_id) override;
   void detach() override { attached_device_.reset(); }
 
@@ -58,9 +70,13 @@ class SimPlatform final : public Platform {
   Status unload_object(LoadedObject object) override;
 
   const ChipServices& services() const override { return engine_->services(); }
+  // The scheduler's AICPU entry and the aicore loop, linked into this library.
+  Status load_chip_runtime() override;
   Status start_streams() override;
   void stop_streams() override;
-  Status launch(const LaunchPrograms& programs) override;
+  Status launch(const LaunchRequest& request) override;
+  // Tests of the engine: launches `programs` instead of the loaded chip runtime.
+  Status launch_programs(const LaunchPrograms& programs);
   Status wait(uint64_t timeout_ms) override;
   Status wait_aicpu(uint64_t timeout_ms) override;
   void abandon_launch() override;
@@ -75,8 +91,9 @@ class SimPlatform final : public Platform {
   uint32_t object_refcount(LoadedObject object) const { return objects_->refcount(object.handle); }
 
  private:
-  const SimConfig config_;
+  const SimOptions options_;
   Geometry geometry_;
+  LaunchPrograms chip_runtime_{};  // entries only; set by load_chip_runtime
   std::optional<int> attached_device_;
   std::shared_ptr<DeviceMemory> memory_;
   std::shared_ptr<ObjectLoader> objects_;

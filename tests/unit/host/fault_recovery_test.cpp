@@ -16,6 +16,7 @@
 #include "host/device_runner.h"
 #include "host/log.h"
 #include "host_test_support.h"
+#include "platform/sim/sim_platform.h"
 
 namespace chiprt::host {
 namespace {
@@ -136,7 +137,7 @@ TEST_F(FaultRecovery, ResetAfterAStuckKernelReturnedMakesTheRunnerUsable) {
 }
 
 struct StuckCase {
-  platform::SimCoreExecution cores;
+  SimCoreExecution cores;
   RuntimeVariant runtime;
   int aicpu_threads;
 };
@@ -191,15 +192,14 @@ TEST_P(StuckKernel, ClosingAfterTheFaultIsPrompt) {
 
 INSTANTIATE_TEST_SUITE_P(
     KernelsOn, StuckKernel,
-    ::testing::Values(
-        StuckCase{platform::SimCoreExecution::Executors, RuntimeVariant::HostBuildGraph, 0},
-        StuckCase{platform::SimCoreExecution::Aicpu, RuntimeVariant::HostBuildGraph, 2},
-        StuckCase{platform::SimCoreExecution::Executors, RuntimeVariant::TensormapRingbuffer, 0},
-        StuckCase{platform::SimCoreExecution::Aicpu, RuntimeVariant::TensormapRingbuffer, 2},
-        StuckCase{platform::SimCoreExecution::Aicpu, RuntimeVariant::TensormapRingbuffer, 4}),
+    ::testing::Values(StuckCase{SimCoreExecution::Executors, RuntimeVariant::HostBuildGraph, 0},
+                      StuckCase{SimCoreExecution::Aicpu, RuntimeVariant::HostBuildGraph, 2},
+                      StuckCase{SimCoreExecution::Executors, RuntimeVariant::TensormapRingbuffer,
+                                0},
+                      StuckCase{SimCoreExecution::Aicpu, RuntimeVariant::TensormapRingbuffer, 2},
+                      StuckCase{SimCoreExecution::Aicpu, RuntimeVariant::TensormapRingbuffer, 4}),
     [](const ::testing::TestParamInfo<StuckCase>& info) {
-      std::string name =
-          info.param.cores == platform::SimCoreExecution::Aicpu ? "Aicpu" : "Executors";
+      std::string name = info.param.cores == SimCoreExecution::Aicpu ? "Aicpu" : "Executors";
       name += info.param.runtime == RuntimeVariant::TensormapRingbuffer ? "Ring" : "HostBuildGraph";
       return name + "Threads" + std::to_string(info.param.aicpu_threads);
     });
@@ -210,15 +210,17 @@ TEST(SimRecover, LaunchAfterATimedOutWaitIsAFaultNotMisuse) {
   ASSERT_TRUE(sim->start_streams().is_ok());
   static std::atomic<bool> entered{false};
   entered.store(false);
-  platform::LaunchPrograms programs;
+  // The engine's own programs, not the chip runtime: a launch that blocks until released.
+  auto& chip = static_cast<platform::sim::SimPlatform&>(*sim);
+  platform::sim::LaunchPrograms programs;
   programs.aicpu_threads = 1;
   programs.aicpu_entry = [](void*, uint32_t, uint32_t) {
     entered.store(true);
     while (!g_release.load(std::memory_order_acquire)) g_release.wait(false);
   };
-  ASSERT_TRUE(sim->launch(programs).is_ok());
+  ASSERT_TRUE(chip.launch_programs(programs).is_ok());
   EXPECT_EQ(sim->wait(1).code(), StatusCode::StreamSyncTimeout);
-  Status relaunch = sim->launch(programs);
+  Status relaunch = chip.launch_programs(programs);
   EXPECT_EQ(relaunch.code(), StatusCode::DeviceFaulted) << relaunch.to_string();
   EXPECT_THAT(relaunch.message(), HasSubstr("still running (a kernel is stuck)"));
   Status recovered = sim->recover();
@@ -227,7 +229,7 @@ TEST(SimRecover, LaunchAfterATimedOutWaitIsAFaultNotMisuse) {
   ASSERT_TRUE(sim->wait(20000).is_ok());
   EXPECT_TRUE(sim->recover().is_ok());
   programs.aicpu_entry = [](void*, uint32_t, uint32_t) {};
-  ASSERT_TRUE(sim->launch(programs).is_ok());
+  ASSERT_TRUE(chip.launch_programs(programs).is_ok());
   EXPECT_TRUE(sim->wait(20000).is_ok());
 }
 

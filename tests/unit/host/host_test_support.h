@@ -14,22 +14,21 @@
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
 #include "host/device_runner.h"
-#include "platform/platform.h"
+#include "platform/registry.h"
 
 namespace chiprt::host::test {
 
 inline std::unique_ptr<platform::Platform> make_sim(
     uint32_t clusters = 2, bool serial = false, uint64_t memory_bytes = 256ull << 20,
-    uint32_t host_threads = 2,
-    platform::SimCoreExecution cores = platform::SimCoreExecution::Auto) {
-  platform::SimConfig config;
-  config.clusters = clusters;
-  config.host_threads = host_threads;
-  config.memory_bytes = memory_bytes;
-  config.serial = serial;
-  config.core_execution = cores;
+    uint32_t host_threads = 2, SimCoreExecution cores = SimCoreExecution::Auto) {
+  platform::PlatformOptions options;
+  options.sim.clusters = clusters;
+  options.sim.host_threads = host_threads;
+  options.sim.memory_bytes = memory_bytes;
+  options.sim.serial = serial;
+  options.sim.core_execution = cores;
   std::unique_ptr<platform::Platform> out;
-  throw_if_error(platform::create_sim_platform(config, &out));
+  throw_if_error(platform::create_platform("sim", options, &out));
   return out;
 }
 

@@ -109,17 +109,16 @@ std::vector<uint8_t> callable_with(OrchestrationEntry orchestration) {
 struct Combination {
   const char* name;
   RuntimeVariant runtime;
-  platform::SimCoreExecution cores;
+  SimCoreExecution cores;
   bool serial;
 };
 const Combination kCombinations[] = {
-    {"hbg_aicpu", RuntimeVariant::HostBuildGraph, platform::SimCoreExecution::Aicpu, false},
-    {"hbg_executors", RuntimeVariant::HostBuildGraph, platform::SimCoreExecution::Executors, false},
-    {"hbg_serial", RuntimeVariant::HostBuildGraph, platform::SimCoreExecution::Auto, true},
-    {"ring_aicpu", RuntimeVariant::TensormapRingbuffer, platform::SimCoreExecution::Aicpu, false},
-    {"ring_executors", RuntimeVariant::TensormapRingbuffer, platform::SimCoreExecution::Executors,
-     false},
-    {"ring_serial", RuntimeVariant::TensormapRingbuffer, platform::SimCoreExecution::Auto, true},
+    {"hbg_aicpu", RuntimeVariant::HostBuildGraph, SimCoreExecution::Aicpu, false},
+    {"hbg_executors", RuntimeVariant::HostBuildGraph, SimCoreExecution::Executors, false},
+    {"hbg_serial", RuntimeVariant::HostBuildGraph, SimCoreExecution::Auto, true},
+    {"ring_aicpu", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Aicpu, false},
+    {"ring_executors", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Executors, false},
+    {"ring_serial", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Auto, true},
 };
 
 class WatchdogProgress : public ::testing::TestWithParam<Combination> {

@@ -13,7 +13,7 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 
 sim::SimPlatform make_platform(uint64_t memory_bytes = 4 * kMiB) {
-  SimConfig config;
+  SimOptions config;
   config.memory_bytes = memory_bytes;
   return sim::SimPlatform(config);
 }

@@ -27,9 +27,9 @@ bool contains(const Status& status, const std::string& text) {
 
 // Executor threads unless told otherwise: most tests here kick any core from any thread, which
 // only the executor model allows (with kernels on the AICPU threads a core has one kicker).
-SimConfig make_config(uint32_t clusters, uint32_t host_threads, bool serial = false,
-                      SimCoreExecution cores = SimCoreExecution::Executors) {
-  SimConfig config;
+SimOptions make_config(uint32_t clusters, uint32_t host_threads, bool serial = false,
+                       SimCoreExecution cores = SimCoreExecution::Executors) {
+  SimOptions config;
   config.clusters = clusters;
   config.host_threads = host_threads;
   config.memory_bytes = 1ull << 20;
@@ -61,13 +61,13 @@ TEST(SimLaunchTest, ConcurrentAicpuThreadsRunOncePerIndex) {
   for (uint32_t n = 1; n <= 8; ++n) {
     IndexProgram program;
     program.expected_count = n;
-    LaunchPrograms programs;
+    sim::LaunchPrograms programs;
     programs.ctx = &program;
     programs.aicpu_entry = &record_index;
     programs.core_service = &noop_service;
     programs.aicpu_threads = n;
     programs.cores = 24;
-    ASSERT_TRUE(platform.launch(programs).is_ok()) << n;
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok()) << n;
     ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok()) << n;
     EXPECT_EQ(program.seen_mask.load(), (1u << n) - 1) << n;
     EXPECT_EQ(program.bad_count.load(), 0u) << n;
@@ -75,8 +75,8 @@ TEST(SimLaunchTest, ConcurrentAicpuThreadsRunOncePerIndex) {
   // Fewer threads after more: the extra parked threads must not run.
   IndexProgram program;
   program.expected_count = 2;
-  LaunchPrograms programs{&program, &record_index, &noop_service, 2, 24, false};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{&program, &record_index, &noop_service, 2, 24, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   EXPECT_EQ(program.seen_mask.load(), 3u);
 }
@@ -150,9 +150,9 @@ void run_kick_protocol(uint32_t clusters, uint32_t host_threads, uint32_t aicpu_
   program->cores = platform.geometry().cores();
   program->kicks_per_thread = kicks_per_thread;
   program->confirm_each_kick = confirm_each_kick;
-  LaunchPrograms programs{program.get(), &kick_many,     &serve_generation,
-                          aicpu_threads, program->cores, false};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{program.get(), &kick_many,     &serve_generation,
+                               aicpu_threads, program->cores, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   uint64_t total_kicks = 0;
   for (uint32_t core = 0; core < program->cores; ++core) {
@@ -195,8 +195,8 @@ TEST(SimLaunchTest, StressManyLaunchesOnOnePlatform) {
     program->cores = 24;
     program->kicks_per_thread = 50;
     const uint32_t threads = 1 + launch % 8;
-    LaunchPrograms programs{program.get(), &kick_many, &serve_generation, threads, 24, false};
-    ASSERT_TRUE(platform.launch(programs).is_ok()) << launch;
+    sim::LaunchPrograms programs{program.get(), &kick_many, &serve_generation, threads, 24, false};
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok()) << launch;
     ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok()) << launch;
     for (uint32_t core = 0; core < 24; ++core) {
       ASSERT_EQ(program->served_generation[core].load(), program->kicked_generation[core].load())
@@ -245,8 +245,8 @@ TEST(SimLaunchTest, ConcurrentKickChainFromCoresIsDrainedByWait) {
     program.services = &platform.services();
     program.cores = 24;
     program.budget = 5000;
-    LaunchPrograms programs{&program, &kick_first_core, &pass_the_kick, 1, 24, false};
-    ASSERT_TRUE(platform.launch(programs).is_ok());
+    sim::LaunchPrograms programs{&program, &kick_first_core, &pass_the_kick, 1, 24, false};
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok());
     ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
     // One kick from the AICPU thread, then one per positive budget value; each kick hits an idle
     // core (the chain is linear), so each runs the service exactly once.
@@ -262,8 +262,8 @@ TEST(SimLaunchTest, KicksOutsideTheLaunchAreIgnoredAndCounted) {
   program->services = &platform.services();
   program->cores = 6;  // this launch uses cores [0, 6)
   program->kicks_per_thread = 10;
-  LaunchPrograms programs{program.get(), &kick_many, &serve_generation, 1, 6, false};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{program.get(), &kick_many, &serve_generation, 1, 6, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   EXPECT_EQ(platform.ignored_kicks(), 0u);
   const ChipServices& services = platform.services();
@@ -271,7 +271,7 @@ TEST(SimLaunchTest, KicksOutsideTheLaunchAreIgnoredAndCounted) {
   services.kick_core(services.ctx, 99);  // not a core of this chip
   EXPECT_EQ(platform.ignored_kicks(), 2u);
   const uint64_t runs = program->service_runs.load();
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   services.kick_core(services.ctx, 6);  // a core of the chip, but outside this launch
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   EXPECT_EQ(platform.ignored_kicks(), 3u);
@@ -319,8 +319,8 @@ void check_serial_run(sim::SimPlatform& platform, bool serial_launch) {
   ASSERT_TRUE(platform.start_streams().is_ok());
   SerialProgram program;
   program.services = &platform.services();
-  LaunchPrograms programs{&program, &serial_entry, &serial_service, 1, 3, serial_launch};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{&program, &serial_entry, &serial_service, 1, 3, serial_launch};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   const std::vector<std::string> expected = {"0:1", "1:1", "0:1-end", "0:2", "entry-after-kick",
                                              "2:1"};
@@ -344,8 +344,8 @@ TEST(SimSerialTest, SerialLaunchOnThreadedChipRunsInline) {
   program->services = &platform.services();
   program->cores = 3;
   program->kicks_per_thread = 100;
-  LaunchPrograms programs{program.get(), &kick_many, &serve_generation, 2, 3, false};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{program.get(), &kick_many, &serve_generation, 2, 3, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   for (uint32_t core = 0; core < 3; ++core) {
     EXPECT_EQ(program->served_generation[core].load(), program->kicked_generation[core].load());
@@ -355,15 +355,15 @@ TEST(SimSerialTest, SerialLaunchOnThreadedChipRunsInline) {
 TEST(SimSerialTest, SerialLaunchNeedsExactlyOneAicpuThread) {
   sim::SimPlatform serial_chip(make_config(1, 1, true));
   ASSERT_TRUE(serial_chip.start_streams().is_ok());
-  LaunchPrograms programs{nullptr, &noop_entry, &noop_service, 2, 3, false};
-  const Status status = serial_chip.launch(programs);
+  sim::LaunchPrograms programs{nullptr, &noop_entry, &noop_service, 2, 3, false};
+  const Status status = serial_chip.launch_programs(programs);
   EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
   EXPECT_TRUE(contains(status, "aicpu_threads must be 1 (got 2)")) << status.message();
 
   sim::SimPlatform threaded_chip(make_config(1, 1));
   ASSERT_TRUE(threaded_chip.start_streams().is_ok());
   programs.serial = true;
-  EXPECT_EQ(threaded_chip.launch(programs).code(), StatusCode::InvalidConfig);
+  EXPECT_EQ(threaded_chip.launch_programs(programs).code(), StatusCode::InvalidConfig);
 }
 
 // ---- wait, refusal, validation ----------------------------------------------------------------
@@ -383,15 +383,15 @@ TEST(SimWaitTest, ConcurrentWaitTimesOutThenSucceedsAfterRelease) {
   sim::SimPlatform platform(make_config(2, 1));
   ASSERT_TRUE(platform.start_streams().is_ok());
   BlockingProgram program;
-  LaunchPrograms programs{&program, &block_until_released, &noop_service, 3, 6, false};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{&program, &block_until_released, &noop_service, 3, 6, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   const Status timeout = platform.wait(30);
   EXPECT_EQ(timeout.code(), StatusCode::StreamSyncTimeout);
   EXPECT_TRUE(contains(timeout, "within 30 ms")) << timeout.message();
   EXPECT_TRUE(contains(timeout, "3 of 3 AICPU threads are still running")) << timeout.message();
 
   // After a timed-out wait the launch is a fault (possibly a stuck kernel), not API misuse.
-  const Status refused = platform.launch(programs);
+  const Status refused = platform.launch_programs(programs);
   EXPECT_EQ(refused.code(), StatusCode::DeviceFaulted);
   EXPECT_TRUE(contains(refused, "still running")) << refused.message();
   EXPECT_TRUE(contains(refused, "wait() again")) << refused.message();
@@ -404,7 +404,7 @@ TEST(SimWaitTest, ConcurrentWaitTimesOutThenSucceedsAfterRelease) {
   BlockingProgram next;
   next.release = true;
   programs.ctx = &next;
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
 }
 
@@ -431,8 +431,8 @@ void expect_wait_times_out_on_stuck_core(SimCoreExecution cores, const std::stri
   ASSERT_TRUE(platform.start_streams().is_ok());
   StuckCoreProgram program;
   program.services = &platform.services();
-  LaunchPrograms programs{&program, &kick_core_zero, &block_core, 1, 3, false};
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  sim::LaunchPrograms programs{&program, &kick_core_zero, &block_core, 1, 3, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   const Status timeout = platform.wait(30);
   EXPECT_EQ(timeout.code(), StatusCode::StreamSyncTimeout);
   EXPECT_TRUE(contains(timeout, late)) << timeout.message();
@@ -495,8 +495,8 @@ TEST(SimAicpuCoresTest, ConcurrentKernelsRunInlineOnTheOwningAicpuThread) {
     program->services = &platform.services();
     program->cores = 24;
     program->kicks_per_core = 200;
-    LaunchPrograms programs{program.get(), &kick_owned, &serve_owned, threads, 24, false};
-    ASSERT_TRUE(platform.launch(programs).is_ok());
+    sim::LaunchPrograms programs{program.get(), &kick_owned, &serve_owned, threads, 24, false};
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok());
     ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
     EXPECT_EQ(program->wrong_thread.load(), 0u) << threads << " AICPU threads";
     EXPECT_EQ(program->depth_violations.load(), 0u);
@@ -507,16 +507,16 @@ TEST(SimAicpuCoresTest, ConcurrentKernelsRunInlineOnTheOwningAicpuThread) {
 }
 
 TEST(SimAicpuCoresTest, AutoPicksAicpuOnlyWhenTheAicpuThreadsFillTheHost) {
-  SimConfig config;
+  SimOptions config;
   config.aicpu_threads = 4;
-  EXPECT_EQ(resolve_sim_core_execution(config, 2), SimCoreExecution::Aicpu);
-  EXPECT_EQ(resolve_sim_core_execution(config, 4), SimCoreExecution::Aicpu);
-  EXPECT_EQ(resolve_sim_core_execution(config, 5), SimCoreExecution::Executors);
-  EXPECT_EQ(resolve_sim_core_execution(config, 16), SimCoreExecution::Executors);
+  EXPECT_EQ(sim::resolve_core_execution(config, 2), SimCoreExecution::Aicpu);
+  EXPECT_EQ(sim::resolve_core_execution(config, 4), SimCoreExecution::Aicpu);
+  EXPECT_EQ(sim::resolve_core_execution(config, 5), SimCoreExecution::Executors);
+  EXPECT_EQ(sim::resolve_core_execution(config, 16), SimCoreExecution::Executors);
   config.core_execution = SimCoreExecution::Executors;
-  EXPECT_EQ(resolve_sim_core_execution(config, 2), SimCoreExecution::Executors);
+  EXPECT_EQ(sim::resolve_core_execution(config, 2), SimCoreExecution::Executors);
   config.core_execution = SimCoreExecution::Aicpu;
-  EXPECT_EQ(resolve_sim_core_execution(config, 16), SimCoreExecution::Aicpu);
+  EXPECT_EQ(sim::resolve_core_execution(config, 16), SimCoreExecution::Aicpu);
   sim::SimPlatform executors(make_config(1, 3, false, SimCoreExecution::Executors));
   EXPECT_EQ(executors.executor_threads(), 3u);
   EXPECT_FALSE(executors.geometry().kicks_run_kernels);
@@ -533,8 +533,8 @@ TEST(SimAicpuCoresTest, ConcurrentWaitTimesOutOnAKernelStuckOnItsAicpuThread) {
 
 TEST(SimLaunchTest, LaunchBeforeStartStreamsIsNotInitialized) {
   sim::SimPlatform platform(make_config(1, 1));
-  LaunchPrograms programs{nullptr, &noop_entry, &noop_service, 1, 3, false};
-  const Status status = platform.launch(programs);
+  sim::LaunchPrograms programs{nullptr, &noop_entry, &noop_service, 1, 3, false};
+  const Status status = platform.launch_programs(programs);
   EXPECT_EQ(status.code(), StatusCode::NotInitialized);
   EXPECT_TRUE(contains(status, "start_streams()")) << status.message();
 }
@@ -542,26 +542,26 @@ TEST(SimLaunchTest, LaunchBeforeStartStreamsIsNotInitialized) {
 TEST(SimLaunchTest, InvalidLaunchProgramsAreRejected) {
   sim::SimPlatform platform(make_config(2, 1));
   ASSERT_TRUE(platform.start_streams().is_ok());
-  LaunchPrograms programs{nullptr, &noop_entry, &noop_service, 0, 6, false};
-  Status status = platform.launch(programs);
+  sim::LaunchPrograms programs{nullptr, &noop_entry, &noop_service, 0, 6, false};
+  Status status = platform.launch_programs(programs);
   EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
   EXPECT_TRUE(contains(status, "aicpu_threads must be in [1, 8] (got 0)")) << status.message();
   programs.aicpu_threads = 9;
-  EXPECT_TRUE(contains(platform.launch(programs), "(got 9)"));
+  EXPECT_TRUE(contains(platform.launch_programs(programs), "(got 9)"));
   programs.aicpu_threads = 1;
   programs.cores = 7;
-  status = platform.launch(programs);
+  status = platform.launch_programs(programs);
   EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
   EXPECT_TRUE(contains(status, "device's 6 cores (got 7)")) << status.message();
   programs.cores = 6;
   programs.aicpu_entry = nullptr;
-  EXPECT_EQ(platform.launch(programs).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(platform.launch_programs(programs).code(), StatusCode::InvalidArgument);
   programs.aicpu_entry = &noop_entry;
   programs.core_service = nullptr;
-  EXPECT_EQ(platform.launch(programs).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(platform.launch_programs(programs).code(), StatusCode::InvalidArgument);
   // Without cores the core program is not needed.
   programs.cores = 0;
-  ASSERT_TRUE(platform.launch(programs).is_ok());
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
 }
 
@@ -584,15 +584,15 @@ TEST(SimStreamsTest, StreamsRestartAfterStop) {
   sim::SimPlatform platform(make_config(2, 2));
   IndexProgram program;
   program.expected_count = 2;
-  LaunchPrograms programs{&program, &record_index, &noop_service, 2, 6, false};
+  sim::LaunchPrograms programs{&program, &record_index, &noop_service, 2, 6, false};
   for (int round = 0; round < 3; ++round) {
     ASSERT_TRUE(platform.start_streams().is_ok());
     program.seen_mask = 0;
-    ASSERT_TRUE(platform.launch(programs).is_ok());
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok());
     ASSERT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
     EXPECT_EQ(program.seen_mask.load(), 3u);
     platform.stop_streams();
-    EXPECT_EQ(platform.launch(programs).code(), StatusCode::NotInitialized);
+    EXPECT_EQ(platform.launch_programs(programs).code(), StatusCode::NotInitialized);
   }
 }
 
@@ -602,8 +602,8 @@ TEST(SimStreamsTest, DestructorWaitsForUnwaitedLaunchThatFinishes) {
   {
     sim::SimPlatform platform(make_config(2, 2));
     ASSERT_TRUE(platform.start_streams().is_ok());
-    LaunchPrograms programs{&program, &record_index, &noop_service, 4, 6, false};
-    ASSERT_TRUE(platform.launch(programs).is_ok());
+    sim::LaunchPrograms programs{&program, &record_index, &noop_service, 4, 6, false};
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok());
   }
   EXPECT_EQ(program.seen_mask.load(), 15u);
 }
@@ -630,12 +630,12 @@ TEST(SimStreamsTest, ConcurrentStopWithStuckLaunchDetachesAndRefusesFurtherWork)
     ASSERT_TRUE(platform.start_streams().is_ok());
     DeviceBuffer buffer;
     ASSERT_TRUE(platform.alloc(4096, 64, &buffer).is_ok());
-    LaunchPrograms programs{&program, &block_then_report, &noop_service, 1, 3, false};
-    ASSERT_TRUE(platform.launch(programs).is_ok());
+    sim::LaunchPrograms programs{&program, &block_then_report, &noop_service, 1, 3, false};
+    ASSERT_TRUE(platform.launch_programs(programs).is_ok());
     platform.stop_streams();  // returns after the bounded grace, with the thread detached
     EXPECT_TRUE(platform.streams_faulted());
     EXPECT_EQ(platform.start_streams().code(), StatusCode::DeviceFaulted);
-    EXPECT_EQ(platform.launch(programs).code(), StatusCode::DeviceFaulted);
+    EXPECT_EQ(platform.launch_programs(programs).code(), StatusCode::DeviceFaulted);
   }  // destructor does not hang either
   program.release = true;
   for (int i = 0; i < 60'000 && !program.returned.load(); ++i) std::this_thread::sleep_for(1ms);

@@ -35,7 +35,7 @@ class SimObjectTest : public ::testing::Test {
     image_ = libm_image();
     ASSERT_GT(image_.size(), 1024u) << "could not read the libm image of this process";
   }
-  sim::SimPlatform platform_{SimConfig{}};
+  sim::SimPlatform platform_{SimOptions{}};
   std::vector<uint8_t> image_;
 };
 
@@ -107,7 +107,7 @@ TEST_F(SimObjectTest, MissingSymbolIsLoadFailedWithLoaderText) {
 }
 
 TEST(SimObjectErrorsTest, RandomBytesAreLoadFailed) {
-  sim::SimPlatform platform{SimConfig{}};
+  sim::SimPlatform platform{SimOptions{}};
   std::mt19937 rng(7);
   std::vector<uint8_t> garbage(4096);
   for (auto& byte : garbage) byte = static_cast<uint8_t>(rng());
@@ -122,13 +122,13 @@ TEST(SimObjectErrorsTest, TruncatedElfIsLoadFailed) {
   std::vector<uint8_t> truncated = libm_image();
   ASSERT_GT(truncated.size(), 512u);
   truncated.resize(512);
-  sim::SimPlatform platform{SimConfig{}};
+  sim::SimPlatform platform{SimOptions{}};
   LoadedObject object;
   EXPECT_EQ(platform.load_object(truncated, &object).code(), StatusCode::LoadFailed);
 }
 
 TEST(SimObjectErrorsTest, EmptyImageAndNullOutAreInvalidArgument) {
-  sim::SimPlatform platform{SimConfig{}};
+  sim::SimPlatform platform{SimOptions{}};
   LoadedObject object;
   const Status empty = platform.load_object({}, &object);
   EXPECT_EQ(empty.code(), StatusCode::InvalidArgument);
@@ -138,7 +138,7 @@ TEST(SimObjectErrorsTest, EmptyImageAndNullOutAreInvalidArgument) {
 }
 
 TEST(SimObjectErrorsTest, UnknownHandleIsInvalidArgument) {
-  sim::SimPlatform platform{SimConfig{}};
+  sim::SimPlatform platform{SimOptions{}};
   uint64_t addr = 0;
   EXPECT_EQ(platform.resolve_symbol(LoadedObject{42}, "cos", &addr).code(),
             StatusCode::InvalidArgument);

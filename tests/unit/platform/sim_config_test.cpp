@@ -1,4 +1,5 @@
-// SimConfig validation, geometry, clock and attach rules of the simulated chip.
+// SimOptions validation (the sim's one option set, chiprt/sim_options.h), geometry, clock and attach
+// rules of the simulated chip.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,12 +11,12 @@
 namespace chiprt::platform {
 namespace {
 
-Status create(const SimConfig& config) {
+Status create(const SimOptions& config) {
   std::unique_ptr<Platform> platform;
-  return create_sim_platform(config, &platform);
+  return sim::create_sim_platform(config, &platform);
 }
 
-void expect_invalid(const SimConfig& config, const std::string& field, const std::string& range) {
+void expect_invalid(const SimOptions& config, const std::string& field, const std::string& range) {
   const Status status = create(config);
   EXPECT_EQ(status.code(), StatusCode::InvalidConfig) << status.to_string();
   EXPECT_NE(status.message().find(field), std::string::npos) << status.message();
@@ -24,7 +25,7 @@ void expect_invalid(const SimConfig& config, const std::string& field, const std
 
 TEST(SimConfigTest, DefaultConfigCreatesEightClusterChip) {
   std::unique_ptr<Platform> platform;
-  ASSERT_TRUE(create_sim_platform(SimConfig{}, &platform).is_ok());
+  ASSERT_TRUE(sim::create_sim_platform(SimOptions{}, &platform).is_ok());
   ASSERT_NE(platform, nullptr);
   EXPECT_EQ(platform->name(), "sim");
   const Geometry g = platform->geometry();
@@ -38,11 +39,11 @@ TEST(SimConfigTest, DefaultConfigCreatesEightClusterChip) {
 }
 
 TEST(SimConfigTest, ClustersOutOfRangeNamesFieldAndRange) {
-  SimConfig config;
+  SimOptions config;
   config.clusters = 0;
-  expect_invalid(config, "SimConfig.clusters", "[1, 24] (got 0)");
+  expect_invalid(config, "SimOptions.clusters", "[1, 24] (got 0)");
   config.clusters = 25;
-  expect_invalid(config, "SimConfig.clusters", "[1, 24] (got 25)");
+  expect_invalid(config, "SimOptions.clusters", "[1, 24] (got 25)");
   config.clusters = 24;
   EXPECT_TRUE(create(config).is_ok());
   config.clusters = 1;
@@ -50,27 +51,27 @@ TEST(SimConfigTest, ClustersOutOfRangeNamesFieldAndRange) {
 }
 
 TEST(SimConfigTest, AicpuThreadsOutOfRangeNamesFieldAndRange) {
-  SimConfig config;
+  SimOptions config;
   config.aicpu_threads = 0;
-  expect_invalid(config, "SimConfig.aicpu_threads", "[1, 8] (got 0)");
+  expect_invalid(config, "SimOptions.aicpu_threads", "[1, 8] (got 0)");
   config.aicpu_threads = 9;
-  expect_invalid(config, "SimConfig.aicpu_threads", "[1, 8] (got 9)");
+  expect_invalid(config, "SimOptions.aicpu_threads", "[1, 8] (got 9)");
   config.aicpu_threads = 8;
   std::unique_ptr<Platform> platform;
-  ASSERT_TRUE(create_sim_platform(config, &platform).is_ok());
+  ASSERT_TRUE(sim::create_sim_platform(config, &platform).is_ok());
   EXPECT_EQ(platform->geometry().default_aicpu_threads, 8u);
 }
 
 TEST(SimConfigTest, HostThreadsOutOfRangeNamesFieldAndRange) {
-  SimConfig config;
+  SimOptions config;
   config.host_threads = 65;
-  expect_invalid(config, "SimConfig.host_threads", "[1, 64] (got 65)");
+  expect_invalid(config, "SimOptions.host_threads", "[1, 64] (got 65)");
   config.host_threads = 64;
   EXPECT_TRUE(create(config).is_ok());
 }
 
 TEST(SimConfigTest, HostThreadsZeroMeansHardwareThreads) {
-  SimConfig config;
+  SimOptions config;
   config.host_threads = 0;
   config.core_execution = SimCoreExecution::Executors;
   sim::SimPlatform platform(config);
@@ -80,36 +81,36 @@ TEST(SimConfigTest, HostThreadsZeroMeansHardwareThreads) {
 }
 
 TEST(SimConfigTest, UnknownCoreExecutionNamesFieldAndValues) {
-  SimConfig config;
+  SimOptions config;
   config.core_execution = static_cast<SimCoreExecution>(7);
-  expect_invalid(config, "SimConfig.core_execution",
+  expect_invalid(config, "SimOptions.core_execution",
                  "0 (auto), 1 (aicpu) or 2 (executors) (got 7)");
 }
 
 TEST(SimConfigTest, MemoryBelowOneMiBNamesFieldAndMinimum) {
-  SimConfig config;
+  SimOptions config;
   config.memory_bytes = (1ull << 20) - 1;
-  expect_invalid(config, "SimConfig.memory_bytes", "at least 1048576 (1 MiB) (got 1048575)");
+  expect_invalid(config, "SimOptions.memory_bytes", "at least 1048576 (1 MiB) (got 1048575)");
   config.memory_bytes = 1ull << 20;
   EXPECT_TRUE(create(config).is_ok());
 }
 
 TEST(SimConfigTest, NullOutIsInvalidArgument) {
-  EXPECT_EQ(create_sim_platform(SimConfig{}, nullptr).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(sim::create_sim_platform(SimOptions{}, nullptr).code(), StatusCode::InvalidArgument);
 }
 
 TEST(SimConfigTest, SerialChipDefaultsToOneAicpuThread) {
-  SimConfig config;
+  SimOptions config;
   config.serial = true;
   std::unique_ptr<Platform> platform;
-  ASSERT_TRUE(create_sim_platform(config, &platform).is_ok());
+  ASSERT_TRUE(sim::create_sim_platform(config, &platform).is_ok());
   EXPECT_TRUE(platform->serial());
   EXPECT_EQ(platform->geometry().default_aicpu_threads, 1u);
   EXPECT_EQ(platform->geometry().max_aicpu_threads, 8u);
 }
 
 TEST(SimConfigTest, GeometryNumbersAicThenAivCores) {
-  SimConfig config;
+  SimOptions config;
   config.clusters = 3;
   sim::SimPlatform platform(config);
   const Geometry g = platform.geometry();
@@ -121,7 +122,7 @@ TEST(SimConfigTest, GeometryNumbersAicThenAivCores) {
 }
 
 TEST(SimClockTest, CyclesAreNanosecondsOfSteadyClock) {
-  sim::SimPlatform platform(SimConfig{});
+  sim::SimPlatform platform(SimOptions{});
   const ChipServices& services = platform.services();
   ASSERT_NE(services.cycles, nullptr);
   const uint64_t before = services.cycles(services.ctx);
@@ -132,14 +133,14 @@ TEST(SimClockTest, CyclesAreNanosecondsOfSteadyClock) {
 }
 
 TEST(SimAttachTest, NegativeDeviceIdIsInvalidArgument) {
-  sim::SimPlatform platform(SimConfig{});
+  sim::SimPlatform platform(SimOptions{});
   const Status status = platform.attach(-1);
   EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
   EXPECT_NE(status.message().find("-1"), std::string::npos) << status.message();
 }
 
 TEST(SimAttachTest, SameDeviceTwiceIsFineOtherDeviceIsMismatch) {
-  sim::SimPlatform platform(SimConfig{});
+  sim::SimPlatform platform(SimOptions{});
   EXPECT_TRUE(platform.attach(0).is_ok());
   EXPECT_TRUE(platform.attach(0).is_ok());
   const Status status = platform.attach(1);

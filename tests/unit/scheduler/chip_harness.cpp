@@ -7,6 +7,7 @@
 #include <string>
 
 #include "aicore/core_executor.h"
+#include "common/shared_layout.h"
 #include "platform/sim/futex.h"
 #include "scheduler/chip_entry.h"
 
@@ -270,12 +271,12 @@ ChipRun::ChipRun(const ImageWriter& writer, const RunOptions& options) : options
   image_ = writer.build(reinterpret_cast<uintptr_t>(recorder_.get()));
   kernel_table_ = harness_kernel_table();
   phases_ = std::make_unique<common::PhaseBuffer>();
-  shared_bytes_ = shared_state_bytes(n, options.device_clusters * 3);
+  shared_bytes_ = common::shared_layout(n).total_bytes;
   shared_ = static_cast<uint8_t*>(::operator new(shared_bytes_, std::align_val_t(64)));
   // As the device runner does: only the head is zeroed; garbage in the rest proves the chip
   // formats its per-task arrays and queues itself.
   std::memset(shared_, 0xA5, shared_bytes_);
-  std::memset(shared_, 0, shared_state_cleared_bytes());
+  std::memset(shared_, 0, common::kSharedClearedBytes);
   chip_ = std::make_unique<FakeChip>(options.service_threads, options.serial,
                                      options.kicks_run_kernels);
   args_ = std::make_unique<common::ChipLaunchArgs>();

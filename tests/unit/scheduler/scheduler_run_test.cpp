@@ -443,11 +443,11 @@ TEST(SchedulerRun, SharedStateBytesCoversEverySection) {
   const SharedLayout big = shared_layout(1000);
   EXPECT_EQ(big.queue_capacity, 1024u);
   EXPECT_GE(big.total_bytes, big.state_offset + 1000);
-  EXPECT_EQ(shared_state_bytes(1000, 24), big.total_bytes);
+  EXPECT_EQ(common::shared_state_bytes(1000), big.total_bytes);
   EXPECT_EQ(shared_layout(common::kMaxRunTasks).total_bytes, UINT64_MAX);
   // The host zeroes the prefix and the globals only: exactly what precedes the first queue.
-  EXPECT_EQ(shared_state_cleared_bytes(), small.queue_offset[0]);
-  EXPECT_EQ(shared_state_cleared_bytes(), big.queue_offset[0]);
+  EXPECT_EQ(common::kSharedClearedBytes, small.queue_offset[0]);
+  EXPECT_EQ(common::kSharedClearedBytes, big.queue_offset[0]);
 }
 
 // Each ready queue is formatted for the tasks of its own shape (inside the slot laid out for all

@@ -5,10 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "aicore/core_executor.h"
 #include "chip_harness.h"
-#include "platform/platform.h"
-#include "scheduler/chip_entry.h"
+#include "platform/registry.h"
 
 namespace chiprt::scheduler {
 namespace {
@@ -56,29 +54,29 @@ ImageWriter chain_graph(uint32_t n) {
 
 void run_on_sim(bool serial, uint32_t threads, uint32_t clusters,
                 const ImageWriter& writer = layered_graph(20, 30)) {
-  platform::SimConfig config;
-  config.clusters = 8;
-  config.aicpu_threads = 4;
-  config.host_threads = 2;
+  platform::PlatformOptions config;
+  config.sim.clusters = 8;
+  config.sim.aicpu_threads = 4;
+  config.sim.host_threads = 2;
   std::unique_ptr<platform::Platform> chip;
-  ASSERT_TRUE(platform::create_sim_platform(config, &chip).is_ok());
+  ASSERT_TRUE(platform::create_platform("sim", config, &chip).is_ok());
+  ASSERT_TRUE(chip->load_chip_runtime().is_ok());
   ASSERT_TRUE(chip->start_streams().is_ok());
   RunOptions options;
   options.threads = threads;
   options.clusters = clusters;
-  options.device_clusters = config.clusters;
+  options.device_clusters = config.sim.clusters;
   options.serial = serial;
   options.service_threads = 0;
   options.cores_known = false;
   ChipRun run(writer, options);
   run.args().services_addr = reinterpret_cast<uintptr_t>(&chip->services());
   run.args().clock_hz = chip->geometry().clock_hz;
-  platform::LaunchPrograms programs;
-  programs.ctx = &run.args();
-  programs.aicpu_entry = &aicpu_entry;
-  programs.core_service = &aicore::core_service;
+  // The platform's loaded chip runtime (the scheduler and aicore rooms) runs the launch.
+  platform::LaunchRequest programs;
+  programs.launch_args_addr = reinterpret_cast<uintptr_t>(&run.args());
   programs.aicpu_threads = threads;
-  programs.cores = config.clusters * 3;
+  programs.cores = config.sim.clusters * 3;
   programs.serial = serial;
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(chip->launch(programs).is_ok());

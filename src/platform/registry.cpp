@@ -1,0 +1,54 @@
+#include "platform/registry.h"
+
+#include <array>
+#include <string>
+
+#include "platform/sim/sim_platform.h"
+
+namespace chiprt::platform {
+namespace {
+
+using Factory = Status (*)(const PlatformOptions& options, std::unique_ptr<Platform>* out);
+
+struct Entry {
+  std::string_view name;
+  Factory create;
+};
+
+Status create_sim(const PlatformOptions& options, std::unique_ptr<Platform>* out) {
+  return sim::create_sim_platform(options.sim, out);
+}
+
+// One line per platform.
+constexpr Entry kPlatforms[] = {
+    {"sim", &create_sim},
+};
+constexpr auto kNames = [] {
+  std::array<std::string_view, std::size(kPlatforms)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kPlatforms[i].name;
+  return names;
+}();
+
+}  // namespace
+
+std::span<const std::string_view> platform_names() noexcept {
+  return kNames;
+}
+
+Status create_platform(std::string_view name, const PlatformOptions& options,
+                       std::unique_ptr<Platform>* out) {
+  if (out == nullptr) {
+    return Status(StatusCode::InvalidArgument, "create_platform: out must not be null");
+  }
+  for (const Entry& entry : kPlatforms) {
+    if (entry.name == name) return entry.create(options, out);
+  }
+  std::string known;
+  for (std::string_view known_name : kNames) {
+    known += (known.empty() ? "" : ", ") + std::string(known_name);
+  }
+  return Status(StatusCode::InvalidConfig,
+                "unknown platform '" + std::string(name) + "'; available: " + known);
+}
+
+}  // namespace chiprt::platform

@@ -1,0 +1,78 @@
+// The platform registry (platform/registry.h) and the seam's launch contract: platforms are
+// created by name, an unknown name is refused listing the known ones, and a launch names only
+// device addresses and the shape of a chip runtime the platform loaded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "platform/registry.h"
+#include "platform/sim/sim_platform.h"
+
+namespace chiprt::platform {
+namespace {
+
+bool contains(const Status& status, const std::string& text) {
+  return status.message().find(text) != std::string::npos;
+}
+
+TEST(PlatformRegistryTest, SimIsCreatedByNameWithItsOptions) {
+  PlatformOptions options;
+  options.sim.clusters = 3;
+  options.sim.memory_bytes = 64ull << 20;
+  std::unique_ptr<Platform> platform;
+  ASSERT_TRUE(create_platform("sim", options, &platform).is_ok());
+  ASSERT_NE(platform, nullptr);
+  EXPECT_EQ(platform->name(), "sim");
+  EXPECT_EQ(platform->geometry().clusters, 3u);
+  EXPECT_EQ(platform->capacity(), 64ull << 20);
+  const auto names = platform_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "sim"), names.end());
+}
+
+TEST(PlatformRegistryTest, UnknownNameIsRefusedListingTheKnownOnes) {
+  std::unique_ptr<Platform> platform;
+  const Status status = create_platform("cuda", PlatformOptions{}, &platform);
+  EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
+  EXPECT_EQ(status.message(), "unknown platform 'cuda'; available: sim");
+  EXPECT_EQ(platform, nullptr);
+  EXPECT_EQ(create_platform("", PlatformOptions{}, &platform).code(), StatusCode::InvalidConfig);
+  EXPECT_EQ(create_platform("sim", PlatformOptions{}, nullptr).code(), StatusCode::InvalidArgument);
+}
+
+TEST(PlatformRegistryTest, InvalidSimOptionsAreRefusedByField) {
+  PlatformOptions options;
+  options.sim.clusters = 0;
+  std::unique_ptr<Platform> platform;
+  const Status status = create_platform("sim", options, &platform);
+  EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
+  EXPECT_TRUE(contains(status, "SimOptions.clusters must be in [1, 24] (got 0)"))
+      << status.message();
+}
+
+TEST(LaunchRequestTest, ALaunchNeedsTheLoadedChipRuntimeAndItsArgumentsBlock) {
+  sim::SimPlatform platform(SimOptions{});
+  ASSERT_TRUE(platform.start_streams().is_ok());
+  LaunchRequest request;
+  request.launch_args_addr = 0x1000;
+  request.aicpu_threads = 1;
+  request.cores = 3;
+  Status status = platform.launch(request);
+  EXPECT_EQ(status.code(), StatusCode::NotInitialized);
+  EXPECT_TRUE(contains(status, "load_chip_runtime()")) << status.message();
+  ASSERT_TRUE(platform.load_chip_runtime().is_ok());
+  ASSERT_TRUE(platform.load_chip_runtime().is_ok());  // idempotent
+  request.launch_args_addr = 0;
+  status = platform.launch(request);
+  EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+  EXPECT_TRUE(contains(status, "launch_args_addr")) << status.message();
+}
+
+TEST(LaunchRequestTest, TheSimFillsEveryChipService) {
+  sim::SimPlatform platform(SimOptions{});
+  EXPECT_TRUE(platform.services().complete());
+}
+
+}  // namespace
+}  // namespace chiprt::platform

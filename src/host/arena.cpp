@@ -33,7 +33,7 @@ uint64_t ArenaSizes::of(ArenaRegion region) const noexcept {
   return 0;
 }
 
-Status ArenaSet::setup(uint32_t bank_index, const ArenaSizes& sizes) {
+Status ArenaSet::setup(uint32_t bank_index, const ArenaSizes& sizes, ArenaRegionSet regions) {
   if (bank_index >= kPipelineDepth) {
     return Status(StatusCode::InvalidArgument, "arena bank " + std::to_string(bank_index) +
                                                    " is outside [0, " +
@@ -44,6 +44,7 @@ Status ArenaSet::setup(uint32_t bank_index, const ArenaSizes& sizes) {
   Status failure;
   for (int r = 0; r < kArenaRegionCount && failure.is_ok(); ++r) {
     const ArenaRegion region = static_cast<ArenaRegion>(r);
+    if ((regions & arena_regions(region)) == 0) continue;
     const uint64_t requested = sizes.of(region);
     DeviceBuffer& current = bank.regions[r];
     if (requested == 0) {

@@ -40,6 +40,18 @@ struct ArenaSizes {
   uint64_t of(ArenaRegion region) const noexcept;
 };
 
+// A set of regions of one bank (bit r: ArenaRegion r).
+using ArenaRegionSet = uint8_t;
+constexpr ArenaRegionSet arena_regions(ArenaRegion region) noexcept {
+  return static_cast<ArenaRegionSet>(1u << static_cast<unsigned>(region));
+}
+template <class... Rest>
+constexpr ArenaRegionSet arena_regions(ArenaRegion region, Rest... rest) noexcept {
+  return static_cast<ArenaRegionSet>(arena_regions(region) | arena_regions(rest...));
+}
+inline constexpr ArenaRegionSet kAllArenaRegions =
+    arena_regions(ArenaRegion::OutputHeap, ArenaRegion::SharedState, ArenaRegion::RuntimeImage);
+
 // A cached runtime image and the layout it was built for.
 struct PrebuiltImage {
   std::vector<uint8_t> key;  // what the image depends on (callable, args, sizing)
@@ -59,9 +71,10 @@ class ArenaSet {
   ArenaSet(const ArenaSet&) = delete;
   ArenaSet& operator=(const ArenaSet&) = delete;
 
-  // Makes each region of `bank` at least the requested size (0 releases the region). On failure
-  // every region of the bank is released and ArenaCommitFailed names the region and sizes.
-  Status setup(uint32_t bank, const ArenaSizes& sizes);
+  // Makes each region of `bank` in `regions` at least the requested size (0 releases the region);
+  // the others are left as they are. On failure every region of the bank is released and
+  // ArenaCommitFailed names the region and `sizes` (all three, as given).
+  Status setup(uint32_t bank, const ArenaSizes& sizes, ArenaRegionSet regions = kAllArenaRegions);
   // The committed region (empty when not committed or `bank` is out of range).
   DeviceBuffer region(uint32_t bank, ArenaRegion region) const noexcept;
   ArenaSizes committed_sizes(uint32_t bank) const noexcept;

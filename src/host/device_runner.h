@@ -6,6 +6,8 @@
 // that needs it. finalize() releases everything while the device is alive and allows attach
 // again; after a device fault (scheduler watchdog, stream sync timeout) the runner abandons its
 // device resources without touching them and refuses work with DeviceFaulted until reset().
+// A run is a plan (host/run_plan.h) and four steps over one PreparedLaunch
+// (host/prepared_launch.h): prepare, launch, poll / wait, collect.
 //
 // Threading: the methods are not thread-safe; one thread at a time. Through the Worker that always
 // holds: it serialises calls from host threads with a mutex (a call during a run waits for it) and
@@ -33,7 +35,9 @@
 #include "host/arena.h"
 #include "host/callable_registry.h"
 #include "host/device_memory.h"
+#include "host/prepared_launch.h"
 #include "host/ring_sizing.h"
+#include "host/run_plan.h"
 #include "host/timeouts.h"
 #include "orchestrator/host_graph_builder.h"
 #include "platform/platform.h"
@@ -45,15 +49,6 @@ struct RunnerOptions {
   EnvLookup env = process_env();
   // The variant a run with RuntimeVariant::Default and register_callable(..., Default) use.
   RuntimeVariant default_runtime = RuntimeVariant::HostBuildGraph;
-};
-
-// The resolved shape of one launch.
-struct LaunchShape {
-  uint32_t aicpu_threads = 0;
-  uint32_t clusters = 0;  // clusters the run uses
-  uint32_t cores = 0;     // cores of those clusters (3 per cluster)
-  bool serial = false;
-  bool measure_kernel_time = false;  // CallConfig::measure_kernel_time
 };
 
 class DeviceRunner {
@@ -116,6 +111,7 @@ class DeviceRunner {
   uint64_t kernel_table_addr() const noexcept { return kernel_table_addr_; }
 
   // --- runs ----------------------------------------------------------------------------------
+  // plan_run, prepare, launch, wait and collect, holding the active-run guard.
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
   // Builds the graph a host_build_graph run of the callable would launch (same checks, kernel
   // table bind, output heap and builder limits as run(), whatever variant the callable was
@@ -128,6 +124,34 @@ class DeviceRunner {
   // Bytes of host storage kept between host_build_graph builds for reuse (the graph builder's
   // working state and image storage; not the replay cache), for tests and statistics.
   uint64_t retained_host_bytes() const noexcept { return builder_scratch_.retained_bytes(); }
+  // --- the steps of a run ---------------------------------------------------------------------
+  // What run() does, one step at a time (see host/prepared_launch.h), for tests and for pipelined
+  // runs. The steps do not take the active-run guard; the caller drives one PreparedLaunch through
+  // them in order, serialised with every other call on the runner.
+  //
+  // Initialises the runner, then resolves the config into the run's plan (InvalidConfig).
+  RunPlan plan_run(const CallConfig& config, PlanPurpose purpose = PlanPurpose::Run);
+  // The checks and kernel bind every orchestrating call shares, then the variant's preparation:
+  // host_build_graph orchestrates on the host (or finds the cached image), commits the bank's
+  // regions and uploads the image; tensormap_ringbuffer commits the rings' regions and copies the
+  // kernel table and the arguments. Both write the launch arguments to the slot's staging buffer.
+  // `t_entry`: when the run started (RunReport::host_prepare_ns counts from it).
+  PreparedLaunch prepare(const RunPlan& plan, int32_t callable_id, const TaskArgs& args,
+                         std::chrono::steady_clock::time_point t_entry);
+  // Launches a prepared launch that needs one (PreparedLaunch::needs_launch).
+  void launch(PreparedLaunch& prepared);
+  // Advances the wait for a launched run by one slice (at most about 20 ms while its AICPU threads
+  // run, then the drain of its cores): true once the wait is over (the launch drained, the chip
+  // latched an error, or it made no progress for the stream-sync timeout), false while it runs.
+  // Throws when the platform's wait fails other than by timing out.
+  bool poll(PreparedLaunch& prepared);
+  // poll until the wait is over.
+  void wait(PreparedLaunch& prepared);
+  // The run's report once the wait is over (or at once when no launch was needed). Throws the
+  // chip's error, or StreamSyncTimeout, naming the callable; after a watchdog or stream timeout
+  // the device is abandoned first (abandon_after_fault).
+  RunReport collect(PreparedLaunch& prepared);
+
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
   // How many replays launched their image prevalidated (ChipLaunchArgs::image_prevalidated):
@@ -160,9 +184,9 @@ class DeviceRunner {
   // Holds the single active-run owner guard while `body` runs; `what` names the refused call.
   template <class Body>
   auto as_active_run(const char* what, Body&& body) -> decltype(body());
-  // The checks and bind every orchestrating call shares, after the launch shape resolved: the
-  // callable id is in range and registered (CallableIdOutOfRange / UnknownCallable naming `what`),
-  // its orchestration for `variant` is loaded, the signature and argument buffers match; then binds
+  // The checks and bind every orchestrating call shares, after the plan resolved: the callable
+  // id is in range and registered (CallableIdOutOfRange / UnknownCallable naming `what`), its
+  // orchestration for `variant` is loaded, the signature and argument buffers match; then binds
   // its kernels into the device kernel table and fills `kernel_table` for the orchestrator.
   const RegisteredCallable& prepare_orchestration(const char* what, int32_t callable_id,
                                                   const TaskArgs& args, RuntimeVariant variant,
@@ -174,36 +198,33 @@ class DeviceRunner {
     uint64_t build_ns = 0;
     bool accessed_tensor_data = false;
   };
-  // Runs the orchestration on the host (HostGraphBuilder with the config's max_tasks and the
-  // shape's clusters) with runtime outputs carved from bank config.arena_bank's output heap
-  // (committed to at least config's output_heap_bytes first; the other regions keep their size),
-  // and validates the image.
-  HostBuild build_host_graph(const RegisteredCallable& callable, const TaskArgs& args,
-                             const CallConfig& config, const LaunchShape& shape,
-                             const common::KernelTable& kernel_table);
-  RunReport run_locked(int32_t callable_id, const TaskArgs& args, const CallConfig& config);
-  // The tensormap_ringbuffer part of a run (after the checks and bind shared with
-  // host_build_graph): ring sizing, arenas, staging, launch arguments, launch.
-  RunReport run_ring(const RegisteredCallable& callable, const TaskArgs& args,
-                     const CallConfig& config, const LaunchShape& shape,
-                     const common::KernelTable& kernel_table,
-                     std::chrono::steady_clock::time_point t_entry);
-  // Launch arguments with the fields both variants fill the same way (shape, shared state, kernel
-  // table, phase buffer, services, scheduler timeout, clock).
-  std::unique_ptr<common::ChipLaunchArgs> base_launch_args(RuntimeVariant variant,
-                                                           const LaunchShape& shape,
-                                                           const DeviceBuffer& shared_region,
-                                                           uint64_t shared_bytes,
-                                                           uint64_t phase_buffer_addr) const;
-  // Writes `launch_args` to device memory at `launch_args_addr` and resets the phase buffer.
-  void write_launch_args(const common::ChipLaunchArgs& launch_args, uint64_t launch_args_addr,
-                         uint64_t phase_buffer_addr);
-  // Launches on the prepared launch arguments, waits, turns a chip error into Error (abandoning
-  // the device after a watchdog or stream timeout) and fills the report's device timings and
-  // phases. Returns the tasks the chip completed.
-  uint64_t launch_and_collect(int32_t callable_id, const LaunchShape& shape,
-                              uint64_t launch_args_addr, uint64_t phase_buffer_addr,
-                              std::chrono::steady_clock::time_point t_entry, RunReport* report);
+  // Commits the output heap of the plan's bank (exactly plan.heap_bytes is seen by the builder;
+  // the other regions are left as they are), runs the orchestration on the host (HostGraphBuilder
+  // with the plan's task capacity and clusters) and validates the image. Shared by run and
+  // export_graph.
+  HostBuild orchestrate_host_graph(const RunPlan& plan, const RegisteredCallable& callable,
+                                   const TaskArgs& args, const common::KernelTable& kernel_table);
+  // The variants' part of prepare (run_prepare_host_graph.cpp, run_prepare_ring.cpp).
+  void prepare_host_graph(PreparedLaunch& prepared, const RegisteredCallable& callable,
+                          const TaskArgs& args, const common::KernelTable& kernel_table);
+  void prepare_ring(PreparedLaunch& prepared, const RegisteredCallable& callable,
+                    const TaskArgs& args, const common::KernelTable& kernel_table);
+  // Creates the launch arguments with the fields both variants fill the same way (shape, shared
+  // state, kernel table, phase buffer, services, scheduler timeout, clock) and records where they
+  // and the phase buffer go; the variant fills the rest, then calls write_launch_args.
+  common::ChipLaunchArgs& start_launch_args(PreparedLaunch& prepared,
+                                            const DeviceBuffer& shared_region,
+                                            uint64_t shared_bytes, uint64_t launch_args_addr,
+                                            uint64_t phase_buffer_addr) const;
+  // Writes the launch arguments to the device and resets the phase buffer.
+  void write_launch_args(const PreparedLaunch& prepared);
+  // InternalError naming `step` unless the launch is at `stage`.
+  void require_stage(const PreparedLaunch& prepared, LaunchStage stage, const char* step) const;
+  // The host's progress signature of a running launch (common/progress.h): the cores' kernel
+  // starts and the orchestrator's beat, read through the platform.
+  uint64_t read_progress(const PreparedLaunch& prepared);
+  // The chip's status word, the only field that may be read while the AICPU threads run.
+  StatusCode peek_chip_code(const PreparedLaunch& prepared);
   // Sums the per-core kernel time accumulators (HandshakeCell::kernel_ns) of cores [0, cores) in
   // the shared region at shared_addr, after the launch completed.
   uint64_t read_kernel_ns(uint64_t shared_addr, uint32_t cores);
@@ -227,7 +248,6 @@ class DeviceRunner {
   bool chip_init_done_ = false;
   bool faulted_ = false;
   platform::Geometry geometry_;
-  uint32_t max_block_dim_ = 0;  // clusters: latched at init
   // Device status block: the ChipServices copy and the kernel address table.
   uint64_t status_block_addr_ = 0;
   uint64_t services_addr_ = 0;

@@ -75,6 +75,38 @@ TEST_F(ArenaTest, SizeZeroReleasesTheRegion) {
   EXPECT_EQ(platform_->bytes_in_use(), 8192u);
 }
 
+// A run commits each region where its size becomes known (the output heap before orchestrating,
+// the other two after): a setup of some regions leaves the others as they are, whatever `sizes`
+// says of them, and a failure still releases the whole bank.
+TEST_F(ArenaTest, SetupOfSomeRegionsLeavesTheOthers) {
+  ASSERT_TRUE(arenas_.setup(0, {4096, 4096, 4096}).is_ok());
+  const DeviceBuffer shared = arenas_.region(0, ArenaRegion::SharedState);
+  const DeviceBuffer image = arenas_.region(0, ArenaRegion::RuntimeImage);
+  ASSERT_TRUE(
+      arenas_.setup(0, {65536, 0, 1ull << 40}, arena_regions(ArenaRegion::OutputHeap)).is_ok());
+  EXPECT_EQ(arenas_.region(0, ArenaRegion::OutputHeap).size, 65536u);
+  EXPECT_EQ(arenas_.region(0, ArenaRegion::SharedState), shared);
+  EXPECT_EQ(arenas_.region(0, ArenaRegion::RuntimeImage), image);
+  EXPECT_EQ(arenas_.commit_count(), 4u);
+
+  const DeviceBuffer heap = arenas_.region(0, ArenaRegion::OutputHeap);
+  ASSERT_TRUE(arenas_
+                  .setup(0, {0, 8192, 0},
+                         arena_regions(ArenaRegion::SharedState, ArenaRegion::RuntimeImage))
+                  .is_ok());
+  EXPECT_EQ(arenas_.region(0, ArenaRegion::OutputHeap), heap);
+  EXPECT_EQ(arenas_.region(0, ArenaRegion::SharedState).size, 8192u);
+  EXPECT_TRUE(arenas_.region(0, ArenaRegion::RuntimeImage).empty());
+
+  Status status = arenas_.setup(0, {1, 1ull << 40, 2}, arena_regions(ArenaRegion::SharedState));
+  EXPECT_EQ(status.code(), StatusCode::ArenaCommitFailed);
+  EXPECT_THAT(status.message(),
+              HasSubstr("region shared_state could not commit 1099511627776 bytes (output_heap=1, "
+                        "shared_state=1099511627776, runtime_image=2)"));
+  EXPECT_TRUE(arenas_.region(0, ArenaRegion::OutputHeap).empty());
+  EXPECT_EQ(platform_->bytes_in_use(), 0u);
+}
+
 TEST_F(ArenaTest, BankOutOfRangeIsAnError) {
   Status status = arenas_.setup(kPipelineDepth, {1, 1, 1});
   EXPECT_EQ(status.code(), StatusCode::InvalidArgument);

@@ -1,0 +1,66 @@
+// The prepare step of a tensormap_ringbuffer run: commit the rings' regions of the bank, copy the
+// kernel table and the run's arguments for the chip-side orchestrator, write the launch
+// arguments.
+#include <memory>
+#include <string>
+
+#include "common/ring_layout.h"
+#include "common/task_args_wire.h"
+#include "host/device_runner.h"
+#include "host/run_steps.h"
+
+namespace chiprt::host {
+
+void DeviceRunner::prepare_ring(PreparedLaunch& prepared, const RegisteredCallable& callable,
+                                const TaskArgs& args, const common::KernelTable& kernel_table) {
+  const RunPlan& plan = prepared.plan;
+  last_ring_sizes_ = plan.rings;
+  const uint64_t shared_bytes = common::ring_shared_state_bytes(plan.rings.sizes);
+  if (shared_bytes == UINT64_MAX) {
+    // resolve_ring_sizes applies the same rules as the layout, so this is a broken invariant.
+    throw Error(StatusCode::InternalError,
+                "the ring layout (common/ring_layout.h) rejects ring sizes the host resolved (" +
+                    std::to_string(plan.rings.total_slots()) + " slots in all)");
+  }
+
+  const uint32_t bank = plan.bank;
+  // The runtime-image region is left as committed (a later host_build_graph run reuses it); it is
+  // named as committed, for the message of a failed commit.
+  const ArenaSizes committed = arenas_.committed_sizes(bank);
+  throw_if(arenas_.setup(bank, {plan.heap_bytes, shared_bytes, committed.runtime_image},
+                         arena_regions(ArenaRegion::OutputHeap, ArenaRegion::SharedState)));
+  const DeviceBuffer heap_region = arenas_.region(bank, ArenaRegion::OutputHeap);
+  prepared.report.rings = plan.rings.used();
+  prepared.report.output_heap_committed_bytes = arenas_.committed_sizes(bank).output_heap;
+  const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
+  throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
+
+  // Staging of one slot: launch args | phase buffer | kernel table | orchestration arguments.
+  DeviceBuffer staging;
+  throw_if(staging_.acquire(
+      plan.slot, kLaunchArgsBytes + kPhaseBufferBytes + kKernelInfoBytes + kOrchestrationArgsBytes,
+      &staging));
+  const uint64_t launch_args_addr = staging.addr;
+  const uint64_t phase_buffer_addr = launch_args_addr + kLaunchArgsBytes;
+  const uint64_t kernel_info_addr = phase_buffer_addr + kPhaseBufferBytes;
+  const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
+  throw_if(
+      memory_.copy_to_device(kernel_info_addr, kernel_table.data(), sizeof(common::KernelTable)));
+  auto wire = std::make_unique<common::TaskArgsWire>();
+  common::encode_task_args(args, wire.get());
+  throw_if(memory_.copy_to_device(orchestration_args_addr, wire.get(), sizeof(*wire)));
+  common::ChipLaunchArgs& launch_args =
+      start_launch_args(prepared, shared_region, shared_bytes, launch_args_addr, phase_buffer_addr);
+  launch_args.orchestration_entry = callable.device_orchestration;
+  launch_args.orchestration_args_addr = orchestration_args_addr;
+  launch_args.run = next_run_number();
+  launch_args.kernel_info_addr = kernel_info_addr;
+  // Exactly the planned heap, even when the committed region is larger (reused while big
+  // enough): the per-depth heaps are carved from it as sized.
+  launch_args.heap_addr = heap_region.addr;
+  launch_args.heap_size = plan.heap_bytes;
+  launch_args.rings = plan.rings.sizes;
+  write_launch_args(prepared);
+}
+
+}  // namespace chiprt::host

@@ -166,7 +166,7 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
       std::snprintf(out, capacity,
                     "graph image task %u: arg_count %" PRIu64
                     " exceeds the kernel argument limit %u",
-                    t, x[0], kMaxRecordArgs);
+                    t, x[0], kMaxKernelArgs);
       return;
     case ImageRule::ArgRange:
       std::snprintf(out, capacity,

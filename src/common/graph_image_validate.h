@@ -30,11 +30,9 @@
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
 #include "common/graph_image.h"
+#include "common/handshake.h"  // kMaxKernelArgs
 
 namespace chiprt::common {
-
-// Most int64 kernel arguments a graph-image task carries: its tensors, then its scalars.
-inline constexpr uint32_t kMaxRecordArgs = kMaxTaskTensors + kMaxTaskScalars;
 
 // The rule an image breaks. The verdict's `task` and `values` hold what its message quotes.
 enum class ImageRule : uint8_t {
@@ -147,7 +145,7 @@ inline ImageVerdict check_record(uint32_t t, const TaskRecord& r, const GraphIma
       return broken(ImageRule::Predicate, t, r.predicate_addr, b);
     }
   }
-  if (r.arg_count > kMaxRecordArgs) return broken(ImageRule::ArgCount, t, r.arg_count);
+  if (r.arg_count > kMaxKernelArgs) return broken(ImageRule::ArgCount, t, r.arg_count);
   if (r.args_begin > h.args_count || r.arg_count > h.args_count - r.args_begin) {
     return broken(ImageRule::ArgRange, t, r.args_begin, r.arg_count, h.args_count);
   }

@@ -12,7 +12,7 @@
 
 namespace chiprt::host {
 
-// `image` must have passed orchestrator::validate_graph_image (ranges are trusted);
+// `image` must have passed common::validate_graph_image (ranges are trusted);
 // `kernel_entries[f]` is the device entry address of func_id f (0 when absent). Tasks keep the
 // image's order, each task's arguments and consumers are laid out contiguously in that order
 // (consumers in the image's fanout order), producer_count is the image's fanin_count.

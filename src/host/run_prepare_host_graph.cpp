@@ -8,10 +8,10 @@
 #include <utility>
 
 #include "common/graph_image.h"
+#include "common/graph_image_validate.h"
 #include "common/shared_layout.h"
 #include "host/device_runner.h"
 #include "host/run_steps.h"
-#include "orchestrator/graph_image_validate.h"
 #include "orchestrator/host_graph_builder.h"
 
 namespace chiprt::host {
@@ -61,7 +61,7 @@ std::vector<uint8_t> replay_key(const RegisteredCallable& callable, const TaskAr
 
 // Validates a freshly built image (orchestrator's structural checks) and reads its task count.
 Status check_image(const std::vector<uint8_t>& image, uint64_t* task_count) {
-  Status status = orchestrator::validate_graph_image(image.data(), image.size());
+  Status status = common::validate_graph_image(image.data(), image.size());
   if (!status.is_ok()) return status;
   common::GraphImageHeader header;
   std::memcpy(&header, image.data(), sizeof(header));

@@ -1,5 +1,5 @@
 // validate_graph_image: accepts built images, rejects every kind of corruption with a message.
-#include "orchestrator/graph_image_validate.h"
+#include "common/graph_image_validate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@ namespace {
 
 using common::GraphImageHeader;
 using common::TaskRecord;
+using common::validate_graph_image;
 using ::testing::HasSubstr;
 
 void diamond(Orchestration& o, const TaskArgs&) {
@@ -199,7 +200,7 @@ TEST_F(ImageValidation, RejectsWhatOnlyTheChipRejectedBefore) {
 
   img = image_;
   TaskRecord r = task(0);
-  r.arg_count = common::kMaxRecordArgs + 1;
+  r.arg_count = common::kMaxKernelArgs + 1;
   set_task(img, 0, r);
   expect_rejected(img, "task 0: arg_count 33 exceeds the kernel argument limit 32");
 

@@ -15,13 +15,14 @@
 
 #include "chiprt/status.h"
 #include "common/graph_image.h"
-#include "orchestrator/graph_image_validate.h"
+#include "common/graph_image_validate.h"
 
 namespace chiprt::orchestrator {
 namespace {
 
 using common::GraphImageHeader;
 using common::TaskRecord;
+using common::validate_graph_image;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

@@ -426,6 +426,12 @@ void throws_long_error(Orchestration&, const TaskArgs&) {
 void throws_scheduler_timeout(Orchestration&, const TaskArgs&) {
   throw Error(StatusCode::SchedulerTimeout, "the function gave up waiting");
 }
+// An Error that claims success is still a thrown exception: the run must not succeed.
+void throws_ok_error(Orchestration& o, const TaskArgs& run) {
+  TaskArgs args = add_args(x_of(run), y_of(run), 0.0f);
+  o.submit(kAdd, CoreType::AIV, args);
+  throw Error(StatusCode::Ok, "not really fine");
+}
 void throws_std(Orchestration&, const TaskArgs&) {
   throw std::runtime_error("boom at step 3");
 }
@@ -573,6 +579,8 @@ const Case kCases[] = {
     {"ThrowsLongError", &throws_long_error, nullptr, StatusCode::InvalidArgument, kLongMessage},
     {"ThrowsSchedulerTimeout", &throws_scheduler_timeout, nullptr, StatusCode::SchedulerTimeout,
      "the function gave up waiting"},
+    {"ThrowsOkError", &throws_ok_error, nullptr, StatusCode::OrchestrationFailed,
+     "orchestration function threw a chiprt::Error with code Ok: not really fine"},
     {"ThrowsStdException", &throws_std, nullptr, StatusCode::OrchestrationFailed,
      "orchestration function threw: boom at step 3"},
     {"ThrowsNonStd", &throws_int, nullptr, StatusCode::OrchestrationFailed,

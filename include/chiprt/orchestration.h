@@ -17,8 +17,8 @@
 // returns kNoTask (reads return without copying). failed() and error() let the function stop
 // early; the run then fails with that first error (code, message naming the task, hint). An
 // exception escaping the function fails the run with OrchestrationFailed (or the Error's code and
-// message). Both variants check the same rules with the same messages; a message is cut at 1023
-// bytes.
+// message; an Error with code Ok still fails it, with OrchestrationFailed). Both variants check the
+// same rules with the same messages; a message is cut at 1023 bytes.
 //
 // The object is only valid during the call and only on the thread that called the function.
 #pragma once

@@ -60,7 +60,10 @@ RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
                  "stuck: in a kernel running on it, or in an orchestration function that never "
                  "returns)";
     }
-    if (stream_timed_out || code == StatusCode::SchedulerTimeout) {
+    // Only the chip's own watchdog abandons the device: an orchestration function may throw an
+    // Error with any code, SchedulerTimeout included, and that fails the run like on
+    // host_build_graph.
+    if (stream_timed_out || (code == StatusCode::SchedulerTimeout && !orchestration_error)) {
       abandon_after_fault();
       message += "; device " + std::to_string(device_id_) +
                  " abandoned, further runs are refused until reset";

@@ -118,8 +118,14 @@ void TaskFront::run(OrchestrationEntry entry, Orchestration& orch, const TaskArg
     const common::RunContextScope context({role});
     entry(orch, args);
   } catch (const Error& e) {
-    // The Error's own code and message: what() would repeat the code and hint the host adds.
-    latch(e.code(), e.message());
+    // The Error's own code and message: what() would repeat the code and hint the host adds. An
+    // Error claiming Ok is still an exception that ended the function: the run must not succeed.
+    if (e.code() == StatusCode::Ok) {
+      latch(StatusCode::OrchestrationFailed,
+            "orchestration function threw a chiprt::Error with code Ok: " + e.message());
+    } else {
+      latch(e.code(), e.message());
+    }
   } catch (const std::exception& e) {
     latch(StatusCode::OrchestrationFailed,
           std::string("orchestration function threw: ") + e.what());

@@ -8,9 +8,10 @@
 // (modes, auto inside manual, scope_end without a scope, scopes left open), the encoding of the
 // TaskRecord the dispatch code reads (kernel, dummy and fence tasks alike), the error latch (the
 // first error wins; later calls are no-ops) and the mapping of exceptions thrown by the
-// orchestration function (chiprt::Error keeps its code and message; std::exception and anything
-// else become OrchestrationFailed). An orchestrator keeps only its placement: the graph image
-// and output heap (host_build_graph) or the rings (tensormap_ringbuffer).
+// orchestration function (chiprt::Error keeps its code and message, an Error with code Ok is
+// OrchestrationFailed; std::exception and anything else become OrchestrationFailed). An
+// orchestrator keeps only its placement: the graph image and output heap (host_build_graph) or the
+// rings (tensormap_ringbuffer).
 //
 // Every message is bounded to kMaxErrorMessageBytes, the chip's result detail (the ring
 // variant's errors cross to the host through it), so a long message reads the same on both.

@@ -422,6 +422,16 @@ void throws_error(Orchestration& o, const TaskArgs& run) {
 void throws_long_error(Orchestration&, const TaskArgs&) {
   throw Error(StatusCode::InvalidArgument, "long: " + std::string(3000, 'x'));
 }
+// A code the watchdog also uses: the function's own error, so the device stays usable.
+void throws_scheduler_timeout(Orchestration&, const TaskArgs&) {
+  throw Error(StatusCode::SchedulerTimeout, "the function gave up waiting");
+}
+// An Error that claims success is still a thrown exception: the run must not succeed.
+void throws_ok_error(Orchestration& o, const TaskArgs& run) {
+  TaskArgs args = add_args(x_of(run), y_of(run), 0.0f);
+  o.submit(kAdd, CoreType::AIV, args);
+  throw Error(StatusCode::Ok, "not really fine");
+}
 void throws_std(Orchestration&, const TaskArgs&) {
   throw std::runtime_error("boom at step 3");
 }
@@ -567,6 +577,10 @@ const Case kCases[] = {
      "this run (a DeviceBuffer made up or enlarged by the orchestration is refused)"},
     {"ThrowsError", &throws_error, nullptr, StatusCode::InvalidArgument, "step 3 found no tile"},
     {"ThrowsLongError", &throws_long_error, nullptr, StatusCode::InvalidArgument, kLongMessage},
+    {"ThrowsSchedulerTimeout", &throws_scheduler_timeout, nullptr, StatusCode::SchedulerTimeout,
+     "the function gave up waiting"},
+    {"ThrowsOkError", &throws_ok_error, nullptr, StatusCode::OrchestrationFailed,
+     "orchestration function threw a chiprt::Error with code Ok: not really fine"},
     {"ThrowsStdException", &throws_std, nullptr, StatusCode::OrchestrationFailed,
      "orchestration function threw: boom at step 3"},
     {"ThrowsNonStd", &throws_int, nullptr, StatusCode::OrchestrationFailed,

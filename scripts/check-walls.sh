@@ -58,28 +58,41 @@ names_a_room() {
   return 1
 }
 
+readonly LITERAL_INCLUDE='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"][[:space:]]*(//.*|/\*.*)?$'
+
 check_tree() {  # prints one line per violation under root $1; returns 1 if any
   local root=$1 violations=0 file line number include written allowed
   while IFS= read -r file; do
     allowed=$(rule_for "$file")
     [[ -z $allowed ]] && continue
     while IFS=: read -r number line; do
-      include=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/' <<<"$line")
+      # Only a literal path can be checked: a macro, a comment before the path or a line
+      # continuation could name any header.
+      if [[ ! $line =~ $LITERAL_INCLUDE ]]; then
+        echo "$file:$number: '$line' is not an #include of a literal \"path\" or <path>;" \
+             "write the path on the #include line so the walls can be checked"
+        violations=$((violations + 1))
+        continue
+      fi
+      include=${BASH_REMATCH[1]}
       written=$include
-      # A path relative to the including file ("../scheduler/x.h") names the room it reaches.
       if [[ $include == ./* || $include == ../* ]]; then
+        # A path relative to the including file ("../scheduler/x.h") names the room it reaches.
         include=$(realpath -m --relative-to="$root/src" "$root/$(dirname "$file")/$include")
+      elif [[ $include == */./* || $include == */../* ]]; then
+        # "orchestrator/../scheduler/x.h" is "scheduler/x.h".
+        include=$(realpath -m --relative-to=/w "/w/$include")
       fi
       names_a_room "$include" || continue
-      # A folder's own headers, included by their path relative to the folder (tools/perf).
       if ! allowed_by "$include" "$allowed"; then
         echo "$file:$number: includes \"$written\"; files under $(dirname "$file") may include" \
              "only: $allowed (docs/architecture.md, Rooms and walls)"
         violations=$((violations + 1))
       fi
-    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$root/$file" || true)
-  done < <(cd "$root" && find src tools examples bench -type f \( -name '*.h' -o -name '*.cpp' \
-                          -o -name '*.hpp' -o -name '*.cc' -o -name '*.c' \) 2>/dev/null | sort)
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$root/$file" || true)
+  # Every file of the checked folders that holds an #include, whatever its extension (.inc too).
+  done < <(cd "$root" && grep -rlE '^[[:space:]]*#[[:space:]]*include' src tools examples bench \
+                           --exclude='*.md' --exclude='*.txt' --exclude='*.cmake' 2>/dev/null | sort)
   ((violations == 0))
 }
 
@@ -110,6 +123,8 @@ self_test() {
     "tools/bad.cpp|host/ring_sizing.h"
     "src/host/relative.cpp|../scheduler/dispatch_loop.h"
     "src/orchestrator/relative.cpp|./../aicore/core_executor.h"
+    "src/host/dotdot.cpp|orchestrator/../scheduler/chip_entry.h"
+    "src/host/fragment.inc|scheduler/chip_entry.h"
   )
   local case file include output
   for case in "${cases[@]}"; do
@@ -125,7 +140,23 @@ self_test() {
     fi
     rm "$scratch/$file"
   done
-  ((failures == 0)) && echo "check-walls self-test: ${#cases[@]} violations caught, clean tree accepted"
+  # Includes the checker cannot read as a literal path are refused.
+  local tricks=('#define H "scheduler/chip_entry.h"\n#include H\n'
+                '#include \\\n"scheduler/chip_entry.h"\n'
+                '#include/**/"platform/sim/sim_platform.h"\n')
+  local trick
+  for trick in "${tricks[@]}"; do
+    printf "$trick" >"$scratch/src/host/trick.cpp"
+    if output=$(check_tree "$scratch"); then
+      echo "self-test: a non-literal include was accepted: $(printf "$trick")"
+      failures=1
+    elif ! grep -q "is not an #include of a literal" <<<"$output"; then
+      echo "self-test: a non-literal include was refused without saying why: $output"
+      failures=1
+    fi
+    rm "$scratch/src/host/trick.cpp"
+  done
+  ((failures == 0)) && echo "check-walls self-test: ${#cases[@]} violations and ${#tricks[@]} non-literal includes caught, clean tree accepted"
   return $failures
 }
 

@@ -20,13 +20,13 @@ namespace {
 constexpr uint64_t kServicesBytes = round_up(sizeof(platform::ChipServices), kDeviceAlign);
 constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
 
+}  // namespace
+
 std::string hex(uint64_t value) {
   char text[32];
   std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
   return text;
 }
-
-}  // namespace
 
 DeviceRunner::DeviceRunner(std::unique_ptr<platform::Platform> platform, RunnerOptions options)
     : platform_(std::move(platform)),

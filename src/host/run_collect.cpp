@@ -71,6 +71,20 @@ RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
     throw Error(thrown, message);
   }
 
+  // No error and not every thread accepted: the chip did not recognise the launch arguments (a
+  // corrupted block), so nothing ran; that is no success.
+  const uint32_t accepted = result.result.threads_accepted.load(std::memory_order_relaxed);
+  if (accepted != plan.shape.aicpu_threads) {
+    throw Error(StatusCode::InternalError,
+                "callable id " + std::to_string(prepared.callable_id) + ": the chip accepted the " +
+                    "launch arguments on " + std::to_string(accepted) + " of " +
+                    std::to_string(plan.shape.aicpu_threads) +
+                    " AICPU threads and reported no error (the block at device address " +
+                    hex(prepared.launch_args_addr) + " has magic " + hex(result.magic) +
+                    ", expected " + hex(common::kLaunchMagic) +
+                    "); the launch arguments were not recognised, so the run did not execute");
+  }
+
   common::PhaseBuffer phases;
   throw_if(memory_.copy_from_device(&phases, prepared.phase_buffer_addr, kPhaseBufferBytes));
   std::array<PhaseSpan, kPhaseCount> device_phases{};

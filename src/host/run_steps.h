@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "chiprt/types.h"
@@ -46,5 +47,8 @@ inline constexpr uint64_t kAicpuWaitSliceMs = 20;
 // run's runtime outputs carry it, so an output kept from an earlier run, of any runner, is refused
 // instead of aliasing this run's outputs at the same heap address. Thread-safe.
 uint32_t next_run_number();
+
+// "0x1f40": a device address or protocol word as the messages print it.
+std::string hex(uint64_t value);
 
 }  // namespace chiprt::host

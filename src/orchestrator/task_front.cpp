@@ -1,7 +1,9 @@
 #include "orchestrator/task_front.h"
 
+#include <algorithm>
 #include <exception>
 #include <string>
+#include <string_view>
 
 namespace chiprt::orchestrator {
 
@@ -15,9 +17,13 @@ void TaskFront::reset(const RunMemory& memory) {
 
 void TaskFront::latch(Status status) {
   if (failed_ || status.is_ok()) return;
-  if (status.message().size() > kMaxErrorMessageBytes) {
-    status = Status(status.code(), status.message().substr(0, kMaxErrorMessageBytes));
-  }
+  // One message on both variants: the chip's result holds a C string of at most
+  // kMaxErrorMessageBytes, so the text ends at its first NUL and is cut there; an empty text reads
+  // as the code's description (which the host gives any chip error without detail).
+  std::string_view text = status.message();
+  text = text.substr(0, std::min(text.find('\0'), kMaxErrorMessageBytes));
+  if (text.empty()) text = status_info(status.code()).detail;
+  if (text.size() != status.message().size()) status = Status(status.code(), std::string(text));
   error_ = std::move(status);
   failed_ = true;
 }

@@ -47,8 +47,15 @@ Status create_platform(std::string_view name, const PlatformOptions& options,
   for (std::string_view known_name : kNames) {
     known += (known.empty() ? "" : ", ") + std::string(known_name);
   }
+  // The name comes from the user: quoted printable, and at most 64 characters of it.
+  constexpr std::size_t kQuotedChars = 64;
+  std::string quoted;
+  for (char c : name.substr(0, kQuotedChars)) {
+    quoted += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  if (name.size() > kQuotedChars) quoted += "... (" + std::to_string(name.size()) + " characters)";
   return Status(StatusCode::InvalidConfig,
-                "unknown platform '" + std::string(name) + "'; available: " + known);
+                "unknown platform '" + quoted + "'; available: " + known);
 }
 
 }  // namespace chiprt::platform

@@ -102,6 +102,11 @@ bool precheck_launch(ChipLaunchArgs* args, uint32_t thread_index, uint32_t threa
     CHIPRT_INVALID(args, "AICPU thread count %u is outside [1, %u]", thread_count,
                    common::kMaxAicpuThreads);
   }
+  if (args->aicpu_threads != thread_count) {
+    CHIPRT_INVALID(args,
+                   "ChipLaunchArgs::aicpu_threads is %u but the launch started %u AICPU threads",
+                   args->aicpu_threads, thread_count);
+  }
   if (thread_index >= thread_count) {
     CHIPRT_INVALID(args, "AICPU thread index %u is not below the thread count %u", thread_index,
                    thread_count);

@@ -432,6 +432,12 @@ void throws_ok_error(Orchestration& o, const TaskArgs& run) {
   o.submit(kAdd, CoreType::AIV, args);
   throw Error(StatusCode::Ok, "not really fine");
 }
+void throws_empty_error(Orchestration&, const TaskArgs&) {
+  throw Error(StatusCode::InvalidArgument, "");
+}
+void throws_error_with_nul(Orchestration&, const TaskArgs&) {
+  throw Error(StatusCode::InvalidArgument, std::string("before\0after", 12));
+}
 void throws_std(Orchestration&, const TaskArgs&) {
   throw std::runtime_error("boom at step 3");
 }
@@ -581,6 +587,11 @@ const Case kCases[] = {
      "the function gave up waiting"},
     {"ThrowsOkError", &throws_ok_error, nullptr, StatusCode::OrchestrationFailed,
      "orchestration function threw a chiprt::Error with code Ok: not really fine"},
+    // The chip's result is a C string: an empty message reads as the code's description, and a
+    // message ends at its first NUL, on both variants.
+    {"ThrowsEmptyError", &throws_empty_error, nullptr, StatusCode::InvalidArgument,
+     "an argument is outside its allowed range"},
+    {"ThrowsErrorWithNul", &throws_error_with_nul, nullptr, StatusCode::InvalidArgument, "before"},
     {"ThrowsStdException", &throws_std, nullptr, StatusCode::OrchestrationFailed,
      "orchestration function threw: boom at step 3"},
     {"ThrowsNonStd", &throws_int, nullptr, StatusCode::OrchestrationFailed,

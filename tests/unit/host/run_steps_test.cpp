@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
+#include "common/chip_launch.h"
 #include "host/device_runner.h"
 #include "host/run_plan.h"
 #include "host_test_support.h"
@@ -304,6 +306,31 @@ TEST_P(RunStepsTest, StepsOutOfOrderAreRefused) {
               HasSubstr("collect: the run of callable 0 is collected; collect needs it finished"));
   EXPECT_EQ(read(data), std::vector<float>(kN, 1.0f));
   EXPECT_EQ(runner_->launches(), 1u);
+}
+
+// A launch-arguments block the chip does not recognise gets no error latched into it (it may not
+// be a launch block), so "no error" must not read as success: the host counts the AICPU threads
+// that accepted the launch.
+TEST_P(RunStepsTest, ALaunchTheChipDidNotRecogniseIsNoSuccess) {
+  const DeviceBuffer data = zeroed_buffer();
+  PreparedLaunch prepared = prepare(0, args_for(data, kAddOne));
+  const uint32_t bad_magic = common::kLaunchMagic ^ 1u;
+  runner_->copy_to_device(prepared.launch_args_addr + offsetof(common::ChipLaunchArgs, magic),
+                          &bad_magic, sizeof(bad_magic));
+  runner_->launch(prepared);
+  runner_->wait(prepared);
+  const Error error = error_of([&] { runner_->collect(prepared); });
+  EXPECT_EQ(error.code(), StatusCode::InternalError);
+  EXPECT_THAT(error.message(), HasSubstr("the chip accepted the launch arguments on 0 of "));
+  EXPECT_THAT(error.message(), HasSubstr("the launch arguments were not recognised, so the run "
+                                         "did not execute"));
+  EXPECT_EQ(read(data), std::vector<float>(kN, 0.0f));
+  // The device is not faulted: the next run works.
+  PreparedLaunch next = prepare(0, args_for(data, kAddOne));
+  runner_->launch(next);
+  runner_->wait(next);
+  EXPECT_EQ(runner_->collect(next).task_count, 1u);
+  EXPECT_EQ(read(data), std::vector<float>(kN, 1.0f));
 }
 
 TEST_P(RunStepsTest, ARunWithNothingToLaunchIsCollectedWithoutALaunch) {

@@ -41,6 +41,15 @@ TEST(PlatformRegistryTest, UnknownNameIsRefusedListingTheKnownOnes) {
   EXPECT_EQ(create_platform("sim", PlatformOptions{}, nullptr).code(), StatusCode::InvalidArgument);
 }
 
+TEST(PlatformRegistryTest, AnUnknownNameIsQuotedPrintableAndShort) {
+  std::unique_ptr<Platform> platform;
+  const std::string hostile = std::string("ab\0c\n", 5) + std::string(5000, 'x');
+  const Status status = create_platform(hostile, PlatformOptions{}, &platform);
+  EXPECT_EQ(status.code(), StatusCode::InvalidConfig);
+  EXPECT_EQ(status.message(), "unknown platform 'ab?c?" + std::string(59, 'x') +
+                                  "... (5005 characters)'; available: sim");
+}
+
 TEST(PlatformRegistryTest, InvalidSimOptionsAreRefusedByField) {
   PlatformOptions options;
   options.sim.clusters = 0;

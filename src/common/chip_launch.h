@@ -52,11 +52,6 @@ struct ChipResult {
   bool from_orchestration = false;
   char detail[kResultDetailBytes]{};
   uint64_t tasks_completed = 0;
-  // AICPU threads that recognised the launch arguments (magic, thread count and index, regions)
-  // and ran the launch. A block the chip does not recognise gets no error latched into it (it may
-  // not be a launch block at all), so the host compares this with the threads it launched instead
-  // of reading "no error" as success.
-  std::atomic<uint32_t> threads_accepted{0};
   int64_t stuck_task = -1;
   int32_t stuck_func_id = -1;
   int32_t stuck_core = -1;

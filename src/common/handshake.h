@@ -181,6 +181,12 @@ struct SharedPrefix {
   // Bumped by the tensormap_ringbuffer orchestrator on every submission and when the
   // orchestration function returns (one writer); progress to every watchdog (common/progress.h).
   alignas(64) std::atomic<uint32_t> orchestrator_beat;
+  // AICPU threads that recognised the launch arguments (magic, thread count and index, regions)
+  // and ran the launch. A block the chip does not recognise gets no error latched into it (it may
+  // not be a launch block at all), so the host compares this with the threads it launched instead
+  // of reading "no error" as success. Read by the host with an atomic load: a thread stuck in a
+  // kernel may still be running.
+  std::atomic<uint32_t> threads_accepted;
 };
 static_assert(sizeof(SharedPrefix) % 64 == 0);
 
@@ -198,6 +204,9 @@ inline void ring_all_doorbells(SharedPrefix* prefix, const ParkWake& park_wake) 
 static_assert(std::is_standard_layout_v<SharedPrefix> && std::is_standard_layout_v<HandshakeCell>);
 constexpr uint64_t orchestrator_beat_addr(uint64_t shared_addr) {
   return shared_addr + offsetof(SharedPrefix, orchestrator_beat);
+}
+constexpr uint64_t threads_accepted_addr(uint64_t shared_addr) {
+  return shared_addr + offsetof(SharedPrefix, threads_accepted);
 }
 constexpr uint64_t core_cell_addr(uint64_t shared_addr, uint32_t core) {
   return shared_addr + offsetof(SharedPrefix, cells) + uint64_t{core} * sizeof(HandshakeCell);

@@ -73,7 +73,9 @@ RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
 
   // No error and not every thread accepted: the chip did not recognise the launch arguments (a
   // corrupted block), so nothing ran; that is no success.
-  const uint32_t accepted = result.result.threads_accepted.load(std::memory_order_relaxed);
+  uint32_t accepted = 0;
+  throw_if(
+      platform_->load_device_word(common::threads_accepted_addr(prepared.shared_addr), &accepted));
   if (accepted != plan.shape.aicpu_threads) {
     throw Error(StatusCode::InternalError,
                 "callable id " + std::to_string(prepared.callable_id) + ": the chip accepted the " +

@@ -20,7 +20,7 @@ using common::latch_chip_error;
 void aicpu_entry(void* launch_args, uint32_t thread_index, uint32_t thread_count) {
   auto* args = static_cast<ChipLaunchArgs*>(launch_args);
   if (!precheck_launch(args, thread_index, thread_count)) return;
-  args->result.threads_accepted.fetch_add(1, std::memory_order_relaxed);
+  common::shared_prefix(*args)->threads_accepted.fetch_add(1, std::memory_order_relaxed);
   if (args->variant == RuntimeVariant::TensormapRingbuffer) {
     ring_aicpu_entry(args, thread_index, thread_count);
     return;

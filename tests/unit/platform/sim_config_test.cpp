@@ -1,5 +1,5 @@
-// SimOptions validation (the sim's one option set, chiprt/sim_options.h), geometry, clock and attach
-// rules of the simulated chip.
+// SimOptions validation (the sim's one option set, chiprt/sim_options.h), geometry, clock and
+// attach rules of the simulated chip.
 #include <gtest/gtest.h>
 
 #include <chrono>

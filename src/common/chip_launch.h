@@ -83,7 +83,7 @@ struct ChipLaunchArgs {
   // state from it (the checks guard against malformed images from the host; the bytes are those
   // it checked). Sits in the padding before image_addr (layout unchanged).
   bool image_prevalidated = false;
-  uint64_t image_addr = 0;  // graph image (host_build_graph), see orchestrator/graph_image.h
+  uint64_t image_addr = 0;  // graph image (host_build_graph), see common/graph_image.h
   uint64_t image_size = 0;
   // tensormap_ringbuffer: AICPU thread 0 runs the orchestration function at
   // orchestration_entry (OrchestrationEntry) with the arguments encoded at orchestration_args_addr

@@ -27,7 +27,6 @@
 namespace chiprt::scheduler {
 
 // The protocol (common/) the scheduler shares with the host, under the names the room uses.
-using common::kMaxKernelArgs;
 using common::kQueueAic;
 using common::kQueueAiv;
 using common::kQueueCount;

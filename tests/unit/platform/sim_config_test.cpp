@@ -23,7 +23,7 @@ void expect_invalid(const SimOptions& config, const std::string& field, const st
   EXPECT_NE(status.message().find(range), std::string::npos) << status.message();
 }
 
-TEST(SimConfigTest, DefaultConfigCreatesEightClusterChip) {
+TEST(SimOptionsTest, DefaultConfigCreatesEightClusterChip) {
   std::unique_ptr<Platform> platform;
   ASSERT_TRUE(sim::create_sim_platform(SimOptions{}, &platform).is_ok());
   ASSERT_NE(platform, nullptr);
@@ -38,7 +38,7 @@ TEST(SimConfigTest, DefaultConfigCreatesEightClusterChip) {
   EXPECT_FALSE(platform->serial());
 }
 
-TEST(SimConfigTest, ClustersOutOfRangeNamesFieldAndRange) {
+TEST(SimOptionsTest, ClustersOutOfRangeNamesFieldAndRange) {
   SimOptions config;
   config.clusters = 0;
   expect_invalid(config, "SimOptions.clusters", "[1, 24] (got 0)");
@@ -50,7 +50,7 @@ TEST(SimConfigTest, ClustersOutOfRangeNamesFieldAndRange) {
   EXPECT_TRUE(create(config).is_ok());
 }
 
-TEST(SimConfigTest, AicpuThreadsOutOfRangeNamesFieldAndRange) {
+TEST(SimOptionsTest, AicpuThreadsOutOfRangeNamesFieldAndRange) {
   SimOptions config;
   config.aicpu_threads = 0;
   expect_invalid(config, "SimOptions.aicpu_threads", "[1, 8] (got 0)");
@@ -62,7 +62,7 @@ TEST(SimConfigTest, AicpuThreadsOutOfRangeNamesFieldAndRange) {
   EXPECT_EQ(platform->geometry().default_aicpu_threads, 8u);
 }
 
-TEST(SimConfigTest, HostThreadsOutOfRangeNamesFieldAndRange) {
+TEST(SimOptionsTest, HostThreadsOutOfRangeNamesFieldAndRange) {
   SimOptions config;
   config.host_threads = 65;
   expect_invalid(config, "SimOptions.host_threads", "[1, 64] (got 65)");
@@ -70,7 +70,7 @@ TEST(SimConfigTest, HostThreadsOutOfRangeNamesFieldAndRange) {
   EXPECT_TRUE(create(config).is_ok());
 }
 
-TEST(SimConfigTest, HostThreadsZeroMeansHardwareThreads) {
+TEST(SimOptionsTest, HostThreadsZeroMeansHardwareThreads) {
   SimOptions config;
   config.host_threads = 0;
   config.core_execution = SimCoreExecution::Executors;
@@ -80,14 +80,14 @@ TEST(SimConfigTest, HostThreadsZeroMeansHardwareThreads) {
   EXPECT_EQ(sim::resolve_host_threads(3), 3u);
 }
 
-TEST(SimConfigTest, UnknownCoreExecutionNamesFieldAndValues) {
+TEST(SimOptionsTest, UnknownCoreExecutionNamesFieldAndValues) {
   SimOptions config;
   config.core_execution = static_cast<SimCoreExecution>(7);
   expect_invalid(config, "SimOptions.core_execution",
                  "0 (auto), 1 (aicpu) or 2 (executors) (got 7)");
 }
 
-TEST(SimConfigTest, MemoryBelowOneMiBNamesFieldAndMinimum) {
+TEST(SimOptionsTest, MemoryBelowOneMiBNamesFieldAndMinimum) {
   SimOptions config;
   config.memory_bytes = (1ull << 20) - 1;
   expect_invalid(config, "SimOptions.memory_bytes", "at least 1048576 (1 MiB) (got 1048575)");
@@ -95,11 +95,11 @@ TEST(SimConfigTest, MemoryBelowOneMiBNamesFieldAndMinimum) {
   EXPECT_TRUE(create(config).is_ok());
 }
 
-TEST(SimConfigTest, NullOutIsInvalidArgument) {
+TEST(SimOptionsTest, NullOutIsInvalidArgument) {
   EXPECT_EQ(sim::create_sim_platform(SimOptions{}, nullptr).code(), StatusCode::InvalidArgument);
 }
 
-TEST(SimConfigTest, SerialChipDefaultsToOneAicpuThread) {
+TEST(SimOptionsTest, SerialChipDefaultsToOneAicpuThread) {
   SimOptions config;
   config.serial = true;
   std::unique_ptr<Platform> platform;
@@ -109,7 +109,7 @@ TEST(SimConfigTest, SerialChipDefaultsToOneAicpuThread) {
   EXPECT_EQ(platform->geometry().max_aicpu_threads, 8u);
 }
 
-TEST(SimConfigTest, GeometryNumbersAicThenAivCores) {
+TEST(SimOptionsTest, GeometryNumbersAicThenAivCores) {
   SimOptions config;
   config.clusters = 3;
   sim::SimPlatform platform(config);

@@ -1,13 +1,16 @@
 // CallConfig: how one run is executed (runtime variant, launch shape, capacities, ring sizes).
 //
 // A plain value passed to Worker::run (and Worker::export_graph); the run copies what it needs, so
-// the config may change or go away once the call returns. validate() checks every field against
-// the platform limits and reports one message per bad field; Worker::run calls it and throws
-// InvalidConfig with all messages. Like any value: safe to read from several threads, not to
-// mutate while another thread reads it.
+// the config may change or go away once the call returns (user_data only points at the caller's
+// bytes: they must stay valid until the call returns, and are copied during it). validate() checks
+// every field against the platform limits and reports one message per bad field; Worker::run calls
+// it and throws InvalidConfig with all messages. Like any value: safe to read from several threads,
+// not to mutate while another thread reads it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,10 +47,27 @@ struct CallConfig {
   uint64_t output_heap_bytes = 0;
   // host_build_graph graph capacity in tasks; 0 = default (kDefaultMaxTasks).
   uint64_t max_tasks = 0;
+  // Bytes for the orchestration function of this run (Orchestration::user_data()), at most
+  // kMaxUserDataBytes: the run copies them (into device memory where the orchestration runs on
+  // the chip), so the function reads the run's own copy, aligned to kUserDataAlign, on every
+  // variant. Not owned: the bytes must stay valid until Worker::run returns. Empty: none.
+  // What a graph depends on beyond its arguments belongs here rather than behind a pointer
+  // passed as a scalar, so that replay_graph keys on it (below).
+  std::span<const std::byte> user_data;
   // host_build_graph: replay the graph image of the previous run when the callable, the
-  // arguments and the sizing are identical, skipping orchestration (for recorded graphs). A graph
-  // whose orchestration called get/set_tensor_data is never cached (a replay would skip them).
+  // arguments (tensors field by field, scalars by value, explicit dependencies), user_data (byte
+  // for byte), replay_key and the sizing (output heap, max_tasks, clusters) are identical,
+  // skipping orchestration (for recorded graphs). The key covers nothing else: a scalar that is a
+  // pointer keys on its value, not on what it points at, and the contents of tensors are not part
+  // of it, so a graph that depends on such data must pass it as user_data (or change replay_key
+  // when it changes). A graph whose orchestration called get/set_tensor_data is never cached (a
+  // replay would skip them).
   bool replay_graph = false;
+  // host_build_graph replay: a value of the caller's that is part of the replay key (ignored
+  // without replay_graph), for a graph that depends on state too large to pass as user_data:
+  // change it whenever that state changes (a version or a content hash) and the graph is built
+  // afresh; the same value with the same arguments replays.
+  uint64_t replay_key = 0;
   // Sum each kernel's execution time into RunReport::kernel_ns; costs two clock reads per task.
   // The time is the executing thread's CPU time (CLOCK_THREAD_CPUTIME_ID), not wall time: on a
   // host with fewer cores than chip threads a preempted kernel would otherwise count the time it
@@ -67,6 +87,10 @@ struct CallConfig {
   static constexpr uint64_t kDefaultMaxTasks = 1ull << 20;
   static constexpr uint64_t kMaxOutputHeapBytes = 1ull << 40;
   static constexpr uint64_t kMaxTasksLimit = 1ull << 26;
+  // The most user_data bytes a run takes (larger inputs travel as a tensor argument), and the
+  // alignment of the run's copy the orchestration function reads.
+  static constexpr uint64_t kMaxUserDataBytes = 64ull << 10;
+  static constexpr uint64_t kUserDataAlign = 16;
 
   // One message per invalid field ("aicpu_thread_num=1: must be 0 (auto) or in [2, 8] ...").
   std::vector<std::string> validate(const PlatformLimits& limits) const;

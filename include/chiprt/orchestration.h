@@ -23,8 +23,10 @@
 // The object is only valid during the call and only on the thread that called the function.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <span>
 
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
@@ -119,6 +121,11 @@ class Orchestration {
   virtual uint64_t task_count() const = 0;
   // Geometry of this run (clusters may be fewer than the device has; see CallConfig).
   virtual uint32_t cluster_count() const = 0;
+  // The run's copy of CallConfig::user_data (empty when none), at least
+  // CallConfig::kUserDataAlign-aligned, valid for the function's whole call; on
+  // tensormap_ringbuffer it lies in device memory next to the run's arguments. Read-only: a
+  // replay_graph run keys on these bytes.
+  virtual std::span<const std::byte> user_data() const = 0;
 };
 
 // RAII scope: scope_begin on construction, scope_end on destruction.

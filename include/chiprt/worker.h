@@ -82,7 +82,8 @@ class Worker {
   // launching it: nothing runs on the chip, nothing is cached for replay_graph runs (an image
   // cached earlier stays in use unless the export had to grow the output heap, after which the
   // next replay_graph run builds anew). It is always the host_build_graph graph, whatever
-  // WorkerOptions::runtime is; config.runtime and config.replay_graph are ignored. The
+  // WorkerOptions::runtime is; config.runtime, config.replay_graph and config.replay_key are
+  // ignored, config.user_data reaches the orchestration as in a run. The
   // orchestration itself does run on the host, so its get/set_tensor_data calls take effect
   // (GraphExport::accessed_tensor_data says so).
   // Addresses in the result: tensor arguments are the caller's buffers; runtime outputs are in

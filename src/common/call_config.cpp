@@ -76,6 +76,16 @@ std::vector<std::string> CallConfig::validate(const PlatformLimits& limits) cons
     errors.push_back("arena_bank=" + std::to_string(arena_bank) + ": must be < " +
                      std::to_string(limits.pipeline_depth) + " (the platform's pipeline depth)");
   }
+  if (user_data.size() > kMaxUserDataBytes) {
+    errors.push_back(
+        "user_data: " + std::to_string(user_data.size()) + " bytes exceed the limit of " +
+        std::to_string(kMaxUserDataBytes) +
+        " (CallConfig::kMaxUserDataBytes); pass larger inputs in a device tensor (a run "
+        "argument), and for replay_graph name their version in replay_key");
+  } else if (!user_data.empty() && user_data.data() == nullptr) {
+    errors.push_back("user_data: " + std::to_string(user_data.size()) +
+                     " bytes at a null pointer; pass an empty span for no user data");
+  }
   for (std::string& ring_error : rings.validate()) errors.push_back(std::move(ring_error));
   return errors;
 }

@@ -92,6 +92,11 @@ struct ChipLaunchArgs {
   // outputs come from [heap_addr, heap_addr + heap_size), carved into one heap per depth set.
   uint64_t orchestration_entry = 0;
   uint64_t orchestration_args_addr = 0;
+  // tensormap_ringbuffer: the run's copy of CallConfig::user_data, user_data_bytes (at most
+  // CallConfig::kMaxUserDataBytes) at user_data_addr (CallConfig::kUserDataAlign-aligned; 0 when
+  // there are none), which the orchestration function reads (Orchestration::user_data).
+  uint64_t user_data_addr = 0;
+  uint64_t user_data_bytes = 0;
   // The run's number (host: unique in the process, non-zero): the orchestrator stamps the runtime
   // outputs with it and bounds the tasks' memory by the run's arguments and heap
   // (orchestrator::RunMemory). 0 (chip-side tests driving a launch directly) bounds nothing.

@@ -76,7 +76,9 @@ RunPlan resolve_run_plan(const CallConfig& config, PlanPurpose purpose,
                   "image to replay (set replay_graph=false or run host_build_graph)");
     }
     plan.replay_graph = config.replay_graph;
+    plan.replay_key = config.replay_key;
   }
+  plan.user_data = config.user_data;
   plan.slot = config.pipeline_slot;
   plan.bank = config.arena_bank;
   const uint64_t output_heap_bytes = config.output_heap_bytes != 0

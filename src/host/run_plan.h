@@ -3,12 +3,15 @@
 // sizes and the timeouts that apply. Every later step of the run (prepare, launch, wait, collect)
 // reads its values from the plan; none derives them from CallConfig again.
 //
-// A plain value (trivially copyable). resolve_run_plan is a pure function of the config and the
-// runner's context (geometry, default variant, environment, timeouts): any thread; it throws
-// chiprt::Error (InvalidConfig) for a config it refuses.
+// A plain value (trivially copyable; user_data points at the caller's bytes, as CallConfig's
+// does). resolve_run_plan is a pure function of the config and the runner's context (geometry,
+// default variant, environment, timeouts): any thread; it throws chiprt::Error (InvalidConfig) for
+// a config it refuses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "chiprt/call_config.h"
 #include "host/ring_sizing.h"
@@ -49,7 +52,11 @@ struct RunPlan {
   uint64_t heap_bytes = 0;
   uint64_t max_tasks = 0;     // host_build_graph graph capacity
   bool replay_graph = false;  // host_build_graph only
-  RingSizeResolution rings;   // tensormap_ringbuffer only
+  uint64_t replay_key = 0;    // CallConfig::replay_key (replay_graph runs)
+  // CallConfig::user_data: the caller's bytes (valid during the call that made the plan), which
+  // prepare copies into the run.
+  std::span<const std::byte> user_data;
+  RingSizeResolution rings;  // tensormap_ringbuffer only
   uint32_t scheduler_timeout_ms = 0;
   uint32_t stream_sync_timeout_ms = 0;
 };

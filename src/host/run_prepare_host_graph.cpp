@@ -2,7 +2,9 @@
 // of an identical earlier run), commit the bank's regions, upload the image and write the launch
 // arguments. The orchestration part is shared with export_graph.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -26,11 +28,14 @@ void append(std::vector<uint8_t>* key, const T& value) {
 }
 
 // What a host-built image depends on: the callable's identity and content, every argument field
-// (field by field, so padding never makes equal arguments differ) and the sizing.
+// (field by field, so padding never makes equal arguments differ), the user data and the caller's
+// replay key, and the sizing. The key is compared byte for byte, not hashed, so two different
+// programs never share an image; the user data is bounded (CallConfig::kMaxUserDataBytes), which
+// bounds the key.
 std::vector<uint8_t> replay_key(const RegisteredCallable& callable, const TaskArgs& args,
                                 const RunPlan& plan) {
   std::vector<uint8_t> key;
-  key.reserve(64 + static_cast<std::size_t>(args.tensor_count()) * 128);
+  key.reserve(96 + static_cast<std::size_t>(args.tensor_count()) * 128 + plan.user_data.size());
   append(&key, callable.id);
   append(&key, callable.content_hash);
   append(&key, plan.heap_bytes);
@@ -56,6 +61,10 @@ std::vector<uint8_t> replay_key(const RegisteredCallable& callable, const TaskAr
   for (int i = 0; i < args.scalar_count(); ++i) append(&key, args.scalar_bits(i));
   append(&key, args.dep_count());
   for (int i = 0; i < args.dep_count(); ++i) append(&key, args.dep(i));
+  append(&key, plan.replay_key);
+  append(&key, static_cast<uint64_t>(plan.user_data.size()));
+  const auto* user_bytes = reinterpret_cast<const uint8_t*>(plan.user_data.data());
+  key.insert(key.end(), user_bytes, user_bytes + plan.user_data.size());
   return key;
 }
 
@@ -96,9 +105,21 @@ DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
   } tensor_memory(*platform_);
   orchestrator::HostGraphBuilder builder(kernel_table, heap, {plan.max_tasks, plan.shape.clusters},
                                          &builder_scratch_, &tensor_memory);
+  // The run's own copy of the user data, aligned as Orchestration::user_data promises (the
+  // caller's span need not be).
+  struct alignas(CallConfig::kUserDataAlign) UserDataBlock {
+    std::byte bytes[CallConfig::kUserDataAlign];
+  };
+  std::vector<UserDataBlock> user_data_copy(
+      round_up(plan.user_data.size(), CallConfig::kUserDataAlign) / CallConfig::kUserDataAlign);
+  if (!plan.user_data.empty()) {
+    std::memcpy(user_data_copy.data(), plan.user_data.data(), plan.user_data.size());
+  }
+  const std::span<const std::byte> user_data(
+      reinterpret_cast<const std::byte*>(user_data_copy.data()), plan.user_data.size());
   HostBuild built;
   const RunClock::time_point t_build = RunClock::now();
-  builder.build(callable.orchestration, args, next_run_number());
+  builder.build(callable.orchestration, args, next_run_number(), user_data);
   built.build_ns = ns_between(t_build, RunClock::now());
   built.image = builder.take_image();
   built.accessed_tensor_data = builder.accessed_tensor_data();

@@ -1,6 +1,6 @@
 // The prepare step of a tensormap_ringbuffer run: commit the rings' regions of the bank, copy the
-// kernel table and the run's arguments for the chip-side orchestrator, write the launch
-// arguments.
+// kernel table, the run's arguments and its user data for the chip-side orchestrator, write the
+// launch arguments.
 #include <memory>
 #include <string>
 
@@ -35,24 +35,35 @@ void DeviceRunner::prepare_ring(PreparedLaunch& prepared, const RegisteredCallab
   const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
   throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
 
-  // Staging of one slot: launch args | phase buffer | kernel table | orchestration arguments.
+  // Staging of one slot: launch args | phase buffer | kernel table | orchestration arguments |
+  // user data. The orchestrator runs on the chip, so the user data it reads is this device copy
+  // (kDeviceAlign-aligned, more than CallConfig::kUserDataAlign), never the caller's host bytes.
+  static_assert(kDeviceAlign % CallConfig::kUserDataAlign == 0);
+  const uint64_t user_data_bytes = plan.user_data.size();
   DeviceBuffer staging;
-  throw_if(staging_.acquire(
-      plan.slot, kLaunchArgsBytes + kPhaseBufferBytes + kKernelInfoBytes + kOrchestrationArgsBytes,
-      &staging));
+  throw_if(staging_.acquire(plan.slot,
+                            kLaunchArgsBytes + kPhaseBufferBytes + kKernelInfoBytes +
+                                kOrchestrationArgsBytes + round_up(user_data_bytes, kDeviceAlign),
+                            &staging));
   const uint64_t launch_args_addr = staging.addr;
   const uint64_t phase_buffer_addr = launch_args_addr + kLaunchArgsBytes;
   const uint64_t kernel_info_addr = phase_buffer_addr + kPhaseBufferBytes;
   const uint64_t orchestration_args_addr = kernel_info_addr + kKernelInfoBytes;
+  const uint64_t user_data_addr = orchestration_args_addr + kOrchestrationArgsBytes;
   throw_if(
       memory_.copy_to_device(kernel_info_addr, kernel_table.data(), sizeof(common::KernelTable)));
   auto wire = std::make_unique<common::TaskArgsWire>();
   common::encode_task_args(args, wire.get());
   throw_if(memory_.copy_to_device(orchestration_args_addr, wire.get(), sizeof(*wire)));
+  if (user_data_bytes != 0) {
+    throw_if(memory_.copy_to_device(user_data_addr, plan.user_data.data(), user_data_bytes));
+  }
   common::ChipLaunchArgs& launch_args =
       start_launch_args(prepared, shared_region, shared_bytes, launch_args_addr, phase_buffer_addr);
   launch_args.orchestration_entry = callable.device_orchestration;
   launch_args.orchestration_args_addr = orchestration_args_addr;
+  launch_args.user_data_addr = user_data_bytes != 0 ? user_data_addr : 0;
+  launch_args.user_data_bytes = user_data_bytes;
   launch_args.run = next_run_number();
   launch_args.kernel_info_addr = kernel_info_addr;
   // Exactly the planned heap, even when the committed region is larger (reused while big

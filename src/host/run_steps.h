@@ -26,9 +26,9 @@ constexpr uint64_t round_up(uint64_t value, uint64_t align) {
 }
 
 // A slot's staging buffer: launch args | phase buffer, then for tensormap_ringbuffer the kernel
-// table and the run's arguments (the chip-side orchestrator validates submissions against the
-// copied table and calls the orchestration function with the run's arguments, sent in their wire
-// format, common/task_args_wire.h).
+// table, the run's arguments and its user data (the chip-side orchestrator validates submissions
+// against the copied table and calls the orchestration function with the run's arguments, sent in
+// their wire format, common/task_args_wire.h, and the copied user data).
 inline constexpr uint64_t kLaunchArgsBytes = round_up(sizeof(common::ChipLaunchArgs), kDeviceAlign);
 inline constexpr uint64_t kPhaseBufferBytes = round_up(sizeof(common::PhaseBuffer), kDeviceAlign);
 static_assert(std::is_trivially_copyable_v<common::KernelTable>);

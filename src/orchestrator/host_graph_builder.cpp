@@ -423,10 +423,11 @@ HostGraphBuilder::~HostGraphBuilder() {
   if (scratch_ != nullptr && state_ != nullptr) scratch_->take_back(std::move(state_));
 }
 
-void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run) {
+void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run,
+                             std::span<const std::byte> user_data) {
   State& s = *state_;
   s.check_open();
-  s.front.reset(run != 0 ? RunMemory(args, s.heap.region(), run) : RunMemory());
+  s.front.reset(run != 0 ? RunMemory(args, s.heap.region(), run) : RunMemory(), user_data);
   // The function runs on the thread that holds the Worker: a Worker call from it is refused
   // instead of taking the Worker's lock again.
   s.front.run(entry, *this, args, common::RunRole::HostOrchestration);
@@ -546,6 +547,10 @@ Status HostGraphBuilder::error() const {
 
 uint64_t HostGraphBuilder::task_count() const {
   return state_->task_count();
+}
+
+std::span<const std::byte> HostGraphBuilder::user_data() const {
+  return state_->front.user_data();
 }
 
 }  // namespace chiprt::orchestrator

@@ -15,8 +15,10 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -48,8 +50,10 @@ class HostGraphBuilder final : public Orchestration {
   // Runs `entry(*this, args)` and closes the graph. Throws chiprt::Error: the first latched error,
   // the user's own exception or an open scope, as the TaskFront maps them. `run` non-zero is the
   // run's number (see RunMemory): its runtime outputs carry it, and task tensors must lie in
-  // `args`' buffers or the heap; 0 (orchestrator tests) bounds nothing.
-  void build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run = 0);
+  // `args`' buffers or the heap; 0 (orchestrator tests) bounds nothing. `user_data` is what the
+  // function's user_data() returns (the caller's aligned copy, alive during the call).
+  void build(OrchestrationEntry entry, const TaskArgs& args, uint32_t run = 0,
+             std::span<const std::byte> user_data = {});
 
   // The finished image; valid after build().
   const std::vector<uint8_t>& image() const noexcept { return image_; }
@@ -79,6 +83,7 @@ class HostGraphBuilder final : public Orchestration {
   Status error() const override;
   uint64_t task_count() const override;
   uint32_t cluster_count() const override { return limits_.clusters; }
+  std::span<const std::byte> user_data() const override;
 
  private:
   template <class Body>

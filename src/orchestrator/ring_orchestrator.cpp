@@ -785,8 +785,9 @@ RingOrchestrator::~RingOrchestrator() = default;
 Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
   State& s = *state_;
   const Status geometry = s.front.error();  // init() may have refused the ring geometry
-  s.front.reset(s.mem.run != 0 ? RunMemory(args, {s.mem.heap_addr, s.mem.heap_size}, s.mem.run)
-                               : RunMemory());
+  s.front.reset(
+      s.mem.run != 0 ? RunMemory(args, {s.mem.heap_addr, s.mem.heap_size}, s.mem.run) : RunMemory(),
+      {s.mem.user_data, static_cast<std::size_t>(s.mem.user_data_bytes)});
   s.front.latch(geometry);
   if (!s.front.failed()) s.front.run(entry, *this, args, common::RunRole::ChipOrchestration);
   if (!s.front.failed()) {
@@ -915,6 +916,10 @@ uint64_t RingOrchestrator::task_count() const {
 
 uint32_t RingOrchestrator::cluster_count() const {
   return state_->mem.clusters;
+}
+
+std::span<const std::byte> RingOrchestrator::user_data() const {
+  return state_->front.user_data();
 }
 
 }  // namespace chiprt::orchestrator

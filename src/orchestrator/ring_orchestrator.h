@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
@@ -72,6 +73,10 @@ struct RingMemory {
   // arguments and heap and stamps the runtime outputs (see RunMemory); 0 (tests) bounds nothing.
   uint32_t run = 0;
   const KernelTable* kernels = nullptr;
+  // The run's user data (ChipLaunchArgs::user_data_addr / user_data_bytes): device memory the
+  // host wrote, read-only, returned by user_data(). Null with 0 bytes: none.
+  const std::byte* user_data = nullptr;
+  uint64_t user_data_bytes = 0;
   uint32_t clusters = 0;
   uint64_t timeout_ms = 0;  // no-progress bound for waits (the scheduler timeout)
 };
@@ -108,6 +113,7 @@ class RingOrchestrator final : public Orchestration {
   Status error() const override;
   uint64_t task_count() const override;
   uint32_t cluster_count() const override;
+  std::span<const std::byte> user_data() const override;
 
  private:
   struct State;

@@ -7,8 +7,9 @@
 
 namespace chiprt::orchestrator {
 
-void TaskFront::reset(const RunMemory& memory) {
+void TaskFront::reset(const RunMemory& memory, std::span<const std::byte> user_data) {
   memory_ = memory;
+  user_data_ = user_data;
   error_ = Status();
   failed_ = false;
   modes_.clear();

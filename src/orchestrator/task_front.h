@@ -4,7 +4,8 @@
 //
 // It owns: argument intake (each submission's TaskArgs read once, ArgList), every check of the
 // task model (task_checks.h: kernels, core types, signatures, tensors, RunMemory bounds,
-// predicate, after() ids, allocate rules, data calls) with one set of messages, the scope rules
+// predicate, after() ids, allocate rules, data calls) with one set of messages, the run's user data
+// the function reads (Orchestration::user_data, the orchestrator's copy), the scope rules
 // (modes, auto inside manual, scope_end without a scope, scopes left open), the encoding of the
 // TaskRecord the dispatch code reads (kernel, dummy and fence tasks alike), the error latch (the
 // first error wins; later calls are no-ops) and the mapping of exceptions thrown by the
@@ -19,7 +20,9 @@
 // Lifetime: one per orchestrator (per run); used on the orchestrating thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,9 +44,11 @@ class TaskFront {
  public:
   explicit TaskFront(const KernelTable& kernels) noexcept : kernels_(&kernels) {}
 
-  // Starts a run: what its tasks may name, no error, no scope open.
-  void reset(const RunMemory& memory);
+  // Starts a run: what its tasks may name, the user data its function reads (the run's copy,
+  // which must outlive the run), no error, no scope open.
+  void reset(const RunMemory& memory, std::span<const std::byte> user_data = {});
   const RunMemory& memory() const noexcept { return memory_; }
+  std::span<const std::byte> user_data() const noexcept { return user_data_; }
 
   // ---- errors: the first one latches ----------------------------------------------------------
   bool failed() const noexcept { return failed_; }
@@ -136,6 +141,7 @@ class TaskFront {
 
   const KernelTable* kernels_;
   RunMemory memory_;
+  std::span<const std::byte> user_data_;
   Status error_;
   bool failed_ = false;
   std::vector<ScopeMode> modes_;  // open scopes, innermost last

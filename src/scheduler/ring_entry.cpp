@@ -95,6 +95,16 @@ bool validate_ring_launch(ChipLaunchArgs* args, uint32_t thread_count, RingLayou
                         " is null or not %zu-byte aligned",
                         args->orchestration_args_addr, alignof(common::TaskArgsWire));
   }
+  if (args->user_data_bytes > CallConfig::kMaxUserDataBytes ||
+      (args->user_data_bytes != 0 &&
+       !aligned_nonnull(args->user_data_addr, CallConfig::kUserDataAlign))) {
+    CHIPRT_RING_INVALID(args, kInternal,
+                        "ChipLaunchArgs::user_data_addr 0x%" PRIx64 " with %" PRIu64
+                        " bytes is not a %" PRIu64 "-byte aligned block of at most %" PRIu64
+                        " bytes",
+                        args->user_data_addr, args->user_data_bytes, CallConfig::kUserDataAlign,
+                        CallConfig::kMaxUserDataBytes);
+  }
   if (!aligned_nonnull(args->kernel_info_addr, alignof(common::KernelTable))) {
     CHIPRT_RING_INVALID(args, kInternal,
                         "ChipLaunchArgs::kernel_info_addr 0x%" PRIx64
@@ -361,6 +371,9 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.run = args->run;
   memory.kernels =
       reinterpret_cast<const common::KernelTable*>(static_cast<uintptr_t>(args->kernel_info_addr));
+  memory.user_data =
+      reinterpret_cast<const std::byte*>(static_cast<uintptr_t>(args->user_data_addr));
+  memory.user_data_bytes = args->user_data_bytes;
   memory.clusters = args->clusters;
   memory.timeout_ms = common::scheduler_timeout_ms(*args);
   const auto entry =

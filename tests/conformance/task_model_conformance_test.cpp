@@ -12,10 +12,13 @@
 
 #include <array>
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <regex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -110,6 +113,9 @@ struct Case {
   // The message's leading "task N" is compared as "task <id>": host_build_graph gives the fence
   // task that ends a scope owning outputs a task id, tensormap_ringbuffer has no fence tasks.
   bool fence_ids = false;
+  // CallConfig::user_data of the run (none when null); the runner passes it from an odd address,
+  // so the orchestration sees the run's aligned copy, not the caller's bytes.
+  std::vector<uint8_t> (*user_data)() = nullptr;
 };
 
 std::vector<float> y_where(float (*f)(uint64_t)) {
@@ -461,6 +467,51 @@ void latched(Orchestration& o, const TaskArgs& run) {
 const std::string kLongText = ("long: " + std::string(3000, 'x')).substr(0, 1023);
 const char* const kLongMessage = kLongText.c_str();
 
+// ---- issue 13: user data for the orchestration function
+// The user data is a program: float addends, one chained task each, the last writing y, so the
+// graph's shape and its scalars follow the bytes. Records what the function saw of its copy.
+void user_data_program(Orchestration& o, const TaskArgs& run) {
+  const std::span<const std::byte> data = o.user_data();
+  const auto address = reinterpret_cast<std::uintptr_t>(data.data());
+  g_observed = "bytes " + std::to_string(data.size()) + ", aligned " +
+               std::to_string(address % CallConfig::kUserDataAlign == 0);
+  std::vector<float> addends(data.size() / sizeof(float));
+  if (!addends.empty()) std::memcpy(addends.data(), data.data(), addends.size() * sizeof(float));
+  Tensor current = x_of(run);
+  for (std::size_t i = 0; i + 1 < addends.size(); ++i) {
+    TaskArgs step;
+    step.in(current).out({kN}, DataType::F32).scalar(addends[i]);
+    o.submit(kAdd, CoreType::AIV, step);
+    current = step.output(0);
+  }
+  TaskArgs last = add_args(current, y_of(run), addends.empty() ? 0.0f : addends.back());
+  o.submit(kAdd, CoreType::AIV, last);
+  g_observed += ", tasks " + std::to_string(o.task_count());
+}
+// The most user data a run takes, every byte delivered: y = x + the last byte.
+void user_data_at_limit(Orchestration& o, const TaskArgs& run) {
+  const std::span<const std::byte> data = o.user_data();
+  bool intact = data.size() == CallConfig::kMaxUserDataBytes;
+  for (std::size_t i = 0; intact && i < data.size(); ++i) {
+    intact = data[i] == static_cast<std::byte>(i % 251);
+  }
+  g_observed = "bytes " + std::to_string(data.size()) + ", intact " + std::to_string(intact);
+  TaskArgs copy =
+      add_args(x_of(run), y_of(run),
+               data.empty() ? 0.0f : static_cast<float>(std::to_integer<int>(data.back())));
+  o.submit(kAdd, CoreType::AIV, copy);
+}
+std::vector<uint8_t> addends_bytes(std::initializer_list<float> addends) {
+  std::vector<uint8_t> bytes(addends.size() * sizeof(float));
+  std::memcpy(bytes.data(), std::data(addends), bytes.size());
+  return bytes;
+}
+std::vector<uint8_t> pattern_bytes(uint64_t count) {
+  std::vector<uint8_t> bytes(count);
+  for (uint64_t i = 0; i < count; ++i) bytes[i] = static_cast<uint8_t>(i % 251);
+  return bytes;
+}
+
 const Case kCases[] = {
     {"InOutExisting", &in_out_existing,
      [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
@@ -599,6 +650,37 @@ const Case kCases[] = {
     {"ErrorLatches", &latched, nullptr, StatusCode::UnknownFuncId,
      "func_id 9 is not provided by the active callable (submitted as task 0 (func_id 9))",
      "id -1, tasks 0, failed 1, error UnknownFuncId"},
+
+    // ---- issue 13: user data for the orchestration function
+    {.name = "UserDataProgram",
+     .orchestration = &user_data_program,
+     .expected_y = [] { return y_where([](uint64_t i) { return i + 6.0f; }); },
+     .observed = "bytes 12, aligned 1, tasks 3",
+     .user_data =
+         [] {
+           return addends_bytes({1.0f, 2.0f, 3.0f});
+         }},
+    {.name = "UserDataOtherProgram",
+     .orchestration = &user_data_program,
+     .expected_y = [] { return y_where([](uint64_t i) { return i + 10.0f; }); },
+     .observed = "bytes 4, aligned 1, tasks 1",
+     .user_data = [] { return addends_bytes({10.0f}); }},
+    {.name = "UserDataEmpty",
+     .orchestration = &user_data_program,
+     .expected_y = [] { return y_where([](uint64_t i) { return float(i); }); },
+     .observed = "bytes 0, aligned 1, tasks 1"},
+    {.name = "UserDataAtLimit",
+     .orchestration = &user_data_at_limit,
+     .expected_y = [] { return y_where([](uint64_t i) { return i + 24.0f; }); },  // 65535 % 251
+     .observed = "bytes 65536, intact 1",
+     .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes); }},
+    {.name = "UserDataOverLimit",
+     .orchestration = &user_data_at_limit,
+     .code = StatusCode::InvalidConfig,
+     .message = "user_data: 65537 bytes exceed the limit of 65536 "
+                "(CallConfig::kMaxUserDataBytes); pass larger inputs in a device tensor (a run "
+                "argument), and for replay_graph name their version in replay_key",
+     .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes + 1); }},
 };
 
 std::vector<uint8_t> conformance_callable() {
@@ -665,6 +747,14 @@ class Conformance {
     config.serial = serial;
     config.output_heap_bytes = 1 << 20;
     config.max_tasks = 1024;
+    // From an odd address: the function must see the run's aligned copy.
+    std::vector<uint8_t> user_data;
+    if (kCases[index].user_data != nullptr) {
+      const std::vector<uint8_t> bytes = kCases[index].user_data();
+      user_data.resize(bytes.size() + 1);
+      std::memcpy(user_data.data() + 1, bytes.data(), bytes.size());
+      config.user_data = std::as_bytes(std::span(user_data).subspan(1));
+    }
     Outcome outcome;
     g_observed.clear();
     try {

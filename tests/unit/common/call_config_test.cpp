@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "chiprt/call_config.h"
 #include "chiprt/status.h"
@@ -105,6 +108,21 @@ TEST(CallConfigTest, PipelineSlotAndArenaBank) {
   c.pipeline_slot = 0;
   c.arena_bank = 5;
   expect_one_error(c, "arena_bank=5: must be < 2");
+}
+
+TEST(CallConfigTest, UserData) {
+  CallConfig c;
+  std::vector<std::byte> bytes(CallConfig::kMaxUserDataBytes + 1);
+  c.user_data = std::span<const std::byte>(bytes).first(CallConfig::kMaxUserDataBytes);
+  EXPECT_TRUE(c.validate(kLimits).empty());
+  c.user_data = bytes;
+  expect_one_error(c,
+                   "user_data: 65537 bytes exceed the limit of 65536 "
+                   "(CallConfig::kMaxUserDataBytes); pass larger inputs in a device tensor");
+  c.user_data = std::span<const std::byte>(static_cast<const std::byte*>(nullptr), 0);
+  EXPECT_TRUE(c.validate(kLimits).empty());
+  c.user_data = std::span<const std::byte>(static_cast<const std::byte*>(nullptr), 8);
+  expect_one_error(c, "user_data: 8 bytes at a null pointer; pass an empty span");
 }
 
 TEST(CallConfigTest, RingSizing) {

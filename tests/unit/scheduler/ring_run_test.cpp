@@ -667,6 +667,20 @@ TEST(RingRun, CorruptLaunchArgumentsLatchAnErrorAndEveryThreadReturns) {
        "orchestration arguments (TaskArgs wire v1): version 2 is not the supported version 1"},
       {"orchestration args bytes", [](RingLaunch& l) { l.orchestration_wire().scalars[0] ^= 1; },
        StatusCode::InternalError, "checksum mismatch"},
+      {"user data address",
+       [](RingLaunch& l) {
+         l.args().user_data_addr = l.args().orchestration_args_addr | 1;
+         l.args().user_data_bytes = 4;
+       },
+       StatusCode::InternalError, "4 bytes is not a 16-byte aligned block of at most 65536"},
+      {"user data null", [](RingLaunch& l) { l.args().user_data_bytes = 4; },
+       StatusCode::InternalError, "user_data_addr 0x0 with 4 bytes"},
+      {"user data size",
+       [](RingLaunch& l) {
+         l.args().user_data_addr = l.args().orchestration_args_addr;
+         l.args().user_data_bytes = CallConfig::kMaxUserDataBytes + 1;
+       },
+       StatusCode::InternalError, "65537 bytes is not a 16-byte aligned block"},
       {"kernel info", [](RingLaunch& l) { l.args().kernel_info_addr = 0; },
        StatusCode::InternalError, "kernel_info_addr 0x0"},
       {"heap address", [](RingLaunch& l) { l.args().heap_addr += 8; }, StatusCode::InternalError,

@@ -9,8 +9,11 @@
 //   - Out names fresh memory: no lookup, recorded as the writer of its output;
 //   - NoDep arguments are neither looked up nor recorded, and a caller in a manual scope calls
 //     neither function (the opt-outs).
-// Every lookup of a task precedes its records, so a task never depends on itself; its reads are
-// recorded before its writes, so a write covering the task's own read drops that reader entry.
+// Every lookup of a task precedes its records, so a task never depends on itself. Its writes are
+// recorded before its reads: a write whose lookup met no entry then skips its search for entries
+// to drop (TensorMap::Prepared), which a record in between would invalidate. A task reading a
+// region it also writes keeps its reader entry beside its writer entry (no extra edge: both name
+// the task).
 //
 // Lifetime/threading: stateless functions over the caller's map and scratch; the caller's thread.
 #pragma once
@@ -55,12 +58,6 @@ void record_task_accesses(TensorMap& map, TaskId task, const TaskArgs& args, con
   auto note = [&](uint32_t entry) {
     if (entry != TensorMap::kNoEntry) on_entry(entry);
   };
-  if (args.has_predicate()) {
-    note(map.record_read(args.predicate(), task, prepared[kPredicatePrepared]));
-  }
-  for (int i = 0; i < list.tensor_count; ++i) {
-    if (list.tags[i] == ArgTag::In) note(map.record_read(*list.tensors[i], task, prepared[i]));
-  }
   for (int i = 0; i < list.tensor_count; ++i) {
     const ArgTag tag = list.tags[i];
     if (tag == ArgTag::Out) {
@@ -68,6 +65,12 @@ void record_task_accesses(TensorMap& map, TaskId task, const TaskArgs& args, con
     } else if (tag == ArgTag::InOut || tag == ArgTag::OutputExisting) {
       note(map.record_write(*list.tensors[i], task, prepared[i]));
     }
+  }
+  for (int i = 0; i < list.tensor_count; ++i) {
+    if (list.tags[i] == ArgTag::In) note(map.record_read(*list.tensors[i], task, prepared[i]));
+  }
+  if (args.has_predicate()) {
+    note(map.record_read(args.predicate(), task, prepared[kPredicatePrepared]));
   }
 }
 

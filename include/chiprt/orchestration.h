@@ -3,11 +3,13 @@
 // The runtime passes an Orchestration to the user's orchestration function
 // (`extern "C" void chiprt_orchestration(chiprt::Orchestration&, const chiprt::TaskArgs&)`) for
 // the duration of one run. Dependencies are derived from the tensor regions each task touches:
-// a task that reads (In/InOut) or writes (InOut/OutputExisting) a region depends on the last task
-// that wrote an overlapping region (read-after-write and write-after-write through INOUT /
-// OUTPUT_EXISTING). Write-after-read is NOT tracked: a task that overwrites a region other tasks
-// still read must name them with TaskArgs::after. Overlap is exact for two views with the same
-// strides and element size, and conservative (assumed) whenever disjointness cannot be proved.
+// a task that reads a region (In, InOut, the predicate flag of TaskArgs::when) depends on the
+// earlier tasks that wrote an overlapping region (read-after-write), and a task that writes one
+// (InOut, OutputExisting) also on the earlier tasks that wrote or read it (write-after-write,
+// write-after-read); Out arguments are fresh memory. NoDep arguments and manual scopes are not
+// tracked; TaskArgs::after orders what regions cannot express. Overlap is exact for two views
+// with the same strides and element size, and conservative (assumed) whenever disjointness
+// cannot be proved.
 //
 // Both runtime variants implement this API: host_build_graph runs the function on the host before
 // launch, tensormap_ringbuffer runs it on an AICPU thread while the other AICPU threads dispatch.

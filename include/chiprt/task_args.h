@@ -63,13 +63,15 @@ class TaskArgs {
   TaskArgs& add_scalar_bits(uint64_t bits);
 
   // An explicit dependency on an earlier task of the same run (besides those derived from
-  // tensors). Useful for hazards the tensor map does not track, such as write-after-read.
+  // tensors, which cover read-after-write, write-after-write and write-after-read). For orders
+  // regions cannot express: NoDep arguments, manual scopes, aliasing between different buffers,
+  // empty tensors, side effects outside tensors.
   TaskArgs& after(TaskId task);
 
   // Predicate: the task runs only when the first element of `flag` (an integer or Bool tensor
   // with at least one element) is non-zero at dispatch; otherwise it is skipped and still releases
-  // its consumers. The flag is an In dependency (ordered after its writer) and is not passed to
-  // the kernel. A second call replaces the first.
+  // its consumers. The flag is an In dependency (ordered after its writer; a later writer of it
+  // waits for the task) and is not passed to the kernel. A second call replaces the first.
   TaskArgs& when(const Tensor& flag);
   bool has_predicate() const noexcept { return has_predicate_; }
   const Tensor& predicate() const;  // InvalidArgument when there is none

@@ -10,6 +10,7 @@
 #include "common/retention.h"
 #include "orchestrator/graph_image_writer.h"
 #include "orchestrator/output_heap.h"
+#include "orchestrator/task_dependencies.h"
 #include "orchestrator/task_front.h"
 #include "orchestrator/tensor_map.h"
 
@@ -81,6 +82,7 @@ struct HostGraphBuilder::State {
   uint64_t configured_max_tasks = 0;
 
   TensorMap map;
+  PreparedArgs prepared;  // scratch of the task being added
   std::vector<common::TaskRecord> records;
   std::vector<TaskBook> books;
   std::vector<uint32_t> producers;  // grouped by consumer, in consumer order
@@ -222,22 +224,22 @@ struct HostGraphBuilder::State {
     // Tasks are appended before their edges are known: add_edge stamps producers only.
     books.push_back(TaskBook{0, kNoBlock});
     for (int d = 0; d < args.dep_count(); ++d) add_edge(static_cast<uint32_t>(args.dep(d)), id);
-    // All lookups precede all records, so a task never depends on itself.
+    // All lookups precede all records (task_dependencies.h), so a task never depends on itself.
+    if (track) {
+      lookup_task_producers(map, args, list, &prepared, [&](TaskId producer) {
+        add_edge(static_cast<uint32_t>(producer), id);
+      });
+    }
     for (int i = 0; i < tensor_count; ++i) {
       const ArgTag tag = tags[i];
       if (tag == ArgTag::Out) continue;
       const Tensor& t = *tensors[i];
-      if (track && tag != ArgTag::NoDep) {
-        map.lookup(t, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
-      }
       touch(t, id);
       // NoDep arguments may be written by the kernel: counted as writes.
       note_extent(t, id, tag != ArgTag::In);
     }
     if (args.has_predicate()) {
       const Tensor& flag = args.predicate();
-      if (track)
-        map.lookup(flag, [&](TaskId writer) { add_edge(static_cast<uint32_t>(writer), id); });
       touch(flag, id);
       note_extent(flag, id, false);
     }
@@ -268,11 +270,8 @@ struct HostGraphBuilder::State {
         note_extent(t, id, true);
       }
     }
-    if (track) {
-      for (int i = 0; i < tensor_count; ++i) {
-        if (arg_tag_writes(tags[i])) map.record_write(*tensors[i], static_cast<TaskId>(id));
-      }
-    }
+    if (track)
+      record_task_accesses(map, static_cast<TaskId>(id), args, list, prepared, [](uint32_t) {});
 
     common::TaskRecord& r = records.emplace_back();
     TaskFront::encode_record(spec, &args, static_cast<uint16_t>(tensor_count + args.scalar_count()),

@@ -12,6 +12,7 @@
 #include "common/run_context.h"
 #include "common/task_state.h"
 #include "orchestrator/ring_allocators.h"
+#include "orchestrator/task_dependencies.h"
 #include "orchestrator/task_front.h"
 #include "orchestrator/tensor_map.h"
 
@@ -113,7 +114,8 @@ struct RingOrchestrator::State {
     uint64_t spill_mark = 0;
     uint64_t stamp = 0;         // collection that last listed this slot as a producer (dedupe)
     uint64_t retain_stamp = 0;  // collection that last listed it as a retained owner (dedupe)
-    uint32_t entries[kMaxTaskTensors] = {};
+    // Tensor-map entries it recorded (one per tracked argument and the predicate), for erasure.
+    uint32_t entries[kMaxTaskTensors + 1] = {};
     uint32_t entry_count = 0;
     uint32_t depth = 0;
     bool holds_scope_ref = false;
@@ -139,9 +141,8 @@ struct RingOrchestrator::State {
   std::vector<ScopeFrame> scopes;  // [0] is the implicit root scope, [d] the user scope at depth d
   std::vector<TaskId> producers;   // scratch: producer handles of the task being submitted
   std::vector<TaskId> retained;    // scratch: owners of the runtime outputs it reads
-  // Scratch: tensor-map descriptions of the task's read-and-written arguments.
-  std::array<TensorMap::Prepared, kMaxTaskTensors> prepared;
-  uint64_t collection = 0;  // stamp of the current producer collection
+  PreparedArgs prepared;           // scratch: tensor-map descriptions of the task's arguments
+  uint64_t collection = 0;         // stamp of the current producer collection
 
   // ---- errors -------------------------------------------------------------------------------
   void fail(StatusCode code, std::string message) { front.latch(code, std::move(message)); }
@@ -523,30 +524,24 @@ struct RingOrchestrator::State {
     }
 
     begin_collection();
-    uint32_t prepared_args = 0;  // bit i: prepared[i] was filled for argument i by this task
     for (int k = 0; k < args.dep_count(); ++k) {
       const TaskId handle = resolve_public(args.dep(k));
       if (handle != kNoTask) add_producer(handle);
     }
     if (!manual) {
-      if (args.has_predicate()) lookup_writers(args.predicate());
-      for (int i = 0; i < tensor_count; ++i) {
-        const ArgTag tag = tags[i];
-        if (tag == ArgTag::In) {
-          lookup_writers(*tensors[i]);
-        } else if (tag == ArgTag::InOut || tag == ArgTag::OutputExisting) {
-          // Read and written: described once for the lookup and the record_write below.
-          map.lookup(
-              *tensors[i], [&](TaskId writer) { add_producer(writer); }, &prepared[i]);
-          prepared_args |= 1u << i;
-        }
-      }
+      lookup_task_producers(map, args, refs, &prepared,
+                            [&](TaskId producer) { add_producer(producer); });
     }
     // `producers` are dependencies; `retained` the owners of the runtime outputs it reads.
     for (int i = 0; i < tensor_count; ++i) {
       if (tags[i] != ArgTag::Out) retain_owner(*tensors[i]);
     }
     if (args.has_predicate()) retain_owner(args.predicate());
+    if (producers.size() > set.deps.capacity()) {
+      // Many readers of a region it writes: those that completed already need no entry (the
+      // wiring below skips them too), so only the running ones count against the pool.
+      std::erase_if(producers, [&](TaskId h) { return slot_completed(handle_slot(h)); });
+    }
     const uint64_t wanted = producers.size();
     const uint64_t spill_wanted =
         retained.size() > common::kInlineProducers ? retained.size() - common::kInlineProducers : 0;
@@ -554,7 +549,9 @@ struct RingOrchestrator::State {
       const bool deps = wanted > set.deps.capacity();
       fail(StatusCode::CapacityExceeded,
            task_label(id, spec) +
-               (deps ? " has " + std::to_string(wanted) + " producers"
+               (deps ? " has " + std::to_string(wanted) +
+                           " producers still to complete (its after() tasks and the earlier "
+                           "writers and readers of its regions)"
                      : " reads the outputs of " + std::to_string(retained.size()) + " tasks") +
                " but the " + ring_name(deps ? RingKind::Deps : RingKind::Spill) + " of depth " +
                std::to_string(d) + " holds " +
@@ -684,13 +681,8 @@ struct RingOrchestrator::State {
     si.depth = static_cast<uint32_t>(depth());
     si.holds_scope_ref = holds_scope_ref;
     if (!manual) {
-      for (int i = 0; i < tensor_count; ++i) {
-        if (!arg_tag_writes(tags[i])) continue;
-        const uint32_t entry = (prepared_args >> i) & 1u
-                                   ? map.record_write(*tensors[i], handle, prepared[i])
-                                   : map.record_write(*tensors[i], handle);
-        if (entry != TensorMap::kNoEntry) si.entries[si.entry_count++] = entry;
-      }
+      record_task_accesses(map, handle, args, refs, prepared,
+                           [&](uint32_t entry) { si.entries[si.entry_count++] = entry; });
     } else {
       ++manual_tasks;
     }

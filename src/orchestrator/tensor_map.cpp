@@ -499,8 +499,10 @@ uint32_t TensorMap::new_entry() {
 }
 
 void TensorMap::free_entry(uint32_t e) noexcept {
+  live_reader_entries_ -= entries_[e].reads;
   entries_[e].buffer = kNil;
-  entries_[e].writer = kNoTask;
+  entries_[e].task = kNoTask;
+  entries_[e].reads = false;
   entries_[e].group_next = free_entries_;
   free_entries_ = e;
   --live_entries_;
@@ -521,27 +523,30 @@ uint32_t TensorMap::new_buffer(uint64_t pitch) {
   return b;
 }
 
-uint32_t TensorMap::group_for(const BufferIndex& index, uint32_t row_shift,
+uint32_t TensorMap::group_for(const BufferIndex& index, uint32_t kind, uint32_t row_shift,
                               uint32_t col_shift) const noexcept {
-  const Group& last = index.groups[index.last_group];
+  const uint32_t last_group = index.last_group[kind];
+  const Group& last = index.groups[last_group];
   if (last.count != 0 && last.row_shift == row_shift && last.col_shift == col_shift) {
-    return index.last_group;
+    return last_group;
   }
-  for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
-    const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
+  const uint32_t base = kind * kGroups;
+  const uint32_t in_use = (index.group_mask >> base) & kWriterGroupMask;  // this kind's groups
+  for (uint32_t mask = in_use; mask != 0; mask &= mask - 1) {
+    const auto g = base + static_cast<uint32_t>(__builtin_ctz(mask));
     if (index.groups[g].row_shift == row_shift && index.groups[g].col_shift == col_shift) return g;
   }
-  constexpr uint32_t kAll = (1u << kGroups) - 1;
-  if (index.group_mask != kAll) return static_cast<uint32_t>(__builtin_ctz(~index.group_mask));
+  if (in_use != kWriterGroupMask) return base + static_cast<uint32_t>(__builtin_ctz(~in_use));
   // Every group is in use with another size: the smallest cells that hold the entry, else the
   // largest cells (the entry then crosses cell borders, which the group's window allows for).
-  uint32_t best = kGroups;
-  uint32_t largest = 0;
-  for (uint32_t g = 0; g < kGroups; ++g) {
+  const uint32_t none = base + kGroups;
+  uint32_t best = none;
+  uint32_t largest = base;
+  for (uint32_t g = base; g < base + kGroups; ++g) {
     const Group& group = index.groups[g];
     const uint32_t area = group.row_shift + group.col_shift;
     if (group.row_shift >= row_shift && group.col_shift >= col_shift &&
-        (best == kGroups ||
+        (best == none ||
          area < uint32_t{index.groups[best].row_shift} + index.groups[best].col_shift)) {
       best = g;
     }
@@ -549,7 +554,7 @@ uint32_t TensorMap::group_for(const BufferIndex& index, uint32_t row_shift,
       largest = g;
     }
   }
-  return best != kGroups ? best : largest;
+  return best != none ? best : largest;
 }
 
 void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
@@ -561,11 +566,13 @@ void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
   // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
   const auto row_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63);
   const auto col_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63);
-  const Group& last = index.groups[index.last_group];  // group_for's first guess, inline
+  const uint32_t kind = entry.reads ? kReaderKind : kWriterKind;
+  const uint32_t last_group = index.last_group[kind];
+  const Group& last = index.groups[last_group];  // group_for's first guess, inline
   const uint32_t g = last.count != 0 && last.row_shift == row_shift && last.col_shift == col_shift
-                         ? index.last_group
-                         : group_for(index, row_shift, col_shift);
-  index.last_group = g;
+                         ? last_group
+                         : group_for(index, kind, row_shift, col_shift);
+  index.last_group[kind] = g;
   Group& group = index.groups[g];
   if (group.count == 0) {
     group = Group{};
@@ -581,7 +588,7 @@ void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
   group.crossing_rows += (rect.row_last >> group.row_shift) != cell_row;
   group.crossing_cols += ((rect.col_end - 1) >> group.col_shift) != cell_col;
   entry.group = static_cast<uint8_t>(g);
-  // Appended: a group lists its entries oldest first, so lookups that walk it report writers in
+  // Appended: a group lists its entries oldest first, so lookups that walk it report tasks in
   // submission order.
   entry.group_next = kNil;
   entry.group_prev = group.tail;
@@ -591,7 +598,7 @@ void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
     group.head = e;
   }
   group.tail = e;
-  const std::size_t cell = cell_slot(buffer * kGroups + g, cell_row, cell_col);
+  const std::size_t cell = cell_slot(buffer * kKindGroups + g, cell_row, cell_col);
   Entry& linked = entries_[e];  // `entry` stays valid: cell_slot does not touch entries_' storage
   const uint32_t head = cells_[cell].head;
   linked.cell = static_cast<uint32_t>(cell);
@@ -663,12 +670,12 @@ void TensorMap::repitch(uint32_t buffer, uint64_t pitch) {
   }
 }
 
-uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer) {
+uint32_t TensorMap::index_for_record(const Tensor& tensor) {
   uint32_t buffer = buffer_of(tensor.buffer.addr);
   if (buffer == kNil || (buffers_[buffer].pitch == 1 && tensor.ndim > 1)) {
-    // The buffer's first write picks its pitch; a 1-D start used as a matrix is re-indexed.
+    // The buffer's first record picks its pitch; a 1-D start used as a matrix is re-indexed.
     const TensorRegion region = TensorRegion::of(tensor);
-    if (region.empty()) return kNoEntry;
+    if (region.empty()) return buffer;
     if (buffer == kNil) {
       bool inserted = false;
       const std::size_t slot = insert_slot(tensor.buffer.addr, &inserted);
@@ -682,78 +689,73 @@ uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer) {
       if (pitch > 1) repitch(buffer, pitch);
     }
   }
+  return buffer;
+}
+
+uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer) {
+  const uint32_t buffer = index_for_record(tensor);
+  if (buffer == kNil) return kNoEntry;
   return record_at(tensor, writer, buffer, query_of(tensor, buffers_[buffer].pitch));
 }
 
+bool TensorMap::usable(const Prepared& prepared, const Tensor& tensor) const noexcept {
+  // Not stale, and not a 1-D indexed buffer that this record may re-pitch.
+  return prepared.epoch == layout_epoch_ && prepared.buffer != kNil &&
+         !(buffers_[prepared.buffer].pitch == 1 && tensor.ndim > 1);
+}
+
 uint32_t TensorMap::record_write(const Tensor& tensor, TaskId writer, const Prepared& prepared) {
-  // Stale, or a 1-D indexed buffer that this write may re-pitch: the general path.
-  if (prepared.epoch != layout_epoch_ || prepared.buffer == kNil ||
-      (buffers_[prepared.buffer].pitch == 1 && tensor.ndim > 1)) {
-    return record_write(tensor, writer);
-  }
+  if (!usable(prepared, tensor)) return record_write(tensor, writer);
   return record_at(tensor, writer, prepared.buffer, prepared.query,
                    prepared.met_none && prepared.recorded == recorded_);
 }
 
-uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buffer,
-                              const Query& query, bool none_met) {
-  if (query.empty) return kNoEntry;  // only for a buffer already known: it keeps its entries
+uint32_t TensorMap::record_read(const Tensor& tensor, TaskId reader) {
+  const uint32_t buffer = index_for_record(tensor);
+  if (buffer == kNil) return kNoEntry;
+  return record_read_at(tensor, reader, buffer, query_of(tensor, buffers_[buffer].pitch));
+}
+
+uint32_t TensorMap::record_read(const Tensor& tensor, TaskId reader, const Prepared& prepared) {
+  if (!usable(prepared, tensor)) return record_read(tensor, reader);
+  return record_read_at(tensor, reader, prepared.buffer, prepared.query);
+}
+
+uint32_t TensorMap::record_read_at(const Tensor& tensor, TaskId reader, uint32_t buffer,
+                                   const Query& query) {
+  if (query.empty) return kNoEntry;
   ++recorded_;
+  note_operation(0);  // nothing to search: readers drop nothing
+  return add_entry(tensor, reader, buffer, query, true);
+}
+
+uint32_t TensorMap::add_entry(const Tensor& tensor, TaskId task, uint32_t buffer,
+                              const Query& query, bool reads) {
+  const uint32_t fresh = new_entry();
+  live_reader_entries_ += reads;
+  ++buffers_[buffer].entries;
   if (!query.bounded) {
-    // Overlaps everything and covers nothing provably: kept aside, reported by every lookup.
-    const uint32_t fresh = new_entry();
+    // Overlaps everything and covers nothing provably: kept aside, reported by every lookup of
+    // its kind.
     regions_[fresh] = TensorRegion::of(tensor);
     Entry& entry = entries_[fresh];
-    BufferIndex& index = buffers_[buffer];
+    uint32_t& head = buffers_[buffer].unbounded_head[reads ? kReaderKind : kWriterKind];
     entry.lo = entry.hi = 0;
     entry.bounded = false;
     entry.exact = false;
-    entry.writer = writer;
+    entry.reads = reads;
+    entry.task = task;
     entry.buffer = buffer;
     entry.group_prev = kNil;
-    entry.group_next = index.unbounded_head;
-    if (index.unbounded_head != kNil) entries_[index.unbounded_head].group_prev = fresh;
-    index.unbounded_head = fresh;
-    ++index.entries;
-    note_operation(0);
+    entry.group_next = head;
+    if (head != kNil) entries_[head].group_prev = fresh;
+    head = fresh;
     return fresh;
   }
-  const uint64_t eb = element_size(tensor.dtype);
-  // An entry for the identical view is kept and takes the new writer: same place in the index,
-  // no unlink and relink. Other entries inside the extent are dropped when region_covers proves
-  // it (it accepts anything inside a dense region's extent); the full region is built only then.
-  uint32_t same = kNil;
-  if (none_met) {
-    note_operation(0);
-  } else {
-    std::optional<TensorRegion> whole;  // the tensor's region, built on first need
-    const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
-      const Entry& old = entries_[e];
-      if (old.lo < query.lo || old.hi > query.hi) return;
-      const bool identical =
-          old.lo == query.lo && old.hi == query.hi && same_view(tensor, eb, regions_[e]);
-      if (identical && same == kNil) {
-        same = e;
-        return;
-      }
-      if (!identical && !whole) whole.emplace(TensorRegion::of(tensor));
-      if (identical || region_covers(*whole, regions_[e])) {
-        unindex_entry(e);
-        --buffers_[buffer].entries;
-        free_entry(e);
-      }
-    });
-    note_operation(examined);
-  }
-  if (same != kNil) {
-    entries_[same].writer = writer;
-    return same;
-  }
-  const uint32_t fresh = new_entry();
   TensorRegion& region = regions_[fresh];
   region.start_offset = tensor.start_offset;
   region.ndim = tensor.ndim;  // at most kMaxTensorDims: the view is bounded
-  region.element_bytes = static_cast<uint32_t>(eb);
+  region.element_bytes = static_cast<uint32_t>(element_size(tensor.dtype));
   region.shape = tensor.shape;
   region.strides = tensor.strides;
   region.lo = query.lo;
@@ -765,19 +767,63 @@ uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buff
   entry.rect = query.rect;
   entry.bounded = true;
   entry.exact = query.exact;
-  entry.writer = writer;
+  entry.reads = reads;
+  entry.task = task;
   entry.buffer = buffer;
-  ++buffers_[buffer].entries;
   index_entry(fresh, buffer);
   return fresh;
 }
 
-bool TensorMap::erase_entry(uint32_t entry, TaskId writer) noexcept {
+uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buffer,
+                              const Query& query, bool none_met) {
+  if (query.empty) return kNoEntry;  // only for a buffer already known: it keeps its entries
+  ++recorded_;
+  if (!query.bounded) {
+    note_operation(0);
+    return add_entry(tensor, writer, buffer, query, false);
+  }
+  const uint64_t eb = element_size(tensor.dtype);
+  // A writer entry for the identical view is kept and takes the new writer: same place in the
+  // index, no unlink and relink. Other entries (of both kinds) inside the extent are dropped when
+  // region_covers proves it (it accepts anything inside a dense region's extent); the full region
+  // is built only then.
+  uint32_t same = kNil;
+  if (none_met) {
+    note_operation(0);
+  } else {
+    std::optional<TensorRegion> whole;  // the tensor's region, built on first need
+    const uint64_t examined =
+        for_each_candidate(buffer, query, buffers_[buffer].group_mask, [&](uint32_t e) {
+          const Entry& old = entries_[e];
+          if (old.lo < query.lo || old.hi > query.hi) return;
+          const bool identical =
+              old.lo == query.lo && old.hi == query.hi && same_view(tensor, eb, regions_[e]);
+          if (identical && same == kNil && !old.reads) {
+            same = e;
+            return;
+          }
+          if (!identical && !whole) whole.emplace(TensorRegion::of(tensor));
+          if (identical || region_covers(*whole, regions_[e])) {
+            unindex_entry(e);
+            --buffers_[buffer].entries;
+            free_entry(e);
+          }
+        });
+    note_operation(examined);
+  }
+  if (same != kNil) {
+    entries_[same].task = writer;
+    return same;
+  }
+  return add_entry(tensor, writer, buffer, query, false);
+}
+
+bool TensorMap::erase_entry(uint32_t entry, TaskId task) noexcept {
   // A free entry has buffer == kNil (free_entry clears it), so a stale id never matches a
-  // freed entry even when the writer value repeats.
+  // freed entry even when the task value repeats.
   if (entry >= entries_.size()) return false;
   Entry& e = entries_[entry];
-  if (e.buffer == kNil || e.writer != writer) return false;
+  if (e.buffer == kNil || e.task != task) return false;
   const uint32_t buffer = e.buffer;
   BufferIndex& index = buffers_[buffer];
   if (e.bounded) {
@@ -786,7 +832,7 @@ bool TensorMap::erase_entry(uint32_t entry, TaskId writer) noexcept {
     if (e.group_prev != kNil) {
       entries_[e.group_prev].group_next = e.group_next;
     } else {
-      index.unbounded_head = e.group_next;
+      index.unbounded_head[e.reads ? kReaderKind : kWriterKind] = e.group_next;
     }
     if (e.group_next != kNil) entries_[e.group_next].group_prev = e.group_prev;
   }
@@ -820,10 +866,12 @@ void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {
       e = next;
     }
   }
-  for (uint32_t e = index.unbounded_head; e != kNil;) {
-    const uint32_t next = entries_[e].group_next;
-    free_entry(e);
-    e = next;
+  for (const uint32_t head : index.unbounded_head) {
+    for (uint32_t e = head; e != kNil;) {
+      const uint32_t next = entries_[e].group_next;
+      free_entry(e);
+      e = next;
+    }
   }
   buffers_[buffer] = BufferIndex{};
   free_buffers_.push_back(buffer);  // capacity reserved by new_buffer: cannot throw
@@ -839,6 +887,7 @@ void TensorMap::clear() noexcept {
   free_buffers_.clear();
   free_entries_ = kNil;
   live_entries_ = 0;
+  live_reader_entries_ = 0;
   live_buffers_ = 0;
   live_cells_ = 0;
   cache_valid_ = false;

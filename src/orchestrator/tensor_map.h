@@ -1,32 +1,38 @@
 // TensorMap: derives task dependencies from the tensor regions tasks write and read.
 //
-// The map is keyed by buffer address (Tensor::buffer.addr). Each buffer holds region entries,
-// one per write still relevant: the writer task and the view geometry (start offset, shape,
-// strides, element size) with its byte extent. `lookup` reports every recorded writer whose
-// region may overlap a tensor; `record_write` makes a task the writer of a region, dropping
-// entries the new region fully covers, so a chain of INOUT tasks on one tensor keeps one entry
-// per buffer; rewriting the identical view keeps that entry (same id) and gives it the new writer.
+// The map is keyed by buffer address (Tensor::buffer.addr). Each buffer holds region entries of
+// two kinds, writer entries and reader entries: the task and the view geometry (start offset,
+// shape, strides, element size) with its byte extent. `lookup` reports the writers whose region
+// may overlap a tensor (what a reading task waits for); `lookup_write` reports the writers and
+// the readers (what a writing task waits for). `record_write` makes a task the writer of a
+// region, dropping the entries of both kinds the new region fully covers: every later task that
+// overlaps a dropped entry overlaps the new write too, so it waits for the new writer, which
+// waited for the dropped entry's task. A chain of INOUT tasks on one tensor thus keeps one entry
+// per buffer, and a write covering a tile drops all the tile's readers; rewriting the identical
+// view keeps that writer entry (same id) and gives it the new writer. `record_read` adds a reader
+// entry and drops nothing: readers are concurrent, so a reader orders no one and every reader of
+// a region stays until a write covers it (or, in the ring variant, its task retires).
 //
-// Index: a buffer is seen as rows of a pitch (the outer byte stride of its first 2-D write, e.g.
+// Index: a buffer is seen as rows of a pitch (the outer byte stride of its first 2-D record, e.g.
 // a matrix row; 1 byte for 1-D use) and each entry as a rectangle of rows x byte columns that
-// holds all its bytes. A buffer's entries are grouped by size (the height and width of their
-// rectangles rounded up to powers of two); each group is a hash grid whose cells have that size,
-// and an entry sits in the list of the cell holding its rectangle's origin. An operation visits,
-// per group, the cells whose entries can reach the query's rectangle (just the cells the query
-// covers while no entry of the group crosses a cell border), or the group's whole list when that
-// is shorter: the cost follows the number of nearby entries, not the buffer's entry count. Tiles
-// of one matrix cost one cell and O(1) candidates each, however many tiles there are. A region
-// whose bytes are exactly its rectangle (tiles, rows, 1-D runs) is marked, so two such regions
-// overlap exactly when their rectangles meet, without the index search below.
+// holds all its bytes. A buffer's entries are grouped by kind and size (the height and width of
+// their rectangles rounded up to powers of two); each group is a hash grid whose cells have that
+// size, and an entry sits in the list of the cell holding its rectangle's origin. An operation
+// visits, per group of the kinds it wants, the cells whose entries can reach the query's rectangle
+// (just the cells the query covers while no entry of the group crosses a cell border), or the
+// group's whole list when that is shorter: the cost follows the number of nearby entries, not the
+// buffer's entry count, and a reading task's lookup never visits reader entries. Tiles of one
+// matrix cost one cell and O(1) candidates each, however many tiles there are. A region whose
+// bytes are exactly its rectangle (tiles, rows, 1-D runs) is marked, so two such regions overlap
+// exactly when their rectangles meet, without the index search below.
 //
 // Hazards tracked (by the orchestrator using this map):
-//   - read-after-write: In / InOut depend on the overlapping writers;
-//   - write-after-write: InOut / OutputExisting depend on the overlapping earlier writers.
+//   - read-after-write: In arguments and predicate flags depend on the overlapping writers;
+//   - write-after-write and write-after-read: InOut / OutputExisting depend on the overlapping
+//     earlier writers and readers (In arguments, predicate flags; an InOut's own read is covered
+//     by its writer entry). Out arguments name fresh memory and look nothing up.
 // Not tracked:
-//   - write-after-read: the map keeps writers only. Recording every reader would make each
-//     writer depend on an unbounded reader list and the lists could never be pruned by a later
-//     read; a task that overwrites a region other tasks still read must name those readers with
-//     TaskArgs::after.
+//   - arguments the orchestrator does not record (NoDep, tasks of manual scopes);
 //   - aliasing across different buffer addresses: two DeviceBuffers that overlap in memory but
 //     start at different addresses are independent keys; views of one buffer (view, slice,
 //     transpose, ...) keep its address and are tracked.
@@ -99,54 +105,77 @@ class TensorMap {
 
   class Prepared;
 
-  // Calls `on_writer(TaskId)` for every recorded writer whose region may overlap `tensor`.
-  // A writer may be reported more than once (callers deduplicate edges).
-  template <class OnWriter>
-  void lookup(const Tensor& tensor, OnWriter&& on_writer) const {
-    lookup_impl<false>(tensor, on_writer, nullptr);
+  // Calls `on_task(TaskId)` for every recorded writer whose region may overlap `tensor`: what a
+  // task reading `tensor` depends on. A task may be reported more than once (callers deduplicate
+  // edges).
+  template <class OnTask>
+  void lookup(const Tensor& tensor, OnTask&& on_task) const {
+    lookup_impl<false, false>(tensor, on_task, nullptr);
   }
   // The same, also describing `tensor` into `prepared` (overwriting what it held) for a
-  // record_write of the same tensor that follows (an InOut or OutputExisting argument), so the
-  // tensor is described once for both.
-  template <class OnWriter>
-  void lookup(const Tensor& tensor, OnWriter&& on_writer, Prepared* prepared) const {
-    lookup_impl<true>(tensor, on_writer, prepared);
+  // record_read of the same tensor that follows, so the tensor is described once for both.
+  template <class OnTask>
+  void lookup(const Tensor& tensor, OnTask&& on_task, Prepared* prepared) const {
+    lookup_impl<true, false>(tensor, on_task, prepared);
+  }
+  // Calls `on_task(TaskId)` for every recorded writer and reader whose region may overlap
+  // `tensor`: what a task writing `tensor` (InOut, OutputExisting) depends on.
+  template <class OnTask>
+  void lookup_write(const Tensor& tensor, OnTask&& on_task) const {
+    lookup_impl<false, true>(tensor, on_task, nullptr);
+  }
+  // The same, also describing `tensor` into `prepared` for the record_write that follows.
+  template <class OnTask>
+  void lookup_write(const Tensor& tensor, OnTask&& on_task, Prepared* prepared) const {
+    lookup_impl<true, true>(tensor, on_task, prepared);
   }
 
-  // Marks "no entry" (record_write of an empty region).
+  // Marks "no entry" (a record of an empty region).
   static constexpr uint32_t kNoEntry = UINT32_MAX;
 
-  // Makes `writer` the last writer of `tensor`'s region; drops entries the region covers. Returns
-  // the id of the entry now naming `writer` (kNoEntry for an empty region), for erase_entry; an
-  // entry of the identical view is reused, so its earlier writer's erase_entry becomes a no-op.
+  // Makes `writer` the last writer of `tensor`'s region; drops the writer and reader entries the
+  // region covers. Returns the id of the entry now naming `writer` (kNoEntry for an empty
+  // region), for erase_entry; a writer entry of the identical view is reused, so its earlier
+  // writer's erase_entry becomes a no-op.
   uint32_t record_write(const Tensor& tensor, TaskId writer);
-  // record_write(tensor, writer) for the tensor `prepared` was filled for by lookup. A Prepared
+  // record_write(tensor, writer) for the tensor `prepared` was filled for by a lookup. A Prepared
   // goes stale when a buffer index is created, released or re-indexed after it was filled; a
   // stale one is detected and the tensor described anew, so any Prepared of that tensor is safe.
   uint32_t record_write(const Tensor& tensor, TaskId writer, const Prepared& prepared);
-  // Drops entry `entry` if it still names `writer` (it may have been covered by a later write and
-  // reused for another writer since); a buffer left without entries is forgotten. Lets a ring
-  // orchestrator clean the entries of a retired task without walking the map. Returns whether
-  // an entry was dropped. Does not allocate.
-  bool erase_entry(uint32_t entry, TaskId writer) noexcept;
+  // Adds a reader entry naming `reader` for `tensor`'s region (nothing is dropped: readers do not
+  // order each other). Returns its id (kNoEntry for an empty region), for erase_entry.
+  uint32_t record_read(const Tensor& tensor, TaskId reader);
+  // record_read(tensor, reader) for the tensor `prepared` was filled for by a lookup.
+  uint32_t record_read(const Tensor& tensor, TaskId reader, const Prepared& prepared);
+  // Drops entry `entry` (of either kind) if it still names `task` (it may have been covered by a
+  // later write and reused for another task since); a buffer left without entries is forgotten.
+  // Lets a ring orchestrator clean the entries of a retired task without walking the map. Returns
+  // whether an entry was dropped. Does not allocate.
+  bool erase_entry(uint32_t entry, TaskId task) noexcept;
   // Drops every entry of the buffer starting at `buffer_addr` (its memory was released).
   void erase_buffer(uint64_t buffer_addr) noexcept;
   void clear() noexcept;
 
-  std::size_t entry_count() const noexcept { return live_entries_; }
+  std::size_t entry_count() const noexcept { return live_entries_; }  // both kinds
+  std::size_t reader_entry_count() const noexcept { return live_reader_entries_; }
   // Bytes of storage the map holds (capacities of its tables), kept across clear().
   uint64_t retained_bytes() const noexcept;
   std::size_t buffer_count() const noexcept { return live_buffers_; }
-  // Entries recorded for one buffer (tests and diagnostics).
+  // Entries of both kinds recorded for one buffer (tests and diagnostics).
   std::size_t entries_of(uint64_t buffer_addr) const noexcept;
   const TensorMapStats& stats() const noexcept { return stats_; }
   void reset_stats() noexcept { stats_ = TensorMapStats{}; }
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  // Size groups per buffer. Uniform tiles need one; when a buffer has more distinct sizes, the
-  // extra entries join the group whose cells fit them best (correct for any size, see Group).
+  // Size groups per buffer and entry kind. Uniform tiles need one; when a buffer has more distinct
+  // sizes, the extra entries join the group whose cells fit them best (correct for any size, see
+  // Group). Writer entries use groups [0, kGroups), reader entries [kGroups, 2 * kGroups).
   static constexpr uint32_t kGroups = 8;
+  static constexpr uint32_t kKindGroups = 2 * kGroups;
+  static constexpr uint32_t kWriterGroupMask = (1u << kGroups) - 1;
+  static constexpr uint32_t kWriterKind = 0;
+  static constexpr uint32_t kReaderKind = 1;
 
   // Where a region's bytes can lie when the buffer is seen as rows of `pitch` bytes: rows
   // [row0, row_last] and, within every row, byte columns [col0, col_end) (the whole row when
@@ -179,9 +208,9 @@ class TensorMap {
     uint64_t epoch = 0;     // layout_epoch_ when filled; 0: never filled (the epoch starts at 1)
     uint64_t recorded = 0;  // recorded_ when filled
     uint32_t buffer = kNil;
-    // The lookup met no bounded entry of the tensor's region. While no record_write happened
-    // since (recorded == recorded_; entries only appear through record_write), the write has no
-    // entry to drop or reuse, so it skips that search.
+    // A lookup_write met no bounded entry (of either kind) of the tensor's region. While nothing
+    // was recorded since (recorded == recorded_; entries only appear through records), the write
+    // has no entry to drop or reuse, so it skips that search. A read lookup leaves it false.
     bool met_none = false;
     Query query;
   };
@@ -195,7 +224,7 @@ class TensorMap {
     uint64_t lo = 0;
     uint64_t hi = 0;
     Rect rect;
-    TaskId writer = kNoTask;
+    TaskId task = kNoTask;  // the writer or the reader
     uint32_t buffer = kNil;
     uint32_t cell_next = kNil;  // the list of the entry's cell
     uint32_t cell_prev = kNil;
@@ -207,6 +236,7 @@ class TensorMap {
     uint8_t group = 0;
     bool bounded = true;
     bool exact = false;
+    bool reads = false;  // a reader entry
   };
   // One size group of a buffer: a hash grid of cells of 2^row_shift rows x 2^col_shift columns
   // (an entry sits in the cell of its rectangle's origin) plus a list of all its entries.
@@ -226,11 +256,11 @@ class TensorMap {
   struct BufferIndex {
     uint64_t addr = 0;  // the key (buffer address), for erase_entry
     uint64_t pitch = 1;
-    uint32_t entries = 0;
-    uint32_t unbounded_head = kNil;
-    uint32_t group_mask = 0;  // groups with entries
-    uint32_t last_group = 0;  // the group the last entry joined (tried first)
-    std::array<Group, kGroups> groups{};
+    uint32_t entries = 0;                                // both kinds
+    std::array<uint32_t, 2> unbounded_head{kNil, kNil};  // per kind
+    uint32_t group_mask = 0;                             // groups with entries
+    std::array<uint32_t, 2> last_group{0, kGroups};  // per kind: the group the last entry joined
+    std::array<Group, kKindGroups> groups{};
   };
   // Open addressing with linear probing; buffer == kNil marks a free slot.
   struct Slot {
@@ -268,15 +298,15 @@ class TensorMap {
     return a.row0 <= b.row_last && b.row0 <= a.row_last && a.col0 < b.col_end && b.col0 < a.col_end;
   }
 
-  // Calls fn(entry) for each bounded entry of `buffer` whose rectangle and byte extent meet the
-  // query's (every bounded entry when the query is unbounded); returns the entries examined. fn
-  // may remove the entry it is given.
+  // Calls fn(entry) for each bounded entry of `buffer`'s groups in `groups` (a mask) whose
+  // rectangle and byte extent meet the query's (every bounded entry when the query is unbounded);
+  // returns the entries examined. fn may remove the entry it is given.
   template <class Fn>
-  uint64_t for_each_candidate(uint32_t buffer, const Query& query, Fn&& fn) const {
+  uint64_t for_each_candidate(uint32_t buffer, const Query& query, uint32_t groups, Fn&& fn) const {
     uint64_t examined = 0;
     const BufferIndex& index = buffers_[buffer];
     const Rect& q = query.rect;
-    for (uint32_t mask = index.group_mask; mask != 0; mask &= mask - 1) {
+    for (uint32_t mask = groups; mask != 0; mask &= mask - 1) {
       const auto g = static_cast<uint32_t>(__builtin_ctz(mask));
       const Group& group = index.groups[g];
       if (!query.bounded) {
@@ -319,7 +349,7 @@ class TensorMap {
         }
         continue;
       }
-      const uint32_t key = buffer * kGroups + g;
+      const uint32_t key = buffer * kKindGroups + g;
       for (uint64_t r = r0;; ++r) {
         for (uint64_t c = c0;; ++c) {
           for (uint32_t e = cell_head(key, r, c); e != kNil;) {
@@ -337,9 +367,10 @@ class TensorMap {
     return examined;
   }
 
-  // kPrepare: `prepared` is filled (not null); a compile-time flag keeps plain lookups lean.
-  template <bool kPrepare, class OnWriter>
-  void lookup_impl(const Tensor& tensor, OnWriter& on_writer, Prepared* prepared) const {
+  // kPrepare: `prepared` is filled (not null); kWrite: readers are reported too. Compile-time
+  // flags keep plain lookups lean.
+  template <bool kPrepare, bool kWrite, class OnTask>
+  void lookup_impl(const Tensor& tensor, OnTask& on_task, Prepared* prepared) const {
     const uint32_t buffer = buffer_of(tensor.buffer.addr);
     if (buffer == kNil) {
       // Overwritten in every case: a Prepared reused across tensors never keeps another's query.
@@ -351,20 +382,27 @@ class TensorMap {
     if constexpr (kPrepare) {
       prepared->epoch = layout_epoch_;
       prepared->buffer = buffer;
-      prepared->query = query;  // met_none is left alone: record_at ignores it when empty
+      prepared->query = query;  // met_none is set below: record_at ignores it when empty
+      if constexpr (!kWrite) prepared->met_none = false;
     }
     if (query.empty) return;
-    for (uint32_t e = index.unbounded_head; e != kNil; e = entries_[e].group_next) {
-      on_writer(entries_[e].writer);
+    for (uint32_t e = index.unbounded_head[kWriterKind]; e != kNil; e = entries_[e].group_next) {
+      on_task(entries_[e].task);
+    }
+    if constexpr (kWrite) {
+      for (uint32_t e = index.unbounded_head[kReaderKind]; e != kNil; e = entries_[e].group_next) {
+        on_task(entries_[e].task);
+      }
     }
     [[maybe_unused]] bool met = false;
-    const uint64_t examined = for_each_candidate(buffer, query, [&](uint32_t e) {
+    const uint32_t groups = kWrite ? index.group_mask : index.group_mask & kWriterGroupMask;
+    const uint64_t examined = for_each_candidate(buffer, query, groups, [&](uint32_t e) {
       const Entry& entry = entries_[e];
-      if constexpr (kPrepare) met = true;
+      if constexpr (kPrepare && kWrite) met = true;
       // Two exact regions whose rectangles meet overlap; other pairs take the full search.
-      if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_writer(entry.writer);
+      if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_task(entry.task);
     });
-    if constexpr (kPrepare) {
+    if constexpr (kPrepare && kWrite) {
       prepared->recorded = recorded_;
       prepared->met_none = !met;
     }
@@ -375,6 +413,17 @@ class TensorMap {
   // rectangle and extent (known from a Prepared), so there is nothing to drop or reuse.
   uint32_t record_at(const Tensor& tensor, TaskId writer, uint32_t buffer, const Query& query,
                      bool none_met = false);
+  // record_read once the buffer index exists as for record_at.
+  uint32_t record_read_at(const Tensor& tensor, TaskId reader, uint32_t buffer, const Query& query);
+  // Whether `prepared` still describes `tensor` for a record (else the record describes it anew).
+  bool usable(const Prepared& prepared, const Tensor& tensor) const noexcept;
+  // The buffer index a record of `tensor` goes to, created (the first record picks the pitch) or
+  // re-indexed (a 1-D indexed buffer recorded as a matrix) as needed; kNil for an empty region
+  // of a buffer without index.
+  uint32_t index_for_record(const Tensor& tensor);
+  // Appends a fresh entry of `tensor` (described by `query`) naming `task` to `buffer`'s index.
+  uint32_t add_entry(const Tensor& tensor, TaskId task, uint32_t buffer, const Query& query,
+                     bool reads);
 
   void note_operation(uint64_t examined) const noexcept {
     ++stats_.operations;
@@ -407,7 +456,7 @@ class TensorMap {
   uint32_t new_entry();
   void free_entry(uint32_t e) noexcept;
   uint32_t new_buffer(uint64_t pitch);
-  uint32_t group_for(const BufferIndex& index, uint32_t row_shift,
+  uint32_t group_for(const BufferIndex& index, uint32_t kind, uint32_t row_shift,
                      uint32_t col_shift) const noexcept;
   void index_entry(uint32_t e, uint32_t buffer);
   void unindex_entry(uint32_t e) noexcept;
@@ -425,6 +474,7 @@ class TensorMap {
   std::vector<uint32_t> scratch_;  // repitch
   uint32_t free_entries_ = kNil;
   std::size_t live_entries_ = 0;
+  std::size_t live_reader_entries_ = 0;
   std::size_t live_buffers_ = 0;
   std::size_t live_cells_ = 0;
   // buffer_of's last answer; invalidated whenever a buffer index is created or released.
@@ -433,7 +483,7 @@ class TensorMap {
   mutable bool cache_valid_ = false;
   // Bumped whenever a buffer index is created, released or re-pitched (Prepared's validity).
   uint64_t layout_epoch_ = 1;
-  // Counts record_at calls (Prepared::met_none's validity).
+  // Counts record_at and record_read_at calls (Prepared::met_none's validity).
   uint64_t recorded_ = 0;
   mutable TensorMapStats stats_;
 };

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chiprt/call_config.h"
@@ -462,6 +464,72 @@ void latched(Orchestration& o, const TaskArgs& run) {
   throw std::runtime_error("a consequence");
 }
 
+// ---- issue 13: write-after-read ------------------------------------------------------------
+// A writer waits for the earlier readers of what it overwrites. Each case delays a reader (a slow
+// copy kernel) so that a writer not ordered after it overwrites the data before it is read: the
+// result then differs (threaded runs; a serial run executes in submission order either way).
+
+constexpr int32_t kSlowCopy = 20;   // AIV: in a, out b, scalar n: sleeps, then b[0..n) = a[0..n)
+constexpr int32_t kClearFlag = 21;  // AIV: output_existing f (i32): f[0] = 0
+
+void slow_copy_kernel(int64_t* args) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const float* a = kernel::tensor_arg<const float>(args, 0);
+  float* b = kernel::tensor_arg<float>(args, 1);
+  const auto n = kernel::scalar_arg<uint64_t>(args, 2);
+  for (uint64_t i = 0; i < n; ++i) b[i] = a[i];
+}
+void clear_flag_kernel(int64_t* args) {
+  kernel::tensor_arg<int32_t>(args, 0)[0] = 0;
+}
+
+// A slow reader of y, then an inout of y: the reader must see y before the increment.
+// y = x; tmp = y (slow); y += 1; y = tmp + 10.
+void war_slow_reader_then_inout(Orchestration& o, const TaskArgs& run) {
+  TaskArgs copy = add_args(x_of(run), y_of(run), 0.0f);
+  o.submit(kAdd, CoreType::AIV, copy);
+  TaskArgs read;
+  read.in(y_of(run)).out({kN}, DataType::F32).scalar(kN);
+  o.submit(kSlowCopy, CoreType::AIV, read);
+  TaskArgs inc;
+  inc.inout(y_of(run));
+  o.submit(kIncrement, CoreType::AIV, inc);
+  TaskArgs last = add_args(read.output(0), y_of(run), 10.0f);
+  o.submit(kAdd, CoreType::AIV, last);
+}
+// Slow readers of each half of y, then an output_existing of the whole of y: it waits for both.
+// y = x; lo, hi = halves of y (slow); y = x + 100; y halves = lo, hi.
+void war_subview_readers_then_whole_writer(Orchestration& o, const TaskArgs& run) {
+  TaskArgs copy = add_args(x_of(run), y_of(run), 0.0f);
+  o.submit(kAdd, CoreType::AIV, copy);
+  const Tensor halves[2] = {y_of(run).view({kN / 2}, {0}), y_of(run).view({kN / 2}, {kN / 2})};
+  TaskArgs reads[2];
+  for (int h = 0; h < 2; ++h) {
+    reads[h].in(halves[h]).out({kN / 2}, DataType::F32).scalar(kN / 2);
+    o.submit(kSlowCopy, CoreType::AIV, reads[h]);
+  }
+  TaskArgs overwrite = add_args(x_of(run), y_of(run), 100.0f);
+  o.submit(kAdd, CoreType::AIV, overwrite);
+  for (int h = 0; h < 2; ++h) {
+    TaskArgs back;
+    back.in(reads[h].output(0)).output_existing(halves[h]).scalar(kN / 2);
+    o.submit(kSlowCopy, CoreType::AIV, back);
+  }
+}
+// A predicate flag read, then overwritten: the predicated task (held back by a slow producer of
+// y) must see the flag before the clearing task runs. y = x (slow); y += 1 when flag 1; flag 1 = 0.
+void war_predicate_flag_overwritten(Orchestration& o, const TaskArgs& run) {
+  TaskArgs copy;
+  copy.in(x_of(run)).output_existing(y_of(run)).scalar(kN);
+  o.submit(kSlowCopy, CoreType::AIV, copy);
+  TaskArgs inc;
+  inc.inout(y_of(run)).when(flag_of(run, 1));
+  o.submit(kIncrement, CoreType::AIV, inc);
+  TaskArgs clear;
+  clear.output_existing(flag_of(run, 1));
+  o.submit(kClearFlag, CoreType::AIV, clear);
+}
+
 // The message of throws_long_error as both variants report it: an error's message is cut at
 // 1023 bytes (orchestration.h), the bound of the chip's result detail.
 const std::string kLongText = ("long: " + std::string(3000, 'x')).substr(0, 1023);
@@ -681,6 +749,14 @@ const Case kCases[] = {
                 "(CallConfig::kMaxUserDataBytes); pass larger inputs in a device tensor (a run "
                 "argument), and for replay_graph name their version in replay_key",
      .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes + 1); }},
+
+    // ---- issue 13: write-after-read
+    {"WarSlowReaderThenInout", &war_slow_reader_then_inout,
+     [] { return y_where([](uint64_t i) { return i + 10.0f; }); }},
+    {"WarSubviewReadersThenWholeWriter", &war_subview_readers_then_whole_writer,
+     [] { return y_where([](uint64_t i) { return float(i); }); }},
+    {"WarPredicateFlagOverwritten", &war_predicate_flag_overwritten,
+     [] { return y_where([](uint64_t i) { return i + 1.0f; }); }},
 };
 
 std::vector<uint8_t> conformance_callable() {
@@ -699,6 +775,8 @@ std::vector<uint8_t> conformance_callable() {
       .kernel_function(kSigned, CoreType::AIV, &add_kernel,
                        ArgSignature::of({ArgTag::In, ArgTag::Out}, 1))
       .kernel_function(kIncrement, CoreType::AIV, &increment_kernel, ArgSignature{})
+      .kernel_function(kSlowCopy, CoreType::AIV, &slow_copy_kernel, ArgSignature{})
+      .kernel_function(kClearFlag, CoreType::AIV, &clear_flag_kernel, ArgSignature{})
       .build();
 }
 

@@ -172,7 +172,7 @@ void for_each_element(const ViewDesc& v, Fn&& fn) {
 }
 
 // Per element of a writable buffer: the tasks that read it since it was last written (the
-// write-after-read hazards the runtime leaves to us), and the last task that wrote it.
+// write-after-read hazards a writer of it must wait for), and the last task that wrote it.
 struct BufferTracker {
   std::vector<std::vector<int32_t>> readers;
   std::vector<int32_t> last_writer;
@@ -300,8 +300,9 @@ class PlanGenerator {
     }
 
     // Write-after-read: every task that read an element this task writes, since that element's
-    // last write, must finish first. Later writers are ordered after this one through the
-    // runtime's write-after-write edge, so the readers are forgotten once this task writes.
+    // last write, must finish first. The runtime derives that from the regions (no after()); the
+    // plan only notes the hazard. Later writers are ordered after this one through the
+    // write-after-write edge, so the readers are forgotten once this task writes.
     std::vector<int32_t> readers;
     for (int a = 0; a < step.arg_count; ++a) {
       const PlanArg& arg = step.args[a];
@@ -311,25 +312,30 @@ class PlanGenerator {
         readers.insert(readers.end(), tracker.readers[e].begin(), tracker.readers[e].end());
       });
     }
-    std::sort(readers.begin(), readers.end());
-    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
-    // More readers than TaskArgs can name: join them through dependency-only tasks.
-    while (readers.size() > static_cast<size_t>(kMaxExplicitDeps)) {
-      std::vector<int32_t> joins;
-      for (size_t i = 0; i < readers.size(); i += kMaxExplicitDeps) {
-        PlanStep join;
-        join.kind = StepKind::Dummy;
-        for (size_t k = i; k < std::min(readers.size(), i + kMaxExplicitDeps); ++k)
-          join.deps[join.dep_count++] = readers[k];
-        join.task_index = next_task_++;
-        plan_.explicit_dep_count += join.dep_count;
-        joins.push_back(join.task_index);
-        plan_.steps.push_back(join);
-      }
-      readers = std::move(joins);
+    if (!readers.empty()) {
+      step.war_reader = *std::max_element(readers.begin(), readers.end());
+      ++plan_.war_hazard_count;
     }
-    for (int32_t r : readers) step.deps[step.dep_count++] = r;
-    plan_.explicit_dep_count += step.dep_count;
+    // Explicit dependencies for what they are still for (ordering beyond regions): now and then
+    // a few random earlier tasks, sometimes joined through a dependency-only task first.
+    if (next_task_ > 0 && chance(rng_, 5)) {
+      const int count = static_cast<int>(uniform(rng_, 1, kMaxExplicitDeps));
+      PlanStep join;
+      const bool joined = chance(rng_, 30);
+      PlanStep& target = joined ? join : step;
+      for (int k = 0; k < count; ++k) {
+        target.deps[target.dep_count++] =
+            static_cast<int32_t>(uniform(rng_, 0, static_cast<uint64_t>(next_task_) - 1));
+      }
+      plan_.explicit_dep_count += target.dep_count;
+      if (joined) {
+        join.kind = StepKind::Dummy;
+        join.task_index = next_task_++;
+        plan_.steps.push_back(join);
+        step.deps[step.dep_count++] = join.task_index;
+        ++plan_.explicit_dep_count;
+      }
+    }
 
     const int32_t task = next_task_++;
     step.task_index = task;

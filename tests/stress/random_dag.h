@@ -2,8 +2,9 @@
 //
 // generate_plan(seed) draws a task list over a few 2-D float device buffers: kernel tasks with
 // 1..4 tensor arguments (random 1-D/2-D views, slices with steps, transposes, runtime outputs read
-// by later tasks, scopes that end outputs' lifetimes), dependency-only tasks, and the explicit
-// write-after-read dependencies the runtime does not derive itself (orchestration.h). The same
+// by later tasks, scopes that end outputs' lifetimes), dependency-only tasks and a few explicit
+// dependencies. Write-after-read hazards (a task overwriting elements earlier tasks read) are
+// left to the runtime to derive, as are the other hazards: no after() names them. The same
 // plan runs on the chip through stress_orchestration and on the host through run_reference, which
 // executes the same kernels serially in submission order; results must match bit for bit because
 // every element sees the same float operations in the same order.
@@ -78,6 +79,9 @@ struct PlanStep {
   PlanArg args[kMaxArgsPerTask];
   int dep_count = 0;
   int32_t deps[kMaxExplicitDeps]{};  // task indices of earlier tasks (TaskArgs::after)
+  // The latest earlier task that read an element this step writes since its last write (a
+  // write-after-read hazard the runtime must order without after()), -1 when none.
+  int32_t war_reader = -1;
 };
 
 struct BufferShape {
@@ -107,6 +111,7 @@ struct DagPlan {
   uint64_t task_count = 0;         // kernel + dummy tasks (what the runtime counts)
   uint64_t kernel_task_count = 0;  // tasks that run a kernel
   uint64_t explicit_dep_count = 0;
+  uint64_t war_hazard_count = 0;  // steps with a war_reader
 };
 
 DagPlan generate_plan(uint64_t seed, const PlanOptions& options = {});

@@ -6,8 +6,8 @@
 //
 // The generator only emits graphs that must finish: a scope whose outputs would pin a ring set
 // beyond its window / heap / dependency pool is ended first (otherwise RingDeadlock would be the
-// correct answer), and every write-after-read hazard is named with TaskArgs::after (the runtime
-// does not derive those).
+// correct answer). Write-after-read hazards are left to the runtime (no TaskArgs::after names
+// them); the generator counts them as dependency-pool entries.
 //
 // Environment: CHIPRT_STRESS_SEEDS=N seeds (default 40), CHIPRT_STRESS_ONLY_SEED=S one seed.
 #include <gtest/gtest.h>
@@ -240,7 +240,7 @@ class Generator {
     step.core = chance(50) ? CoreType::AIC : CoreType::AIV;
     step.k = static_cast<int64_t>(rng_());
     const int wanted = static_cast<int>(uniform(1, kMaxArgs));
-    std::vector<uint32_t> war;  // write-after-read hazards to name explicitly
+    std::vector<uint32_t> war;  // write-after-read hazards (the runtime orders them)
     std::vector<int32_t> producers;
     uint64_t out_bytes = 0;
     int outputs = 0;
@@ -307,7 +307,6 @@ class Generator {
       });
       if (step.args.empty()) step.args.push_back(random_region(kRead));
     }
-    step.after = war;
     const uint32_t id = next_task_++;
     if (outputs > 0) {
       Frame& frame = frames_.back();

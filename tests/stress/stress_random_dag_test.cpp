@@ -1,5 +1,6 @@
 // Stress: random task graphs on the simulated chip, checked bit for bit against a serial host
-// reference (see random_dag.h), across launch shapes, host thread counts and serial mode.
+// reference (see random_dag.h), across launch shapes, host thread counts, serial mode and both
+// runtime variants.
 //
 // Environment:
 //   CHIPRT_STRESS_SEEDS=N      seeds per configuration (default 40). The ThreadSanitizer run is
@@ -120,6 +121,20 @@ const StressConfig kConfigs[] = {
     make_config("OneClusterOfEight", [](StressConfig& c) { c.call.cluster_count = 1; }),
     make_config("ThreeClusters", [](StressConfig& c) { c.sim.clusters = 3; }),
     make_config("OneScheduler", [](StressConfig& c) { c.call.aicpu_thread_num = 2; }),
+    // The configurations above run host_build_graph (the Worker's default variant). Plans keep
+    // top-level outputs alive to the end, which pins depth 0's rings from the first such task
+    // on: the dependency pool must hold every edge of the run's depth-0 tasks.
+    make_config("Ringbuffer",
+                [](StressConfig& c) {
+                  c.call.runtime = RuntimeVariant::TensormapRingbuffer;
+                  c.call.rings.dep_pool = {1 << 16};
+                }),
+    make_config("RingbufferSerial",
+                [](StressConfig& c) {
+                  c.call.runtime = RuntimeVariant::TensormapRingbuffer;
+                  c.call.rings.dep_pool = {1 << 16};
+                  c.call.serial = true;
+                }),
 };
 
 void PrintTo(const StressConfig& config, std::ostream* os) {
@@ -155,7 +170,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, StressRandomDag, ::testing::ValuesIn(kConfigs)
 
 // The generator itself: plans are reproducible from the seed and exercise what they claim to.
 TEST(StressPlanGenerator, SameSeedSamePlanAndCoverage) {
-  uint64_t outs = 0, joins = 0, deps = 0, slices = 0, transposes = 0, flats = 0, scopes = 0;
+  uint64_t outs = 0, joins = 0, deps = 0, wars = 0, slices = 0, transposes = 0, flats = 0,
+           scopes = 0;
   uint64_t tags[kArgTagCount]{};
   for (uint64_t seed = kFirstSeed; seed < kFirstSeed + 10; ++seed) {
     const DagPlan& plan = case_for(seed).plan;
@@ -167,6 +183,7 @@ TEST(StressPlanGenerator, SameSeedSamePlanAndCoverage) {
     EXPECT_LE(plan.kernel_task_count, 2000u) << "seed " << seed;
     outs += plan.outs.size();
     deps += plan.explicit_dep_count;
+    wars += plan.war_hazard_count;
     for (const PlanStep& step : plan.steps) {
       if (step.kind == StepKind::ScopeBegin) ++scopes;
       if (step.kind == StepKind::Dummy && step.arg_count == 0) ++joins;
@@ -189,7 +206,8 @@ TEST(StressPlanGenerator, SameSeedSamePlanAndCoverage) {
   for (int t = 0; t < kArgTagCount; ++t)
     EXPECT_GT(tags[t], 0u) << "no argument tagged " << arg_tag_name(static_cast<ArgTag>(t));
   EXPECT_GT(outs, 0u);
-  EXPECT_GT(deps, 0u) << "no write-after-read dependencies generated";
+  EXPECT_GT(deps, 0u) << "no explicit dependencies generated";
+  EXPECT_GT(wars, 0u) << "no write-after-read hazards generated";
   EXPECT_GT(joins, 0u) << "no join tasks generated";
   EXPECT_GT(slices, 0u);
   EXPECT_GT(transposes, 0u);
@@ -197,17 +215,19 @@ TEST(StressPlanGenerator, SameSeedSamePlanAndCoverage) {
   EXPECT_GT(scopes, 0u);
 }
 
-// The reference is order-sensitive: running a writer before a task it must follow (its explicit
-// write-after-read dependency) changes the result, so the suite can catch ordering bugs.
+// The reference is order-sensitive: running a writer before a task it must follow (an earlier
+// reader of what it writes, ordered by no after()) changes the result, so the suite catches a
+// runtime that misses write-after-read hazards.
 TEST(StressPlanGenerator, ReferenceDetectsReordering) {
   const Case& c = case_for(kFirstSeed);
   int tried = 0;
   int changed = 0;
   for (size_t i = 0; i < c.plan.steps.size() && tried < 20; ++i) {
     const PlanStep& writer = c.plan.steps[i];
-    if (writer.kind != StepKind::Kernel || writer.dep_count == 0) continue;
+    if (writer.kind != StepKind::Kernel || writer.war_reader < 0) continue;
     for (size_t j = 0; j < i; ++j) {
-      if (c.plan.steps[j].kind != StepKind::Kernel || c.plan.steps[j].task_index != writer.deps[0])
+      if (c.plan.steps[j].kind != StepKind::Kernel ||
+          c.plan.steps[j].task_index != writer.war_reader)
         continue;
       DagPlan swapped = c.plan;
       std::swap(swapped.steps[i], swapped.steps[j]);
@@ -216,7 +236,7 @@ TEST(StressPlanGenerator, ReferenceDetectsReordering) {
       break;
     }
   }
-  ASSERT_GT(tried, 0) << "seed " << kFirstSeed << " has no kernel-to-kernel dependency to swap";
+  ASSERT_GT(tried, 0) << "seed " << kFirstSeed << " has no kernel-to-kernel hazard to swap";
   EXPECT_GT(changed, 0) << "none of " << tried << " reorderings changed the reference result";
 }
 

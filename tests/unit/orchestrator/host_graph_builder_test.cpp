@@ -263,7 +263,7 @@ TEST_F(Builder, ReadAfterWriteAndWriteAfterWriteOnRegions) {
     lower.in(t.view({1, 16}, {6, 0}));
     o.submit(0, CoreType::AIV, lower);  // 3: reads 1 only
     rewrite.inout(t.view({2, 16}, {3, 0}));
-    o.submit(0, CoreType::AIV, rewrite);  // 4: WAW on rows 3 and 4 -> 0, 1
+    o.submit(0, CoreType::AIV, rewrite);  // 4: WAW on rows 3 and 4 -> 0, 1; WAR -> 2, not 3
     noted.no_dep(t);
     o.submit(0, CoreType::AIV, noted);  // 5: no dependency
   });
@@ -271,25 +271,41 @@ TEST_F(Builder, ReadAfterWriteAndWriteAfterWriteOnRegions) {
   EXPECT_THAT(img.producers(1), IsEmpty());
   EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
   EXPECT_THAT(img.producers(3), ElementsAre(1u));
-  EXPECT_THAT(img.producers(4), ElementsAre(0u, 1u));
+  EXPECT_THAT(img.producers(4), ElementsAre(0u, 1u, 2u));
   EXPECT_THAT(img.producers(5), IsEmpty());
   EXPECT_THAT(img.ready, ElementsAre(0u, 1u, 5u));
 }
 
-TEST_F(Builder, WriteAfterReadIsNotTrackedButAfterExpressesIt) {
-  const Tensor t = user_tensor();
+// Writers wait for the earlier readers of what they overwrite (write-after-read); a covering write
+// takes the readers' place, so the next writer depends on it alone; NoDep reads stay untracked.
+TEST_F(Builder, WriteAfterReadIsTracked) {
+  const Tensor t = Tensor::make(kUserBuf, {8, 16}, DataType::I32);  // integer: usable as flags
   const auto bytes = build([&](Orchestration& o) {
-    TaskArgs reader, writer, ordered;
+    TaskArgs reader, half_reader, untracked, writer, again, ordered, flag_reader, flag_writer;
     reader.in(t);
     const TaskId r = o.submit(0, CoreType::AIV, reader);  // 0
-    writer.output_existing(t);
-    o.submit(0, CoreType::AIV, writer);  // 1: no edge from the reader
+    half_reader.in(t.view({4, 16}, {4, 0}));
+    o.submit(0, CoreType::AIV, half_reader);  // 1
+    untracked.no_dep(t);
+    o.submit(0, CoreType::AIV, untracked);  // 2
+    writer.output_existing(t.view({4, 16}, {0, 0}));
+    o.submit(0, CoreType::AIV, writer);  // 3: WAR on 0 only (1 reads other rows, 2 is NoDep)
+    again.inout(t);
+    o.submit(0, CoreType::AIV, again);  // 4: WAR on 0 and 1, WAW on 3
     ordered.output_existing(t).after(r);
-    o.submit(0, CoreType::AIV, ordered);  // 2: WAW on 1 plus the explicit edge
+    o.submit(0, CoreType::AIV, ordered);  // 5: 4 covered every reader; the explicit edge stays
+    flag_reader.in(t.view({1, 1}, {0, 0}));
+    flag_reader.when(t.view({1, 1}, {1, 1}));
+    o.submit(0, CoreType::AIV, flag_reader);  // 6: RAW on 5 for both
+    flag_writer.output_existing(t.view({1, 2}, {1, 0}));
+    o.submit(0, CoreType::AIV, flag_writer);  // 7: WAR on 6 (its predicate), WAW on 5
   });
   const Image img(bytes);
-  EXPECT_THAT(img.producers(1), IsEmpty());
-  EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
+  EXPECT_THAT(img.producers(3), ElementsAre(0u));
+  EXPECT_THAT(img.producers(4), ElementsAre(0u, 1u, 3u));
+  EXPECT_THAT(img.producers(5), ElementsAre(0u, 4u));
+  EXPECT_THAT(img.producers(6), ElementsAre(5u));
+  EXPECT_THAT(img.producers(7), ElementsAre(5u, 6u));
 }
 
 TEST_F(Builder, ExplicitDepsAndDuplicateEdgesCollapse) {

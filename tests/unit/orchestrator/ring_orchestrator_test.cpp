@@ -62,6 +62,44 @@ TEST(RingOrchestrator, ChainPublishesEachTaskOnceItsProducerCompleted) {
   ASSERT_FALSE(h.orch->failed()) << error_text(h);
 }
 
+// Write-after-read: a writer waits for the earlier readers of what it overwrites (In and the
+// predicate flag), once each; NoDep readers and manual-scope tasks are not tracked; a reader that
+// completed is no dependency.
+TEST(RingOrchestrator, WritersWaitForEarlierReaders) {
+  RingHarness h;
+  h.driver.auto_complete = false;
+  TaskArgs r1, r2, untracked, w;
+  r1.in(vec(kX, 16));
+  r2.in(vec(kX, 8)).in(vec(kX, 16)).when(vec(kX, 1, DataType::I32));
+  untracked.no_dep(vec(kX, 16));
+  w.output_existing(vec(kX, 16));
+  EXPECT_EQ(aiv(h, r1), 0);
+  EXPECT_EQ(aiv(h, r2), 1);
+  EXPECT_EQ(aiv(h, untracked), 2);
+  EXPECT_EQ(aiv(h, w), 3);
+  EXPECT_EQ(h.fanin[h.slot_of(3)].load(), 2u) << "one edge per tracked reader";
+  h.orch->scope_begin(ScopeMode::Manual);
+  TaskArgs manual_reader;
+  manual_reader.in(vec(kY, 16));
+  EXPECT_EQ(aiv(h, manual_reader), 4);
+  h.orch->scope_end();
+  TaskArgs y_writer;
+  y_writer.inout(vec(kY, 16));
+  EXPECT_EQ(aiv(h, y_writer), 5);
+  EXPECT_EQ(h.driver.published, (std::vector<int64_t>{0, 1, 2, 4, 5}))
+      << "the manual scope's read of y is not tracked";
+  h.driver.run_ready();
+  // The reader of the covering writer's region was dropped; completed readers are not waited for.
+  TaskArgs r3, w2;
+  r3.in(vec(kX, 4));
+  EXPECT_EQ(aiv(h, r3), 6);
+  h.driver.run_ready();
+  w2.inout(vec(kX, 16));
+  EXPECT_EQ(aiv(h, w2), 7);
+  EXPECT_EQ(h.driver.published.back(), 7) << "r3 and w completed: nothing to wait for";
+  ASSERT_FALSE(h.orch->failed()) << error_text(h);
+}
+
 TEST(RingOrchestrator, ProducerReachedThroughSeveralArgumentsIsWiredOnce) {
   RingHarness h;
   h.driver.auto_complete = false;
@@ -413,7 +451,7 @@ TEST(RingOrchestrator, TensorMapEntriesOfRetiredTasksAreErasedInEverySet) {
   h.orch->scope_end();
   h.orch->scope_end();
   h.orch->scope_end();
-  EXPECT_EQ(h.orch->tensor_map_entries(), 4u);
+  EXPECT_EQ(h.orch->tensor_map_entries(), 5u);  // 4 writes and d4's read of d1's output
   h.orch->scope_end();
   h.driver.run_ready();
   TaskArgs poke;  // any later call retires what completed

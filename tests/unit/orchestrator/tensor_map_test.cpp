@@ -296,7 +296,7 @@ TEST(TensorMap, PreparedWriteSeesEntriesRecordedAfterItsLookup) {
     map.record_write(t.view({4, 4}, {0, 0}), 1);  // indexes the buffer; far from `tile`
     TensorMap::Prepared prepared;
     std::vector<TaskId> w;
-    map.lookup(
+    map.lookup_write(
         tile, [&](TaskId id) { w.push_back(id); }, &prepared);
     EXPECT_TRUE(w.empty());
     const uint32_t between =
@@ -314,7 +314,7 @@ TEST(TensorMap, PreparedWriteSeesEntriesRecordedAfterItsLookup) {
   TensorMap map;
   map.record_write(t.view({4, 4}, {0, 0}), 1);
   TensorMap::Prepared prepared;
-  map.lookup(
+  map.lookup_write(
       tile, [](TaskId) {}, &prepared);
   map.record_write(tile, 2, prepared);
   EXPECT_EQ(map.entry_count(), 2u);
@@ -480,10 +480,11 @@ TEST(TensorMap, IndexedMapMatchesBruteForceList) {
   }
 }
 
-// The map as a ring orchestrator drives it (lookups, writes returning entry ids, erase_entry of
-// retired writers, erase_buffer, lookups that prepare the write that follows, also when the map
-// changed in between), against a brute-force list with the same rules: every entry
-// whose region may overlap is reported, a write drops the entries its region covers. Views of
+// The map as a ring orchestrator drives it (read and write lookups, reads and writes returning
+// entry ids, erase_entry of retired tasks, erase_buffer, lookups that prepare the record that
+// follows, also when the map changed in between), against a brute-force list with the same
+// rules: a read is told every overlapping writer, a write every overlapping writer and reader; a
+// read drops nothing, a write drops the entries of both kinds its region covers. Views of
 // many sizes on several buffers (more size groups than a buffer holds), 1-D runs, strided,
 // transposed and forged (unbounded) views.
 TEST(TensorMap, RingUseMatchesBruteForceScan) {
@@ -492,8 +493,9 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
   struct Model {
     uint64_t addr;
     TensorRegion region;
-    TaskId writer;
+    TaskId writer;  // the writer or the reader
     uint32_t entry;
+    bool reads;
   };
   std::vector<Model> model;
   std::vector<std::pair<uint32_t, TaskId>> written;  // (entry, writer), oldest first
@@ -533,24 +535,33 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
   };
   TaskId next_writer = 0;
   // Records a write in the map (through `prepared` when given) and in the model.
-  auto write = [&](const Tensor& t, const TensorMap::Prepared* prepared, int step) {
+  // Reads (record_read) drop nothing; writes drop every entry of either kind they cover.
+  auto record = [&](const Tensor& t, const TensorMap::Prepared* prepared, bool reads, int step) {
     const DeviceBuffer& buf = t.buffer;
     const TensorRegion region = TensorRegion::of(t);
     const TaskId writer = next_writer++;
-    const uint32_t entry =
-        prepared != nullptr ? map.record_write(t, writer, *prepared) : map.record_write(t, writer);
+    const uint32_t entry = reads ? (prepared != nullptr ? map.record_read(t, writer, *prepared)
+                                                        : map.record_read(t, writer))
+                                 : (prepared != nullptr ? map.record_write(t, writer, *prepared)
+                                                        : map.record_write(t, writer));
     if (region.empty()) {
       ASSERT_EQ(entry, TensorMap::kNoEntry);
       return;
     }
     ASSERT_NE(entry, TensorMap::kNoEntry);
-    std::erase_if(model, [&](const Model& m) {
-      return m.addr == buf.addr && region_covers(region, m.region);
-    });
+    if (!reads) {
+      std::erase_if(model, [&](const Model& m) {
+        return m.addr == buf.addr && region_covers(region, m.region);
+      });
+    }
     for (const Model& m : model) ASSERT_NE(m.entry, entry) << "a live entry id was reused";
-    model.push_back(Model{buf.addr, region, writer, entry});
+    model.push_back(Model{buf.addr, region, writer, entry, reads});
     written.emplace_back(entry, writer);
     ASSERT_EQ(map.entry_count(), model.size()) << "step " << step;
+    ASSERT_EQ(map.reader_entry_count(),
+              static_cast<std::size_t>(std::count_if(model.begin(), model.end(),
+                                                     [](const Model& m) { return m.reads; })))
+        << "step " << step;
   };
   // Retires the oldest writer, as a ring does; a stale id must be refused.
   auto retire_oldest = [&](int step) {
@@ -573,17 +584,27 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
       t.strides[0] = UINT64_MAX / 2;
     }
     const TensorRegion region = TensorRegion::of(t);
+    // A third of the accesses are reads: they wait for writers only; writes wait for both kinds.
+    const bool reads = rng() % 3 == 0;
     std::vector<TaskId> expected, got;
     for (const Model& m : model) {
-      if (m.addr == buf.addr && regions_may_overlap(m.region, region)) expected.push_back(m.writer);
+      if (m.addr == buf.addr && (!reads || !m.reads) && regions_may_overlap(m.region, region)) {
+        expected.push_back(m.writer);
+      }
     }
-    // Half of the lookups also describe the tensor for the write that may follow (InOut).
+    // Half of the lookups also describe the tensor for the record that may follow.
     const bool prepare = rng() % 2 == 0;
-    if (prepare) {
-      map.lookup(
-          t, [&](TaskId id) { got.push_back(id); }, &prepared);
+    auto on_task = [&](TaskId id) { got.push_back(id); };
+    if (reads) {
+      if (prepare) {
+        map.lookup(t, on_task, &prepared);
+      } else {
+        map.lookup(t, on_task);
+      }
+    } else if (prepare) {
+      map.lookup_write(t, on_task, &prepared);
     } else {
-      map.lookup(t, [&](TaskId id) { got.push_back(id); });
+      map.lookup_write(t, on_task);
     }
     std::sort(expected.begin(), expected.end());
     std::sort(got.begin(), got.end());
@@ -596,7 +617,8 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
       if (prepare && rng() % 3 == 0) {
         while (!written.empty() && rng() % 2 == 0) ASSERT_NO_FATAL_FAILURE(retire_oldest(step));
         if (rng() % 2 == 0) {
-          ASSERT_NO_FATAL_FAILURE(write(random_view(buffers[rng() % 3]), nullptr, step));
+          ASSERT_NO_FATAL_FAILURE(
+              record(random_view(buffers[rng() % 3]), nullptr, rng() % 2 == 0, step));
         }
         if (rng() % 8 == 0) {
           const uint64_t addr = buffers[rng() % 3].addr;
@@ -604,7 +626,7 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
           map.erase_buffer(addr);
         }
       }
-      ASSERT_NO_FATAL_FAILURE(write(t, prepare ? &prepared : nullptr, step));
+      ASSERT_NO_FATAL_FAILURE(record(t, prepare ? &prepared : nullptr, reads, step));
     }
     while (written.size() > 40 || (!written.empty() && rng() % 7 == 0)) {
       ASSERT_NO_FATAL_FAILURE(retire_oldest(step));
@@ -803,14 +825,22 @@ TEST(TensorMap, ManyEntrySizesOnOneBuffer) {
 // A 256 x 256 grid of tiles of one buffer, each task InOut on its tile and reading its left and
 // upper neighbours (the wavefront pattern): every operation examines a bounded number of index
 // entries, independent of the 65536 entries recorded.
+// A kTiles x kTiles grid of 4 x 4 f32 tiles of one buffer.
+struct TileGrid {
+  static constexpr uint64_t kTile = 4;
+  explicit TileGrid(uint64_t tiles)
+      : x(Tensor::make(DeviceBuffer{0x1000000, tiles * kTile * tiles * kTile * 4},
+                       {tiles * kTile, tiles * kTile}, DataType::F32)) {}
+  Tensor operator()(uint64_t i, uint64_t j) const {
+    return x.view({kTile, kTile}, {i * kTile, j * kTile});
+  }
+  Tensor x;
+};
+
 TEST(TensorMap, TileGridOperationsExamineBoundedCandidates) {
   constexpr uint64_t kTiles = 256;
-  constexpr uint64_t kTile = 4;
-  const DeviceBuffer buf{0x1000000, kTiles * kTile * kTiles * kTile * 4};
-  const Tensor x = Tensor::make(buf, {kTiles * kTile, kTiles * kTile}, DataType::F32);
-  auto tile = [&](uint64_t i, uint64_t j) {
-    return x.view({kTile, kTile}, {i * kTile, j * kTile});
-  };
+  const TileGrid tile(kTiles);
+  const Tensor& x = tile.x;
   TensorMap map;
   TaskId id = 0;
   std::vector<TaskId> writers;
@@ -864,6 +894,185 @@ TEST(TensorMap, OneDimensionalStartThenTilesKeepsEveryEntry) {
   w.clear();
   map.lookup(m.view({1, 32}, {15, 0}), [&](TaskId id) { w.push_back(id); });  // bytes 1920..
   EXPECT_EQ(w, (std::vector<TaskId>{2}));
+}
+
+std::vector<TaskId> tasks_of(const TensorMap& map, const Tensor& t, bool write) {
+  std::vector<TaskId> out;
+  auto on_task = [&](TaskId id) { out.push_back(id); };
+  if (write) {
+    map.lookup_write(t, on_task);
+  } else {
+    map.lookup(t, on_task);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Reader entries are what a write waits for, never what a read waits for.
+TEST(TensorMap, ReadersAreReportedToWritesOnly) {
+  TensorMap map;
+  const Tensor t = matrix(8, 16);
+  const Tensor top = t.view({4, 16}, {0, 0});
+  const Tensor bottom = t.view({4, 16}, {4, 0});
+  map.record_write(t, 1);
+  EXPECT_NE(map.record_read(top, 2), TensorMap::kNoEntry);
+  map.record_read(top, 3);                          // the same view again: its own entry
+  map.record_read(bottom.view({1, 4}, {1, 2}), 4);  // row 5
+  EXPECT_EQ(map.entry_count(), 4u);
+  EXPECT_EQ(map.reader_entry_count(), 3u);
+  EXPECT_EQ(tasks_of(map, top, false), (std::vector<TaskId>{1}));
+  EXPECT_EQ(tasks_of(map, top, true), (std::vector<TaskId>{1, 2, 3}));
+  EXPECT_EQ(tasks_of(map, bottom, true), (std::vector<TaskId>{1, 4}));
+  EXPECT_EQ(tasks_of(map, t.view({1, 1}, {7, 15}), true), (std::vector<TaskId>{1}));
+  EXPECT_EQ(tasks_of(map, t, true), (std::vector<TaskId>{1, 2, 3, 4}));
+  // Readers do not drop each other: a read of the whole buffer keeps every earlier reader.
+  map.record_read(t, 5);
+  EXPECT_EQ(map.reader_entry_count(), 4u);
+  EXPECT_EQ(tasks_of(map, bottom, true), (std::vector<TaskId>{1, 4, 5}));
+  Tensor empty = t;
+  empty.shape[0] = 0;
+  EXPECT_EQ(map.record_read(empty, 6), TensorMap::kNoEntry);
+}
+
+// W, then 1000 readers of one tile, then W': W' waits for all of them and its covering write
+// drops them, so the next write of the tile waits for W' alone and the map is back to one entry.
+TEST(TensorMap, CoveringWriteDropsTheReadersItWaitedFor) {
+  TensorMap map;
+  const Tensor tile = matrix(16, 16).view({4, 4}, {4, 8});
+  map.record_write(tile, 0);
+  for (TaskId r = 1; r <= 1000; ++r) {
+    ASSERT_EQ(tasks_of(map, tile, false), (std::vector<TaskId>{0}));
+    map.record_read(tile, r);
+  }
+  EXPECT_EQ(map.entry_count(), 1001u);
+  std::vector<TaskId> expected(1001);
+  for (TaskId i = 0; i <= 1000; ++i) expected[static_cast<std::size_t>(i)] = i;
+  EXPECT_EQ(tasks_of(map, tile, true), expected);
+  map.record_write(tile, 2000);
+  EXPECT_EQ(map.entry_count(), 1u);
+  EXPECT_EQ(map.reader_entry_count(), 0u);
+  EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{2000}));
+  // Readers of sub-views are covered by a write of the whole matrix, too (through a read
+  // lookup's Prepared, which must not let the write skip its search for entries to drop).
+  const Tensor m = matrix(16, 16);
+  for (uint64_t k = 0; k < 16; ++k)
+    map.record_read(m.view({4, 4}, {4 * (k / 4), 4 * (k % 4)}), 3000);
+  map.record_read(m.view({16, 1}, {0, 3}), 3001);
+  TensorMap::Prepared prepared;
+  map.lookup(
+      m, [](TaskId) {}, &prepared);
+  map.record_write(m, 4000, prepared);
+  EXPECT_EQ(map.entry_count(), 1u);
+  EXPECT_EQ(map.reader_entry_count(), 0u);
+}
+
+// A write that covers a reader only in part leaves it: a later write of the rest still waits.
+TEST(TensorMap, PartialWriteKeepsTheReaders) {
+  TensorMap map;
+  const Tensor t = matrix(8, 16);
+  map.record_read(t, 1);
+  map.record_read(t.view({2, 16}, {2, 0}), 2);
+  EXPECT_EQ(tasks_of(map, t.view({4, 16}, {0, 0}), true), (std::vector<TaskId>{1, 2}));
+  map.record_write(t.view({4, 16}, {0, 0}), 3);  // covers reader 2, not reader 1
+  EXPECT_EQ(map.reader_entry_count(), 1u);
+  EXPECT_EQ(tasks_of(map, t.view({4, 16}, {4, 0}), true), (std::vector<TaskId>{1}));
+  EXPECT_EQ(tasks_of(map, t.view({1, 16}, {1, 0}), true), (std::vector<TaskId>{1, 3}));
+  // Interleaved columns: a write of the even columns leaves a reader of the odd ones alone.
+  TensorMap cols;
+  cols.record_read(t.slice(1, 1, 16, 2), 1);
+  cols.record_write(t.slice(1, 0, 16, 2), 2);
+  EXPECT_EQ(cols.reader_entry_count(), 1u);
+  EXPECT_EQ(tasks_of(cols, t.slice(1, 0, 16, 2), true), (std::vector<TaskId>{2}));
+  EXPECT_EQ(tasks_of(cols, t.slice(1, 1, 16, 2), true), (std::vector<TaskId>{1}));
+}
+
+// Reader entries are erased like writer entries (a ring retiring the reader), by their own id
+// and task only; the last one releases the buffer; erase_buffer drops both kinds.
+TEST(TensorMap, EraseEntryDropsReaderEntries) {
+  TensorMap map;
+  const Tensor t = matrix(8, 16);
+  Tensor unbounded = t;
+  unbounded.shape[0] = UINT64_MAX;
+  unbounded.strides[0] = UINT64_MAX / 2;
+  const uint32_t a = map.record_read(t.view({4, 4}, {0, 0}), 1);
+  const uint32_t b = map.record_read(t.view({4, 4}, {0, 0}), 2);
+  const uint32_t c = map.record_read(unbounded, 3);
+  EXPECT_EQ(tasks_of(map, t.view({1, 1}, {7, 15}), true), (std::vector<TaskId>{3}));
+  EXPECT_TRUE(tasks_of(map, t, false).empty());
+  EXPECT_NE(a, b);
+  EXPECT_FALSE(map.erase_entry(a, 2));  // another task's entry
+  EXPECT_TRUE(map.erase_entry(a, 1));
+  EXPECT_FALSE(map.erase_entry(a, 1));
+  EXPECT_EQ(tasks_of(map, t, true), (std::vector<TaskId>{2, 3}));
+  EXPECT_TRUE(map.erase_entry(c, 3));
+  EXPECT_EQ(map.buffer_count(), 1u);
+  EXPECT_TRUE(map.erase_entry(b, 2));
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_EQ(map.reader_entry_count(), 0u);
+  EXPECT_EQ(map.buffer_count(), 0u);
+  map.record_write(t.view({4, 4}, {0, 0}), 4);
+  map.record_read(t.view({4, 4}, {4, 4}), 5);
+  map.record_read(unbounded, 6);
+  map.erase_buffer(kBuf.addr);
+  EXPECT_EQ(map.entry_count(), 0u);
+  EXPECT_EQ(map.reader_entry_count(), 0u);
+  EXPECT_TRUE(tasks_of(map, t, true).empty());
+}
+
+// The wavefront pattern with write-after-read tracked: each task reads its left and upper
+// neighbours and updates its own tile, then the whole grid is updated again. Reads look at
+// writers only, writes at both kinds; every operation examines a bounded number of entries and
+// the second sweep's covering writes drop the first sweep's readers.
+TEST(TensorMap, TileGridReadersKeepOperationsBounded) {
+  constexpr uint64_t kTiles = 128;
+  const TileGrid tile(kTiles);
+  TensorMap map;
+  TaskId id = 0;
+  std::vector<TaskId> first_sweep(kTiles * kTiles, kNoTask);
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (uint64_t i = 1; i < kTiles; ++i) {
+      for (uint64_t j = 1; j < kTiles; ++j) {
+        std::vector<TaskId> producers;
+        auto on_task = [&](TaskId p) { producers.push_back(p); };
+        map.lookup(tile(i, j - 1), on_task);
+        map.lookup(tile(i - 1, j), on_task);
+        map.lookup_write(tile(i, j), on_task);
+        std::sort(producers.begin(), producers.end());
+        producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+        std::vector<TaskId> expected;
+        if (sweep == 0) {
+          if (i > 1) expected.push_back(id - static_cast<TaskId>(kTiles - 1));  // upper
+          if (j > 1) expected.push_back(id - 1);                                // left
+        } else {
+          // The tile's first-sweep writer and its first-sweep readers (right and lower
+          // neighbours), as far as this sweep has not overwritten them yet.
+          const TaskId base = first_sweep[i * kTiles + j];
+          expected.push_back(base);
+          if (j + 1 < kTiles) expected.push_back(base + 1);
+          if (i + 1 < kTiles) expected.push_back(base + static_cast<TaskId>(kTiles - 1));
+          if (i > 1) expected.push_back(id - static_cast<TaskId>(kTiles - 1));
+          if (j > 1) expected.push_back(id - 1);
+          std::sort(expected.begin(), expected.end());
+        }
+        ASSERT_EQ(producers, expected) << "sweep " << sweep << " tile " << i << "," << j;
+        map.record_read(tile(i, j - 1), id);
+        map.record_read(tile(i - 1, j), id);
+        map.record_write(tile(i, j), id);
+        if (sweep == 0) first_sweep[i * kTiles + j] = id;
+        ++id;
+      }
+    }
+    const TensorMapStats& stats = map.stats();
+    EXPECT_LE(stats.max_candidates, 8u) << "sweep " << sweep;
+    EXPECT_LE(stats.candidates, 3 * stats.operations) << "sweep " << sweep;
+  }
+  // Left: one writer per interior tile, every read of the second sweep (none was overwritten
+  // after it) and the first sweep's reads of the first row and column (never written); the
+  // second sweep dropped every other first-sweep read.
+  const uint64_t interior = (kTiles - 1) * (kTiles - 1);
+  EXPECT_EQ(map.entry_count() - map.reader_entry_count(), interior);
+  EXPECT_EQ(map.reader_entry_count(), 2 * interior + 2 * (kTiles - 1));
 }
 
 }  // namespace

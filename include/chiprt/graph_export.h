@@ -37,6 +37,13 @@ struct ExportedTask {
   bool predicated = false;
   uint32_t predicate_bytes = 0;
   uint64_t predicate_addr = 0;
+  // A skipped predicated task's runtime outputs (Out) read as zeros: an executor that skips it
+  // must zero [skip_fill_addr, skip_fill_addr + skip_fill_bytes) (its packed output range, whole
+  // 64-byte granules) before it releases the consumers, as the chip's dispatcher does. 0 bytes:
+  // nothing to fill (no predicate, or no runtime outputs). Its inout / output_existing tensors
+  // keep their contents.
+  uint64_t skip_fill_addr = 0;
+  uint64_t skip_fill_bytes = 0;
   // Device addresses of the kernel entries, as the chip calls them (on the simulated chip these
   // are host function addresses of type void(int64_t*)): the task's kernel (AIC part for MIX)
   // and the MIX AIV parts; 0 where there is no kernel.

@@ -71,6 +71,9 @@ ImageVerdict check_graph_image_header(const uint8_t* data, uint64_t size,
                   &end)) {
     return broken(ImageRule::ReadySection, 0, h.initial_ready_offset, h.initial_ready_count, total);
   }
+  if (h.output_heap_addr > UINT64_MAX - h.output_heap_size) {
+    return broken(ImageRule::OutputHeap, 0, h.output_heap_addr, h.output_heap_size);
+  }
   *header = h;
   return {};
 }
@@ -121,6 +124,12 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
           ") is misaligned, overlaps the section before it or ends beyond total_size %" PRIu64,
           section_name(v.broken), x[0], x[1], x[2]);
       return;
+    case ImageRule::OutputHeap:
+      std::snprintf(out, capacity,
+                    "graph image output heap at 0x%" PRIx64 " with %" PRIu64
+                    " bytes wraps around the address space",
+                    x[0], x[1]);
+      return;
     case ImageRule::CoreType:
       std::snprintf(out, capacity,
                     "graph image task %u: core_type %" PRIu64 " is not AIC (0), AIV (1) or MIX (2)",
@@ -161,6 +170,14 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
                     "graph image task %u: predicate at 0x%" PRIx64 " with %" PRIu64
                     " bytes (needs a non-null address and 1, 2, 4 or 8 bytes)",
                     t, x[0], x[1]);
+      return;
+    case ImageRule::SkipFillRange:
+      std::snprintf(out, capacity,
+                    "graph image task %u: skip-fill range at 0x%" PRIx64 " of %" PRIu64
+                    " granules (flags %" PRIu64
+                    ") is not a predicated task's 64-byte aligned range inside the run's output "
+                    "heap",
+                    t, x[0], x[1], x[2]);
       return;
     case ImageRule::ArgCount:
       std::snprintf(out, capacity,

@@ -5,12 +5,15 @@
 //
 // Two steps, so the chip can size and bind its shared state between them:
 //   check_graph_image_header  pointer, size, magic, version, total_size, task_count limit, the four
-//                             sections (aligned, in order, not overlapping, inside total_size).
+//                             sections (aligned, in order, not overlapping, inside total_size),
+//                             the output heap range (no wrap-around).
 //                             Cheap; the chip runs it on every launch, trusted replays included.
-//   check_graph_image_tasks   every record, every fanout entry (only later tasks: the graph is
-//                             acyclic), every fanin_count against the entries naming the task, and
-//                             initial_ready (exactly the fan-in-zero tasks, in increasing order).
-//                             One pass over the records, one over initial_ready; no allocation.
+//   check_graph_image_tasks   every record (its skip-fill range: a predicated task's, 64-byte
+//                             aligned, inside the output heap), every fanout entry (only later
+//                             tasks: the graph is acyclic), every fanin_count against the entries
+//                             naming the task, and initial_ready (exactly the fan-in-zero tasks, in
+//                             increasing order). One pass over the records, one over initial_ready;
+//                             no allocation.
 // Both return an ImageVerdict, plain data naming the broken rule and the values involved (no
 // strings), so the chip can run them; format_image_verdict turns a verdict into the message on the
 // cold path. validate_graph_image is the host's one-call form returning a Status.
@@ -47,6 +50,7 @@ enum class ImageRule : uint8_t {
   FanoutSection,   //
   ArgsSection,     //
   ReadySection,    //
+  OutputHeap,      // values: output_heap_addr, output_heap_size
   CoreType,        // task; values: core_type
   Flags,           // task; values: flags
   BlockNum,        // task; values: block_num
@@ -56,6 +60,7 @@ enum class ImageRule : uint8_t {
   FuncId,          // task; values: func_id (as int32)
   NonMixAiv,       // task; values: mix_aiv[0], mix_aiv[1] (as int32)
   Predicate,       // task; values: predicate_addr, predicate_bytes
+  SkipFillRange,   // task; values: skip_fill_addr, skip_fill_granules, flags
   ArgCount,        // task; values: arg_count
   ArgRange,        // task; values: args_begin, arg_count, args_count
   FanoutRange,     // task; values: fanout_begin, fanout_count (record), fanout_count (header)
@@ -143,6 +148,18 @@ inline ImageVerdict check_record(uint32_t t, const TaskRecord& r, const GraphIma
     const uint32_t b = r.predicate_bytes;
     if (r.predicate_addr == 0 || (b != 1 && b != 2 && b != 4 && b != 8)) {
       return broken(ImageRule::Predicate, t, r.predicate_addr, b);
+    }
+  }
+  // The range a skipped task zero-fills: only a predicated task's, inside the run's output heap
+  // (the header proved the heap does not wrap), so a corrupted record cannot make the dispatcher
+  // clear memory outside it.
+  if (r.skip_fill_granules != 0 || r.skip_fill_addr != 0) {
+    const uint64_t fill_bytes = uint64_t{r.skip_fill_granules} * kSkipFillGranuleBytes;
+    const uint64_t heap_end = h.output_heap_addr + h.output_heap_size;
+    if ((r.flags & kTaskFlagPredicated) == 0 || r.skip_fill_granules == 0 ||
+        r.skip_fill_addr % kSkipFillGranuleBytes != 0 || r.skip_fill_addr < h.output_heap_addr ||
+        r.skip_fill_addr > heap_end || fill_bytes > heap_end - r.skip_fill_addr) {
+      return broken(ImageRule::SkipFillRange, t, r.skip_fill_addr, r.skip_fill_granules, r.flags);
     }
   }
   if (r.arg_count > kMaxKernelArgs) return broken(ImageRule::ArgCount, t, r.arg_count);

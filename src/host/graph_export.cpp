@@ -101,6 +101,8 @@ GraphExport decode_graph_image(std::span<const uint8_t> image,
     if (task.predicated) {
       task.predicate_bytes = record.predicate_bytes;
       task.predicate_addr = record.predicate_addr;
+      task.skip_fill_addr = record.skip_fill_addr;
+      task.skip_fill_bytes = uint64_t{record.skip_fill_granules} * common::kSkipFillGranuleBytes;
     }
     task.kernel_addr = entry_of(kernel_entries, record.func_id);
     task.mix_aiv_kernel_addr = {entry_of(kernel_entries, record.mix_aiv[0]),

@@ -21,7 +21,8 @@ uint64_t GraphImageWriter::retained_bytes() const noexcept {
 
 void GraphImageWriter::write(std::span<const common::TaskRecord> records,
                              std::span<const uint32_t> producers,
-                             std::span<const int64_t> kernel_args, std::vector<uint8_t>& image) {
+                             std::span<const int64_t> kernel_args, DeviceBuffer output_heap,
+                             std::vector<uint8_t>& image) {
   const uint64_t n = records.size();
   const uint64_t edges = producers.size();
   if (edges > UINT32_MAX) {
@@ -59,6 +60,8 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
   h.args_count = kernel_args.size();
   h.initial_ready_offset = h.args_offset + h.args_count * sizeof(int64_t);
   h.total_size = align8(h.initial_ready_offset + ready * sizeof(uint32_t));
+  h.output_heap_addr = output_heap.addr;
+  h.output_heap_size = output_heap.size;
 
   image.assign(h.total_size, 0);
   uint8_t* base = image.data();

@@ -431,7 +431,7 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uin
   // instead of taking the Worker's lock again.
   s.front.run(entry, *this, args, common::RunRole::HostOrchestration);
   if (s.front.failed()) throw Error(s.front.error());
-  s.writer.write(s.records, s.producers, s.kernel_args, image_);
+  s.writer.write(s.records, s.producers, s.kernel_args, s.heap.region(), image_);
   s.built = true;
 }
 

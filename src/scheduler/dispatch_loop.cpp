@@ -203,6 +203,7 @@ bool SchedulerThread::take_task(int queue, uint32_t* task, uint32_t* pushed) {
       return true;
     }
     if ((record.flags & common::kTaskFlagPredicated) != 0 && !predicate_true(record)) {
+      zero_skipped_outputs(record);  // its consumers read zeros, not stale heap bytes
       complete_task(view_, *task, pushed, TaskState::Ready);  // skipped: releases its consumers
       ++skipped_;
       continue;

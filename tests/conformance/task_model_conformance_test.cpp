@@ -461,6 +461,54 @@ void latched(Orchestration& o, const TaskArgs& run) {
 const std::string kLongText = ("long: " + std::string(3000, 'x')).substr(0, 1023);
 const char* const kLongMessage = kLongText.c_str();
 
+// ---- issue 13: predicated-off outputs and task ids (item D) --------------------------------
+
+// Leaves non-zero data where the next scope's first runtime output will be placed, on both
+// variants: four scopes each allocate a quarter of the output heap (a whole ring heap of depth 1 on
+// tensormap_ringbuffer, CallConfig::output_heap_bytes / 4) and write x + 99 into its first
+// elements. host_build_graph's cursor then stands at the heap end and the next output wraps to
+// offset 0 (S1's released block); the ring heap of depth 1 is full until S4 retires and then
+// rebases to offset 0. Either way the next output lies on x + 99.
+constexpr uint64_t kQuarterHeapFloats = (uint64_t{1} << 20) / 4 / sizeof(float);
+void dirty_heap(Orchestration& o, const TaskArgs& run) {
+  for (int s = 0; s < 4; ++s) {
+    Scope scope(o);
+    TaskArgs quarter;
+    quarter.out({kQuarterHeapFloats}, DataType::F32);
+    o.allocate(quarter);
+    TaskArgs dirt = add_args(x_of(run), quarter.output(0).view({kN}, {0}), 99.0f);
+    o.submit(kAdd, CoreType::AIV, dirt);
+  }
+}
+// A skipped task's out reads zeros, its inout keeps its contents: y = x + 1; the skipped task
+// names y inout and allocates o; a predicated-on task computes t = o + 3; the MIX task's AIC part
+// writes y[0, 8) = t + 100 = 103 and leaves y[8, 16) = x + 1.
+void skipped_out_reads_zero(Orchestration& o, const TaskArgs& run) {
+  dirty_heap(o, run);
+  Scope scope(o);
+  TaskArgs base = add_args(x_of(run), y_of(run), 1.0f);
+  o.submit(kAdd, CoreType::AIV, base);
+  TaskArgs skipped;
+  skipped.inout(y_of(run)).out({kN}, DataType::F32).scalar(5.0f).when(flag_of(run, 0));
+  o.submit(kAdd, CoreType::AIV, skipped);
+  TaskArgs taken;
+  taken.in(skipped.output(0)).out({kN}, DataType::F32).scalar(3.0f).when(flag_of(run, 1));
+  o.submit(kAdd, CoreType::AIV, taken);
+  TaskArgs half;
+  half.in(taken.output(0)).output_existing(y_of(run));
+  o.submit(TaskSpec::mixed({.aic = kMixAic, .aiv0 = -1, .aiv1 = -1}), half);
+}
+// A skipped SPMD task's out reads zeros (filled once, not per block): y = o + 2.
+void skipped_spmd_out_reads_zero(Orchestration& o, const TaskArgs& run) {
+  dirty_heap(o, run);
+  Scope scope(o);
+  TaskArgs skipped;
+  skipped.in(x_of(run)).out({kN}, DataType::F32).when(flag_of(run, 0));
+  o.submit(TaskSpec::kernel(kSpmd, CoreType::AIV, 4), skipped);
+  TaskArgs into_y = add_args(skipped.output(0), y_of(run), 2.0f);
+  o.submit(kAdd, CoreType::AIV, into_y);
+}
+
 const Case kCases[] = {
     {"InOutExisting", &in_out_existing,
      [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
@@ -599,6 +647,12 @@ const Case kCases[] = {
     {"ErrorLatches", &latched, nullptr, StatusCode::UnknownFuncId,
      "func_id 9 is not provided by the active callable (submitted as task 0 (func_id 9))",
      "id -1, tasks 0, failed 1, error UnknownFuncId"},
+
+    // ---- issue 13: predicated-off outputs and task ids (item D)
+    {"SkippedOutReadsZero", &skipped_out_reads_zero,
+     [] { return y_where([](uint64_t i) { return i < kN / 2 ? 103.0f : i + 1.0f; }); }},
+    {"SkippedSpmdOutReadsZero", &skipped_spmd_out_reads_zero,
+     [] { return y_where([](uint64_t) { return 2.0f; }); }},
 };
 
 std::vector<uint8_t> conformance_callable() {

@@ -126,6 +126,11 @@ void KernelDag::run_task(void* context, uint64_t index) noexcept {
   const ExportedTask& task = self->graph_.tasks[index];
   if (task.dummy) return;
   if (task.predicated && !kernel::predicate_holds(task.predicate_addr, task.predicate_bytes)) {
+    // A skipped task's outputs read as zeros (graph_export.h), before its consumers run.
+    if (task.skip_fill_bytes != 0) {
+      std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(task.skip_fill_addr)), 0,
+                  task.skip_fill_bytes);
+    }
     self->skipped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -411,6 +411,7 @@ TEST_F(GraphExportTest, ExportsPredicatesMixSpmdAndTensorDataAccess) {
   EXPECT_EQ(predicated.predicate_bytes, 4u);
   EXPECT_EQ(predicated.predicate_addr, b.d.addr);
   EXPECT_EQ(predicated.kernel_addr, entry_of(&inc_kernel));
+  EXPECT_EQ(predicated.skip_fill_bytes, 0u) << "inout only: kept, nothing to zero when skipped";
   EXPECT_EQ(args_of(graph, 0), (std::vector<int64_t>{addr(b.x), n}));  // the flag is not an arg
 
   const ExportedTask& mix = graph.tasks[1];

@@ -272,3 +272,58 @@ TEST_F(ImageValidation, RejectsBadTaskModelFields) {
 
 }  // namespace
 }  // namespace chiprt::orchestrator
+
+namespace chiprt::orchestrator {
+namespace {
+
+// A skipped predicated task zero-fills its skip-fill range: the validator admits only a
+// predicated task's 64-byte aligned range inside the run's output heap (the header's).
+TEST_F(ImageValidation, SkipFillRangeMustBeAPredicatedTasksRangeInTheOutputHeap) {
+  EXPECT_EQ(header_.output_heap_addr, 0x40000000u);
+  EXPECT_EQ(header_.output_heap_size, uint64_t{1} << 16);
+  for (uint32_t t = 0; t < header_.task_count; ++t) {
+    EXPECT_EQ(task(t).skip_fill_granules, 0u) << "no predicated task, nothing to fill";
+    EXPECT_EQ(task(t).skip_fill_addr, 0u);
+  }
+  auto predicated = [&](uint64_t addr, uint32_t granules) {
+    TaskRecord r = task(1);
+    r.flags = common::kTaskFlagPredicated;
+    r.predicate_addr = 4096;
+    r.predicate_bytes = 4;
+    r.skip_fill_addr = addr;
+    r.skip_fill_granules = granules;
+    return r;
+  };
+  struct Case {
+    const char* why;
+    TaskRecord record;
+  };
+  TaskRecord unpredicated = task(1);
+  unpredicated.skip_fill_addr = 0x40000000;
+  unpredicated.skip_fill_granules = 1;
+  const Case refused[] = {
+      {"not predicated", unpredicated},
+      {"misaligned", predicated(0x40000020, 1)},
+      {"below the heap", predicated(0x40000000 - 64, 1)},
+      {"past the heap end", predicated(0x40000000 + (1 << 16) - 64, 2)},
+      {"beyond the heap", predicated(0x40000000 + (1 << 16), 1)},
+      {"an address without granules", predicated(0x40000000, 0)},
+      {"wraps", predicated(UINT64_MAX - 63, 2)},
+  };
+  for (const Case& c : refused) {
+    std::vector<uint8_t> img = image_;
+    set_task(img, 1, c.record);
+    SCOPED_TRACE(c.why);
+    expect_rejected(img, "graph image task 1: skip-fill range at 0x");
+  }
+  std::vector<uint8_t> img = image_;
+  set_task(img, 1, predicated(0x40000000, 1 << 10));  // the whole heap
+  EXPECT_TRUE(check(img).is_ok()) << check(img).to_string();
+
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, output_heap_addr), UINT64_MAX - 8);
+  expect_rejected(img, "graph image output heap at 0xfffffffffffffff7 with 65536 bytes wraps");
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator

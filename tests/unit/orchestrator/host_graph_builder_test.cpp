@@ -1111,6 +1111,40 @@ TEST_F(Builder, PredicateIsADependencyOnTheFlagsWriterAndNotAKernelArgument) {
   EXPECT_EQ(img.tasks[0].flags, common::kTaskFlagNone);
 }
 
+// The skip-fill range (TaskFront::encode_record): a predicated task's packed runtime outputs,
+// from the first output to the last one's end in whole 64-byte granules; inout and
+// output_existing tensors are not in it; tasks without a predicate or outputs carry none.
+TEST_F(Builder, APredicatedTasksSkipFillRangeIsItsPackedOutputs) {
+  TaskArgs p;
+  TaskArgs plain;
+  TaskArgs no_outputs;
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs flag;
+    flag.out({1}, DataType::I32);
+    o.submit(0, CoreType::AIV, flag);  // 0
+    p.in(user_tensor()).out({4}, DataType::F32).inout(user_tensor(1, 4)).out({25}, DataType::F32);
+    p.when(flag.output(0));
+    o.submit(0, CoreType::AIV, p);  // 1
+    plain.out({4}, DataType::F32);
+    o.submit(0, CoreType::AIV, plain);  // 2
+    no_outputs.inout(user_tensor()).when(flag.output(0));
+    o.submit(0, CoreType::AIV, no_outputs);  // 3
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 4u);
+  const uint64_t first = p.output(0).buffer.addr;
+  EXPECT_EQ(first % 64, 0u);
+  EXPECT_EQ(p.tensor(3).buffer.addr, first + 64) << "packed in argument order";
+  EXPECT_EQ(img.tasks[1].skip_fill_addr, first);
+  EXPECT_EQ(img.tasks[1].skip_fill_granules, 3u) << "16 bytes, padding, 100 bytes";
+  EXPECT_EQ(img.tasks[2].skip_fill_granules, 0u);
+  EXPECT_EQ(img.tasks[2].skip_fill_addr, 0u);
+  EXPECT_EQ(img.tasks[3].skip_fill_granules, 0u);
+  EXPECT_EQ(img.tasks[3].skip_fill_addr, 0u);
+  EXPECT_EQ(img.header.output_heap_addr, heap.addr);
+  EXPECT_EQ(img.header.output_heap_size, heap.size);
+}
+
 TEST_F(Builder, PredicateOutsideItsBufferIsRejected) {
   const Error e = build_error([](Orchestration& o) {
     Tensor flag = Tensor::make(kUserBuf, {4}, DataType::I32);

@@ -5,8 +5,15 @@
 // image can be copied anywhere (and cached/replayed). Tensor arguments are stored as resolved
 // device data addresses. Layout, each section 8-byte aligned:
 //   GraphImageHeader | TaskRecord[task_count] | uint32 fanout[fanout_count]
-//   | int64 args[args_count] | uint32 initial_ready[initial_ready_count]
+//   | int64 args[args_count] | uint32 initial_ready[initial_ready_count] | int64
+//   task_ids[task_count]
 // The header also names the run's output heap, which every record's skip-fill range lies in.
+//
+// Records are indexed by position (fanout and initial_ready name positions); task_ids maps each
+// position to the public TaskId the orchestration function got for it (submit / submit_dummy /
+// allocate), or -1 for a scope fence, the dependency-only task host_build_graph adds when a scope
+// owning outputs ends. Fences are internal: the user's tasks are numbered 0.. in submission order
+// without them, exactly as tensormap_ringbuffer numbers the same graph.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +50,13 @@ struct GraphImageHeader {
   // skip-fill range, lie in it.
   uint64_t output_heap_addr;
   uint64_t output_heap_size;
+  uint64_t task_ids_offset;  // int64_t[task_count]: public TaskId per record, -1 = scope fence
+  uint32_t user_task_count;  // records with a public id (task_count less the scope fences)
+  uint32_t reserved;
 };
+
+// task_ids entry of a scope fence (no public id).
+inline constexpr int64_t kScopeFenceId = -1;
 
 // A skipped predicated task's outputs are zero-filled in granules of this many bytes (runtime
 // outputs are 64-byte aligned, so the last granule's tail is the task's own alignment padding).

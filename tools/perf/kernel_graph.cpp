@@ -184,7 +184,10 @@ RunReport run_graph_export(DagRunner& runner, const GraphExport& graph) {
   const uint64_t wall_ns = runner.run_dag(kernel_dag.dag());
   kernel_dag.throw_if_faulted();
   RunReport report;
-  report.task_count = graph.tasks.size();
+  // As the chip reports it: the user's tasks, and scope fences as internal tasks.
+  const GraphShape shape = graph.shape();
+  report.task_count = shape.tasks - shape.scope_fences;
+  report.internal_task_count = shape.scope_fences;
   report.host_total_ns = wall_ns;
   report.kernel_ns = kernel_dag.kernel_ns();
   report.kernel_time_measured = true;

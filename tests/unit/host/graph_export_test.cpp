@@ -273,6 +273,7 @@ void expect_shape(const GraphShape& got, const GraphShape& want) {
   EXPECT_EQ(got.tasks, want.tasks);
   EXPECT_EQ(got.kernel_tasks, want.kernel_tasks);
   EXPECT_EQ(got.dependency_only_tasks, want.dependency_only_tasks);
+  EXPECT_EQ(got.scope_fences, want.scope_fences);
   EXPECT_EQ(got.edges, want.edges);
   EXPECT_EQ(got.sources, want.sources);
   EXPECT_EQ(got.sinks, want.sinks);
@@ -296,6 +297,7 @@ TEST_F(GraphExportTest, ShapeCountsLevelsOfTheExportedGraph) {
                {.tasks = 3,
                 .kernel_tasks = 2,
                 .dependency_only_tasks = 1,
+                .scope_fences = 1,
                 .edges = 3,
                 .sources = 1,
                 .sinks = 1,
@@ -391,10 +393,20 @@ TEST_F(GraphExportTest, ScopeFencesAndSubmitDummyAreDummyTasks) {
   EXPECT_EQ(consumers_of(scoped, 1), (std::vector<uint32_t>{2}));
   EXPECT_FALSE(scoped.tasks[0].dummy);
   EXPECT_FALSE(scoped.tasks[1].dummy);
+  // The fence is an internal node: no TaskId, marked; the user's tasks keep theirs.
+  EXPECT_TRUE(fence.scope_fence);
+  EXPECT_EQ(fence.task_id, -1);
+  EXPECT_EQ(scoped.tasks[0].task_id, 0);
+  EXPECT_EQ(scoped.tasks[1].task_id, 1);
+  EXPECT_FALSE(scoped.tasks[1].scope_fence);
+  EXPECT_NE(scoped.to_dot().find("  t2 [label=\"fence\", style=dashed];\n"), std::string::npos)
+      << scoped.to_dot();
 
   const GraphExport with_dummy = worker.export_graph(kDotId, b.args, small_config());
   ASSERT_EQ(with_dummy.tasks.size(), 3u);
   EXPECT_TRUE(with_dummy.tasks[1].dummy);
+  EXPECT_FALSE(with_dummy.tasks[1].scope_fence) << "submit_dummy's task is the user's";
+  EXPECT_EQ(with_dummy.tasks[1].task_id, 1);
   EXPECT_EQ(with_dummy.tasks[1].kernel_addr, 0u);
   EXPECT_EQ(with_dummy.tasks[1].producer_count, 1u);
   EXPECT_EQ(consumers_of(with_dummy, 1), (std::vector<uint32_t>{2}));

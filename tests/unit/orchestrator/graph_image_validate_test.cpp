@@ -327,3 +327,45 @@ TEST_F(ImageValidation, SkipFillRangeMustBeAPredicatedTasksRangeInTheOutputHeap)
 
 }  // namespace
 }  // namespace chiprt::orchestrator
+
+namespace chiprt::orchestrator {
+namespace {
+
+// task_ids: the user's tasks numbered 0.. in record order, -1 only on a dummy (a scope fence),
+// user_task_count their number; the section follows initial_ready.
+TEST_F(ImageValidation, TaskIdsNumberTheUsersTasksAndSkipOnlyDummyFences) {
+  auto id_at = [&](uint32_t t) { return header_.task_ids_offset + t * sizeof(int64_t); };
+  std::vector<uint8_t> img = image_;
+  for (uint32_t t = 0; t < 5; ++t) {
+    int64_t id = 0;
+    std::memcpy(&id, image_.data() + id_at(t), sizeof(id));
+    EXPECT_EQ(id, t);
+  }
+  EXPECT_EQ(header_.user_task_count, 5u);
+
+  poke<int64_t>(img, id_at(2), 7);
+  expect_rejected(img,
+                  "graph image task 2: task id 7 (flags 0) is neither the next user task id 2");
+  img = image_;
+  poke<int64_t>(img, id_at(1), common::kScopeFenceId);  // task 1 runs a kernel: no fence
+  expect_rejected(img, "graph image task 1: task id -1 (flags 0)");
+  img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, user_task_count), 9);
+  expect_rejected(img, "graph image user_task_count 9, but 5 tasks have a public id");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, task_ids_offset), header_.task_ids_offset + 4);
+  expect_rejected(img, "graph image task_ids section");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, task_ids_offset), header_.initial_ready_offset);
+  expect_rejected(img, "graph image task_ids section");
+
+  // Task 3 is a dummy: as a fence it has no id, and task 4 is then the user's task 3.
+  img = image_;
+  poke<int64_t>(img, id_at(3), common::kScopeFenceId);
+  poke<int64_t>(img, id_at(4), 3);
+  poke<uint32_t>(img, offsetof(GraphImageHeader, user_task_count), 4);
+  EXPECT_TRUE(check(img).is_ok()) << check(img).to_string();
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator

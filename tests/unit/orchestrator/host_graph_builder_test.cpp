@@ -54,6 +54,7 @@ struct Image {
   std::vector<uint32_t> fanout;
   std::vector<int64_t> args;
   std::vector<uint32_t> ready;
+  std::vector<int64_t> task_ids;  // per record: its public id, -1 for a scope fence
 
   explicit Image(const std::vector<uint8_t>& bytes) {
     const Status valid = validate_graph_image(bytes.data(), bytes.size());
@@ -64,6 +65,13 @@ struct Image {
     copy_section(bytes, header.fanout_offset, header.fanout_count, &fanout);
     copy_section(bytes, header.args_offset, header.args_count, &args);
     copy_section(bytes, header.initial_ready_offset, header.initial_ready_count, &ready);
+    copy_section(bytes, header.task_ids_offset, header.task_count, &task_ids);
+  }
+  // The record of the task with public id `id` (what submit returned).
+  uint32_t record_of(TaskId id) const {
+    const auto it = std::find(task_ids.begin(), task_ids.end(), id);
+    EXPECT_NE(it, task_ids.end()) << "no task " << id;
+    return static_cast<uint32_t>(it - task_ids.begin());
   }
   template <class T>
   static void copy_section(const std::vector<uint8_t>& bytes, uint64_t offset, uint64_t count,
@@ -594,11 +602,12 @@ TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
           TaskArgs b;
           b.in(x).out({16}, DataType::F32);
           o.submit(0, CoreType::AIV, b);  // 1 at [64, 128)
-        }                                 // fence 2 over both
-        EXPECT_EQ(o.task_count(), 3u);
+        }                                 // fence (record 2) over both
+        EXPECT_EQ(o.task_count(), 2u) << "the fence is internal: no task id";
         TaskArgs c;
         c.out({32}, DataType::F32);
-        o.submit(0, CoreType::AIV, c);  // 3 takes fresh memory [128, 256) first
+        // Task 2, record 3: the records below are image positions, the fence's included.
+        EXPECT_EQ(o.submit(0, CoreType::AIV, c), 2);  // takes fresh memory [128, 256) first
         y = c.output(0);
         TaskArgs d;
         d.out({16}, DataType::F32);
@@ -616,11 +625,49 @@ TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
   EXPECT_EQ(high, 256u);
   const Image img(bytes);
   ASSERT_EQ(img.tasks.size(), 6u);
+  EXPECT_THAT(img.task_ids, ElementsAre(0, 1, common::kScopeFenceId, 2, 3, 4));
+  EXPECT_EQ(img.header.user_task_count, 5u);
   EXPECT_EQ(img.tasks[2].flags, common::kTaskFlagDummy);
   EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
   EXPECT_THAT(img.producers(3), IsEmpty());
   EXPECT_THAT(img.producers(4), ElementsAre(2u));
   EXPECT_THAT(img.producers(5), ElementsAre(2u));
+}
+
+// Scope fences take a record but no id: the function's ids number its own tasks, after() and the
+// tensor map reach the right records through the mapping, the image's task_ids records it.
+TEST_F(Builder, TaskIdsSkipScopeFencesAndAfterReachTheirRecords) {
+  std::vector<TaskId> ids;
+  uint64_t counted = 0;
+  const auto bytes = build([&](Orchestration& o) {
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      ids.push_back(o.submit(0, CoreType::AIV, a));  // record 0; its scope's fence is record 1
+    }
+    TaskArgs b;
+    b.inout(user_tensor());
+    ids.push_back(o.submit(0, CoreType::AIV, b));  // record 2
+    {
+      Scope s(o);
+      TaskArgs c;
+      c.out({16}, DataType::F32).after(ids[0]);
+      ids.push_back(o.submit(0, CoreType::AIV, c));  // record 3; fence record 4
+    }
+    TaskArgs d;
+    d.in(user_tensor()).after(ids[2]);
+    ids.push_back(o.submit(0, CoreType::AIV, d));  // record 5
+    counted = o.task_count();
+  });
+  EXPECT_THAT(ids, ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(counted, 4u);
+  const Image img(bytes);
+  EXPECT_THAT(img.task_ids, ElementsAre(0, common::kScopeFenceId, 1, 2, common::kScopeFenceId, 3));
+  EXPECT_EQ(img.header.user_task_count, 4u);
+  EXPECT_THAT(img.producers(3), ElementsAre(0u)) << "after(0) is record 0";
+  EXPECT_THAT(img.producers(4), ElementsAre(3u)) << "the second fence waits for its scope's task";
+  EXPECT_THAT(img.producers(5), UnorderedElementsAre(2u, 3u)) << "b through the map, c by after";
 }
 
 TEST_F(Builder, IndependentScopesShareNoMemoryWhileTheHeapHasRoom) {
@@ -782,7 +829,8 @@ TEST_F(Builder, ScatteredLiveOutputsThatLeaveNoRangeAreHeapExhausted) {
     o.submit(0, CoreType::AIV, big);
   });
   EXPECT_EQ(e.code(), StatusCode::HeapExhausted);
-  EXPECT_THAT(e.message(), HasSubstr("task 3 (func_id 0): output heap exhausted"));
+  // Task 2 (record 3, behind the scope's fence): messages name the public id.
+  EXPECT_THAT(e.message(), HasSubstr("task 2 (func_id 0): output heap exhausted"));
   EXPECT_THAT(e.message(), HasSubstr("requested 192 bytes"));
   EXPECT_THAT(e.message(), HasSubstr("64 bytes used"));
   EXPECT_THAT(e.message(), HasSubstr("limit 256 bytes (CallConfig.output_heap_bytes)"));
@@ -1446,6 +1494,11 @@ TEST_F(Builder, RandomScopesNeverOverwriteMemoryBeforeItsUsersFinish) {
     });
     const Image img(bytes);
     const std::size_t n = img.tasks.size();
+    // Owners and users are public ids; the graph's edges name records (fences included).
+    for (Output& out : outputs) {
+      out.owner = img.record_of(out.owner);
+      for (uint32_t& user : out.users) user = img.record_of(user);
+    }
     // reach[t]: the tasks t depends on, directly or not (producers always have smaller ids).
     std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
     for (std::size_t t = 0; t < n; ++t) {

@@ -50,9 +50,9 @@ struct Outcome {
   bool passed = false;
   double max_abs_error = 0;  // largest |device - reference| over all checked elements
   double tolerance = 0;      // largest error accepted per element
-  uint64_t task_count = 0;   // tasks the run executed (from the report)
-  // Kernel tasks the orchestration submits; the runtime may add dependency-only tasks (scope
-  // fences), so task_count is at least this.
+  uint64_t task_count = 0;   // tasks the orchestration submitted (RunReport::task_count)
+  // Kernel tasks the orchestration submits; it may also submit dependency-only tasks
+  // (submit_dummy, allocate), so task_count is at least this.
   uint64_t kernel_tasks = 0;
   RunReport report;
   std::string message;  // why it failed (first bad element, task count mismatch) or a summary

@@ -3,9 +3,13 @@
 // Worker::export_graph runs the orchestration on the host exactly as a host_build_graph run
 // would (same argument checks, same dependency inference from tensor regions, same runtime
 // output allocation) and returns the graph instead of launching it: every task in submission
-// order with its kernel, its resolved kernel arguments and its consumers. Uses: looking at the
-// dependencies chiprt inferred (diagnostics, to_dot), and executing the very same graph on
-// another runtime (`chiprt bench` runs the real-kernel rows' peers from it).
+// order with its kernel, its resolved kernel arguments and its consumers. The graph also holds
+// host_build_graph's scope fences, the dependency-only tasks it adds when a scope that owned
+// runtime outputs ends (they order the reuse of that memory): they stay nodes, marked scope_fence
+// and without a TaskId, rather than being folded into edges (a fence between N users of a scope
+// and M later tasks would become N x M edges). An executor runs them like any dummy task. Uses:
+// looking at the dependencies chiprt inferred (diagnostics, to_dot), and executing the very same
+// graph on another runtime (`chiprt bench` runs the real-kernel rows' peers from it).
 //
 // Lifetime: a plain value, safe to copy and to read from any thread. The device addresses inside
 // (tensor arguments, runtime outputs, kernel entries) are those of the Worker that exported it:
@@ -24,6 +28,11 @@
 namespace chiprt {
 
 struct ExportedTask {
+  // The TaskId submit / submit_dummy / allocate returned for this task (0.. in submission order,
+  // as RunReport and every message name it); -1 for a scope fence, which has none.
+  int64_t task_id = -1;
+  // An internal dependency-only task of host_build_graph (see above); dummy is true as well.
+  bool scope_fence = false;
   // The kernel's func_id; -1 for a dependency-only task (scope fences, submit_dummy, allocate),
   // which runs no kernel and only orders its producers before its consumers.
   int32_t func_id = -1;
@@ -37,6 +46,13 @@ struct ExportedTask {
   bool predicated = false;
   uint32_t predicate_bytes = 0;
   uint64_t predicate_addr = 0;
+  // A skipped predicated task's runtime outputs (Out) read as zeros: an executor that skips it
+  // must zero [skip_fill_addr, skip_fill_addr + skip_fill_bytes) (its packed output range, whole
+  // 64-byte granules) before it releases the consumers, as the chip's dispatcher does. 0 bytes:
+  // nothing to fill (no predicate, or no runtime outputs). Its inout / output_existing tensors
+  // keep their contents.
+  uint64_t skip_fill_addr = 0;
+  uint64_t skip_fill_bytes = 0;
   // Device addresses of the kernel entries, as the chip calls them (on the simulated chip these
   // are host function addresses of type void(int64_t*)): the task's kernel (AIC part for MIX)
   // and the MIX AIV parts; 0 where there is no kernel.
@@ -61,6 +77,7 @@ struct GraphShape {
   uint64_t tasks = 0;
   uint64_t kernel_tasks = 0;
   uint64_t dependency_only_tasks = 0;  // dummy tasks (scope fences, submit_dummy, allocate)
+  uint64_t scope_fences = 0;           // of those, the internal scope fences (no TaskId)
   uint64_t edges = 0;
   uint64_t sources = 0;  // tasks with no producer
   uint64_t sinks = 0;    // tasks with no consumer
@@ -69,7 +86,9 @@ struct GraphShape {
 };
 
 struct GraphExport {
-  std::vector<ExportedTask> tasks;  // submission order; a task's index is its id in the graph
+  // Submission order, scope fences where their scope ended; a task's index (its position) is what
+  // consumers name, its TaskId is task_id (equal to the index only while no fence precedes it).
+  std::vector<ExportedTask> tasks;
   std::vector<int64_t> args;
   std::vector<uint32_t> consumers;  // task indices; every consumer comes after its producer
   // The orchestration read or wrote tensor data on the host while building (get_tensor_data /
@@ -85,8 +104,8 @@ struct GraphExport {
   uint64_t edge_count() const noexcept { return consumers.size(); }
   // Counts, depth and widest level (see GraphShape); linear in tasks + edges.
   GraphShape shape() const;
-  // The graph in Graphviz DOT: one node per task labelled with its index and func_id (dummy
-  // tasks dashed), one edge per dependency.
+  // The graph in Graphviz DOT: one node per task (named by its index) labelled with its TaskId
+  // and func_id, or "fence" for a scope fence (dummy tasks dashed), one edge per dependency.
   std::string to_dot() const;
 };
 

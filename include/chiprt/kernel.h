@@ -52,8 +52,9 @@ inline uint32_t block_num(const int64_t* args, int arg_count) {
 // The predicate test of a predicated task (TaskArgs::when): the first `bytes` (1, 2, 4 or 8) at
 // device address `addr`, read as one unsigned integer, are not zero. The chip's dispatcher applies
 // it when the task is dispatched, after its producers completed, and skips the kernel when it
-// fails; an executor of an exported graph (ExportedTask::predicate_addr / predicate_bytes) applies
-// the same test to run the graph as the chip would.
+// fails (zero-filling the task's runtime outputs); an executor of an exported graph
+// (ExportedTask::predicate_addr / predicate_bytes, skip_fill_addr / skip_fill_bytes) applies the
+// same test and fill to run the graph as the chip would.
 inline bool predicate_holds(uint64_t addr, uint32_t bytes) noexcept {
   const auto* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(addr));
   switch (bytes) {

@@ -83,6 +83,11 @@ class Orchestration {
  public:
   virtual ~Orchestration() = default;
 
+  // Task ids: submit, submit_dummy and allocate return the task's id, its index among the tasks
+  // this function submitted (0, 1, ...), the same on both variants; after(), Tensor::owner_task,
+  // RunReport::task_count and every message use these ids. Tasks the runtime adds of its own
+  // (host_build_graph's scope fences) have none.
+  //
   // Submits a task (AIC, AIV or MIX; SPMD when spec.block_num > 1). Out arguments are allocated
   // from the output heap and written back into `args` (see TaskArgs::output). A predicate
   // (TaskArgs::when) is read at dispatch: when false the task is skipped (no kernel runs) and
@@ -119,7 +124,7 @@ class Orchestration {
   virtual bool failed() const = 0;
   virtual Status error() const = 0;
 
-  // Tasks submitted so far in this run.
+  // Tasks submitted so far in this run: the id the next task will get.
   virtual uint64_t task_count() const = 0;
   // Geometry of this run (clusters may be fewer than the device has; see CallConfig).
   virtual uint32_t cluster_count() const = 0;

@@ -35,7 +35,13 @@ struct PhaseSpan {
 };
 
 struct RunReport {
+  // The tasks the orchestration function submitted (submit, submit_dummy, allocate): the same on
+  // both runtime variants for the same graph, and the ids they returned are 0..task_count-1.
   uint64_t task_count = 0;
+  // Tasks the runtime added of its own, which the chip also ran: host_build_graph's scope fences
+  // (one dependency-only task per ended scope that owned runtime outputs, ordering the reuse of
+  // their memory); always 0 on tensormap_ringbuffer, which has none.
+  uint64_t internal_task_count = 0;
   uint64_t host_prepare_ns = 0;  // Worker::run entry to launch (includes host graph build)
   uint64_t device_wall_ns = 0;   // launch to the chip reporting completion
   uint64_t host_total_ns = 0;    // Worker::run entry to return

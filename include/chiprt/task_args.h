@@ -70,8 +70,13 @@ class TaskArgs {
 
   // Predicate: the task runs only when the first element of `flag` (an integer or Bool tensor
   // with at least one element) is non-zero at dispatch; otherwise it is skipped and still releases
-  // its consumers. The flag is an In dependency (ordered after its writer; a later writer of it
-  // waits for the task) and is not passed to the kernel. A second call replaces the first.
+  // its consumers. A skipped task's runtime outputs (`out`) read as zeros: the dispatcher
+  // zero-fills them before its consumers run (both variants, and an executor of an exported
+  // graph through ExportedTask::skip_fill_addr / skip_fill_bytes); its inout and output_existing
+  // tensors keep their contents. A predicated task's outputs take at most 256 GiB
+  // (InvalidArgument otherwise). The flag is an In dependency (ordered after its writer; a later
+  // writer of it waits for the task) and is not passed to the kernel. A second call replaces the
+  // first.
   TaskArgs& when(const Tensor& flag);
   bool has_predicate() const noexcept { return has_predicate_; }
   const Tensor& predicate() const;  // InvalidArgument when there is none

@@ -5,7 +5,15 @@
 // image can be copied anywhere (and cached/replayed). Tensor arguments are stored as resolved
 // device data addresses. Layout, each section 8-byte aligned:
 //   GraphImageHeader | TaskRecord[task_count] | uint32 fanout[fanout_count]
-//   | int64 args[args_count] | uint32 initial_ready[initial_ready_count]
+//   | int64 args[args_count] | uint32 initial_ready[initial_ready_count] | int64
+//   task_ids[task_count]
+// The header also names the run's output heap, which every record's skip-fill range lies in.
+//
+// Records are indexed by position (fanout and initial_ready name positions); task_ids maps each
+// position to the public TaskId the orchestration function got for it (submit / submit_dummy /
+// allocate), or -1 for a scope fence, the dependency-only task host_build_graph adds when a scope
+// owning outputs ends. Fences are internal: the user's tasks are numbered 0.. in submission order
+// without them, exactly as tensormap_ringbuffer numbers the same graph.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +21,7 @@
 namespace chiprt::common {
 
 inline constexpr uint32_t kGraphImageMagic = 0x47524348;  // "HCRG"
-inline constexpr uint32_t kGraphImageVersion = 2;
+inline constexpr uint32_t kGraphImageVersion = 3;
 
 enum TaskFlags : uint8_t {
   kTaskFlagNone = 0,
@@ -38,7 +46,23 @@ struct GraphImageHeader {
   uint64_t args_offset;  // int64_t[args_count]
   uint64_t args_count;
   uint64_t initial_ready_offset;  // uint32_t[initial_ready_count]: tasks with fanin_count == 0
+  // The run's output heap [output_heap_addr, + output_heap_size): runtime outputs, and so every
+  // skip-fill range, lie in it.
+  uint64_t output_heap_addr;
+  uint64_t output_heap_size;
+  uint64_t task_ids_offset;  // int64_t[task_count]: public TaskId per record, -1 = scope fence
+  uint32_t user_task_count;  // records with a public id (task_count less the scope fences)
+  uint32_t reserved;
 };
+
+// task_ids entry of a scope fence (no public id).
+inline constexpr int64_t kScopeFenceId = -1;
+
+// A skipped predicated task's outputs are zero-filled in granules of this many bytes (runtime
+// outputs are 64-byte aligned, so the last granule's tail is the task's own alignment padding).
+inline constexpr uint64_t kSkipFillGranuleBytes = 64;
+// The most a predicated task's runtime outputs may take (the granule count is 32 bits).
+inline constexpr uint64_t kMaxSkipFillBytes = uint64_t{UINT32_MAX} * kSkipFillGranuleBytes;
 
 // One task as the schedulers see it. Also the record of a tensormap_ringbuffer task slot, so both
 // variants share the dispatch code.
@@ -48,7 +72,11 @@ struct GraphImageHeader {
 //   Dummy task: func_id -1, kTaskFlagDummy.
 //   SPMD: block_num >= 2 runs the kernel (MIX: the cluster's parts) block_num times.
 //   Predicated: the first predicate_bytes (1, 2, 4 or 8) at predicate_addr are read at dispatch;
-//     zero = skip the task (no kernel runs; it completes and releases its consumers).
+//     zero = skip the task (no kernel runs; it completes and releases its consumers). A skipped
+//     task's runtime outputs (Out) read as zeros: the dispatcher zero-fills skip_fill_granules x
+//     kSkipFillGranuleBytes at skip_fill_addr (the task's packed output range; 0 granules: no
+//     outputs) before it releases the consumers. Its inout / output_existing tensors keep their
+//     contents. Set only on predicated tasks (TaskFront::encode_record).
 struct TaskRecord {
   int32_t func_id;
   int32_t mix_aiv[2];
@@ -60,10 +88,10 @@ struct TaskRecord {
   uint32_t fanout_count;  // consumers to release on completion (image only)
   uint32_t fanout_begin;  // index into fanout[] (image only)
   uint32_t predicate_bytes;
-  uint32_t reserved0;
-  uint64_t args_begin;  // index into args[] (ring: into the slot argument storage)
+  uint32_t skip_fill_granules;  // predicated tasks: 64-byte granules zero-filled when skipped
+  uint64_t args_begin;          // index into args[] (ring: into the slot argument storage)
   uint64_t predicate_addr;
-  uint64_t reserved1;
+  uint64_t skip_fill_addr;  // predicated tasks with outputs: their packed range (64-byte aligned)
 };
 static_assert(sizeof(TaskRecord) == 64, "TaskRecord layout is part of the image format");
 

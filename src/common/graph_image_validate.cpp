@@ -29,6 +29,8 @@ const char* section_name(ImageRule rule) {
       return "fanout";
     case ImageRule::ArgsSection:
       return "args";
+    case ImageRule::TaskIdsSection:
+      return "task_ids";
     default:
       return "initial_ready";
   }
@@ -70,6 +72,12 @@ ImageVerdict check_graph_image_header(const uint8_t* data, uint64_t size,
   if (!section_ok(h.initial_ready_offset, h.initial_ready_count, sizeof(uint32_t), end, total,
                   &end)) {
     return broken(ImageRule::ReadySection, 0, h.initial_ready_offset, h.initial_ready_count, total);
+  }
+  if (!section_ok(h.task_ids_offset, h.task_count, sizeof(int64_t), end, total, &end)) {
+    return broken(ImageRule::TaskIdsSection, 0, h.task_ids_offset, h.task_count, total);
+  }
+  if (h.output_heap_addr > UINT64_MAX - h.output_heap_size) {
+    return broken(ImageRule::OutputHeap, 0, h.output_heap_addr, h.output_heap_size);
   }
   *header = h;
   return {};
@@ -115,11 +123,18 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
     case ImageRule::FanoutSection:
     case ImageRule::ArgsSection:
     case ImageRule::ReadySection:
+    case ImageRule::TaskIdsSection:
       std::snprintf(
           out, capacity,
           "graph image %s section (offset %" PRIu64 ", count %" PRIu64
           ") is misaligned, overlaps the section before it or ends beyond total_size %" PRIu64,
           section_name(v.broken), x[0], x[1], x[2]);
+      return;
+    case ImageRule::OutputHeap:
+      std::snprintf(out, capacity,
+                    "graph image output heap at 0x%" PRIx64 " with %" PRIu64
+                    " bytes wraps around the address space",
+                    x[0], x[1]);
       return;
     case ImageRule::CoreType:
       std::snprintf(out, capacity,
@@ -161,6 +176,14 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
                     "graph image task %u: predicate at 0x%" PRIx64 " with %" PRIu64
                     " bytes (needs a non-null address and 1, 2, 4 or 8 bytes)",
                     t, x[0], x[1]);
+      return;
+    case ImageRule::SkipFillRange:
+      std::snprintf(out, capacity,
+                    "graph image task %u: skip-fill range at 0x%" PRIx64 " of %" PRIu64
+                    " granules (flags %" PRIu64
+                    ") is not a predicated task's 64-byte aligned range inside the run's output "
+                    "heap",
+                    t, x[0], x[1], x[2]);
       return;
     case ImageRule::ArgCount:
       std::snprintf(out, capacity,
@@ -216,6 +239,19 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
                     "graph image initial_ready[%u] = %" PRIu64 " has fanin_count %" PRIu64
                     " (only tasks without producers start ready)",
                     t, x[0], x[1]);
+      return;
+    case ImageRule::TaskId:
+      std::snprintf(out, capacity,
+                    "graph image task %u: task id %" PRId64 " (flags %" PRIu64
+                    ") is neither the next user task id %" PRIu64
+                    " nor -1 on a dummy task (a scope fence)",
+                    t, static_cast<int64_t>(x[0]), x[2], x[1]);
+      return;
+    case ImageRule::UserTaskCount:
+      std::snprintf(out, capacity,
+                    "graph image user_task_count %" PRIu64 ", but %" PRIu64
+                    " tasks have a public id",
+                    x[0], x[1]);
       return;
   }
   std::snprintf(out, capacity, "graph image breaks rule %u", static_cast<unsigned>(v.broken));

@@ -4,13 +4,18 @@
 // refuses too, with the same message.
 //
 // Two steps, so the chip can size and bind its shared state between them:
-//   check_graph_image_header  pointer, size, magic, version, total_size, task_count limit, the four
-//                             sections (aligned, in order, not overlapping, inside total_size).
+//   check_graph_image_header  pointer, size, magic, version, total_size, task_count limit, the five
+//                             sections (aligned, in order, not overlapping, inside total_size),
+//                             the output heap range (no wrap-around).
 //                             Cheap; the chip runs it on every launch, trusted replays included.
-//   check_graph_image_tasks   every record, every fanout entry (only later tasks: the graph is
-//                             acyclic), every fanin_count against the entries naming the task, and
-//                             initial_ready (exactly the fan-in-zero tasks, in increasing order).
-//                             One pass over the records, one over initial_ready; no allocation.
+//   check_graph_image_tasks   every record (its skip-fill range: a predicated task's, 64-byte
+//                             aligned, inside the output heap; its public task id: the next user
+//                             id, or -1 on a dummy task, a scope fence), every fanout entry
+//                             (only later tasks: the graph is acyclic), every fanin_count against
+//                             the entries naming the task, user_task_count (the tasks with a
+//                             public id), and initial_ready (exactly the fan-in-zero tasks, in
+//                             increasing order). One pass over the records, one over
+//                             initial_ready; no allocation.
 // Both return an ImageVerdict, plain data naming the broken rule and the values involved (no
 // strings), so the chip can run them; format_image_verdict turns a verdict into the message on the
 // cold path. validate_graph_image is the host's one-call form returning a Status.
@@ -47,6 +52,8 @@ enum class ImageRule : uint8_t {
   FanoutSection,   //
   ArgsSection,     //
   ReadySection,    //
+  TaskIdsSection,  //
+  OutputHeap,      // values: output_heap_addr, output_heap_size
   CoreType,        // task; values: core_type
   Flags,           // task; values: flags
   BlockNum,        // task; values: block_num
@@ -56,6 +63,7 @@ enum class ImageRule : uint8_t {
   FuncId,          // task; values: func_id (as int32)
   NonMixAiv,       // task; values: mix_aiv[0], mix_aiv[1] (as int32)
   Predicate,       // task; values: predicate_addr, predicate_bytes
+  SkipFillRange,   // task; values: skip_fill_addr, skip_fill_granules, flags
   ArgCount,        // task; values: arg_count
   ArgRange,        // task; values: args_begin, arg_count, args_count
   FanoutRange,     // task; values: fanout_begin, fanout_count (record), fanout_count (header)
@@ -65,6 +73,8 @@ enum class ImageRule : uint8_t {
   ReadyRange,      // task = list index; values: entry, task_count
   ReadyOrder,      // task = list index; values: entry, entry before it
   ReadyProducers,  // task = list index; values: entry, its fanin_count
+  TaskId,          // task; values: its task_ids entry, the next user id, flags
+  UserTaskCount,   // values: user_task_count, tasks with a public id
 };
 
 struct ImageVerdict {
@@ -145,6 +155,18 @@ inline ImageVerdict check_record(uint32_t t, const TaskRecord& r, const GraphIma
       return broken(ImageRule::Predicate, t, r.predicate_addr, b);
     }
   }
+  // The range a skipped task zero-fills: only a predicated task's, inside the run's output heap
+  // (the header proved the heap does not wrap), so a corrupted record cannot make the dispatcher
+  // clear memory outside it.
+  if (r.skip_fill_granules != 0 || r.skip_fill_addr != 0) {
+    const uint64_t fill_bytes = uint64_t{r.skip_fill_granules} * kSkipFillGranuleBytes;
+    const uint64_t heap_end = h.output_heap_addr + h.output_heap_size;
+    if ((r.flags & kTaskFlagPredicated) == 0 || r.skip_fill_granules == 0 ||
+        r.skip_fill_addr % kSkipFillGranuleBytes != 0 || r.skip_fill_addr < h.output_heap_addr ||
+        r.skip_fill_addr > heap_end || fill_bytes > heap_end - r.skip_fill_addr) {
+      return broken(ImageRule::SkipFillRange, t, r.skip_fill_addr, r.skip_fill_granules, r.flags);
+    }
+  }
   if (r.arg_count > kMaxKernelArgs) return broken(ImageRule::ArgCount, t, r.arg_count);
   if (r.args_begin > h.args_count || r.arg_count > h.args_count - r.args_begin) {
     return broken(ImageRule::ArgRange, t, r.args_begin, r.arg_count, h.args_count);
@@ -172,10 +194,18 @@ ImageVerdict check_graph_image_tasks(const uint8_t* data, const GraphImageHeader
   static_assert(alignof(TaskRecord) <= 8);
   const auto* records = reinterpret_cast<const TaskRecord*>(data + header.tasks_offset);
   const uint8_t* fanout = data + header.fanout_offset;
+  const uint8_t* task_ids = data + header.task_ids_offset;
   uint32_t sources = 0;
+  int64_t next_user_id = 0;  // user tasks are numbered 0.. in record order, fences are not
   for (uint32_t t = 0; t < n; ++t) {
     const TaskRecord& r = records[t];
     if (const ImageVerdict v = check_record(t, r, header); !v.ok()) return v;
+    const auto id = load<int64_t>(task_ids + uint64_t{t} * sizeof(int64_t));
+    if (id == kScopeFenceId ? (r.flags & kTaskFlagDummy) == 0 : id != next_user_id) {
+      return broken(ImageRule::TaskId, t, static_cast<uint64_t>(id),
+                    static_cast<uint64_t>(next_user_id), r.flags);
+    }
+    next_user_id += id != kScopeFenceId;
     // Every fanout entry names a later task (checked below), so every entry naming task t has
     // been counted by now: one pass checks both.
     const uint32_t named = count_of(fanin[t]);
@@ -190,6 +220,10 @@ ImageVerdict check_graph_image_tasks(const uint8_t* data, const GraphImageHeader
       set_count(fanin[consumer], count_of(fanin[consumer]) + 1);
     }
     on_task(t, r);
+  }
+  if (static_cast<uint64_t>(next_user_id) != header.user_task_count) {
+    return broken(ImageRule::UserTaskCount, 0, header.user_task_count,
+                  static_cast<uint64_t>(next_user_id));
   }
   if (header.initial_ready_count != sources) {
     return broken(ImageRule::ReadyCount, 0, header.initial_ready_count, sources);

@@ -142,6 +142,7 @@ void ArenaSet::invalidate_prebuilt() noexcept {
   std::vector<uint8_t>().swap(prebuilt_.image);  // gives the storage back, not just the size
   prebuilt_.output_heap = prebuilt_.shared_state = prebuilt_.runtime_image = {};
   prebuilt_.task_count = 0;
+  prebuilt_.user_task_count = 0;
 }
 
 Status ArenaSet::release_all() {

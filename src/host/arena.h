@@ -56,8 +56,9 @@ inline constexpr ArenaRegionSet kAllArenaRegions =
 struct PrebuiltImage {
   std::vector<uint8_t> key;  // what the image depends on (callable, args, sizing)
   std::vector<uint8_t> image;
-  uint64_t task_count = 0;
-  DeviceBuffer output_heap;  // bank 0 regions when the image was built
+  uint64_t task_count = 0;       // records, scope fences included
+  uint64_t user_task_count = 0;  // the orchestration's tasks (RunReport::task_count)
+  DeviceBuffer output_heap;      // bank 0 regions when the image was built
   DeviceBuffer shared_state;
   DeviceBuffer runtime_image;
   // A launch of this image passed the chip's checks; replays then launch it prevalidated

@@ -194,7 +194,8 @@ class DeviceRunner {
   // A host-built, validated graph image and what the build observed.
   struct HostBuild {
     std::vector<uint8_t> image;
-    uint64_t task_count = 0;
+    uint64_t task_count = 0;       // records, scope fences included
+    uint64_t user_task_count = 0;  // the orchestration's tasks
     uint64_t build_ns = 0;
     bool accessed_tensor_data = false;
   };

@@ -14,8 +14,12 @@ std::string GraphExport::to_dot() const {
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const ExportedTask& task = tasks[i];
     const std::string id = "t" + std::to_string(i);
-    std::string label = id + " ";
-    if (task.dummy) {
+    // A hand-built graph may leave task_id unset (-1): its index stands in.
+    const int64_t task_id = task.task_id >= 0 ? task.task_id : static_cast<int64_t>(i);
+    std::string label = task.scope_fence ? std::string() : "t" + std::to_string(task_id) + " ";
+    if (task.scope_fence) {
+      label += "fence";
+    } else if (task.dummy) {
       label += "dummy";
     } else if (task.core_type == CoreType::MIX) {
       label += "f" + std::to_string(task.func_id) + "/" + std::to_string(task.mix_aiv[0]) + "/" +
@@ -47,6 +51,7 @@ GraphShape GraphExport::shape() const {
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const ExportedTask& task = tasks[i];
     (task.dummy ? shape.dependency_only_tasks : shape.kernel_tasks) += 1;
+    shape.scope_fences += task.scope_fence ? 1 : 0;
     if (task.producer_count == 0) ++shape.sources;
     if (task.consumer_count == 0) ++shape.sinks;
     if (level[i] > width.size()) width.resize(level[i], 0);
@@ -83,6 +88,7 @@ GraphExport decode_graph_image(std::span<const uint8_t> image,
   const uint8_t* records = image.data() + header.tasks_offset;
   const uint8_t* fanout = image.data() + header.fanout_offset;
   const uint8_t* args = image.data() + header.args_offset;
+  const uint8_t* task_ids = image.data() + header.task_ids_offset;
 
   GraphExport graph;
   graph.tasks.resize(header.task_count);
@@ -92,6 +98,8 @@ GraphExport decode_graph_image(std::span<const uint8_t> image,
     const auto record =
         load<common::TaskRecord>(records + uint64_t{i} * sizeof(common::TaskRecord));
     ExportedTask& task = graph.tasks[i];
+    task.task_id = load<int64_t>(task_ids + uint64_t{i} * sizeof(int64_t));
+    task.scope_fence = task.task_id == common::kScopeFenceId;
     task.func_id = record.func_id;
     task.core_type = static_cast<CoreType>(record.core_type);
     task.mix_aiv = {record.mix_aiv[0], record.mix_aiv[1]};
@@ -101,6 +109,8 @@ GraphExport decode_graph_image(std::span<const uint8_t> image,
     if (task.predicated) {
       task.predicate_bytes = record.predicate_bytes;
       task.predicate_addr = record.predicate_addr;
+      task.skip_fill_addr = record.skip_fill_addr;
+      task.skip_fill_bytes = uint64_t{record.skip_fill_granules} * common::kSkipFillGranuleBytes;
     }
     task.kernel_addr = entry_of(kernel_entries, record.func_id);
     task.mix_aiv_kernel_addr = {entry_of(kernel_entries, record.mix_aiv[0]),

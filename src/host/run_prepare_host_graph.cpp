@@ -68,13 +68,16 @@ std::vector<uint8_t> replay_key(const RegisteredCallable& callable, const TaskAr
   return key;
 }
 
-// Validates a freshly built image (orchestrator's structural checks) and reads its task count.
-Status check_image(const std::vector<uint8_t>& image, uint64_t* task_count) {
+// Validates a freshly built image (orchestrator's structural checks) and reads its task counts:
+// every record, and the user's tasks (the records less the scope fences).
+Status check_image(const std::vector<uint8_t>& image, uint64_t* task_count,
+                   uint64_t* user_task_count) {
   Status status = common::validate_graph_image(image.data(), image.size());
   if (!status.is_ok()) return status;
   common::GraphImageHeader header;
   std::memcpy(&header, image.data(), sizeof(header));
   *task_count = header.task_count;
+  *user_task_count = header.user_task_count;
   return Status::ok();
 }
 
@@ -123,7 +126,7 @@ DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
   built.build_ns = ns_between(t_build, RunClock::now());
   built.image = builder.take_image();
   built.accessed_tensor_data = builder.accessed_tensor_data();
-  throw_if(check_image(built.image, &built.task_count));
+  throw_if(check_image(built.image, &built.task_count, &built.user_task_count));
   return built;
 }
 
@@ -138,7 +141,8 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   // copies the image on the host.
   std::vector<uint8_t> built_image;
   const std::vector<uint8_t>* image = &built_image;
-  uint64_t task_count = 0;
+  uint64_t task_count = 0;  // records: the chip's tasks, scope fences included
+  uint64_t user_task_count = 0;
   uint64_t build_ns = 0;
   bool replayed = false;
   if (plan.replay_graph) {
@@ -146,6 +150,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     if (const PrebuiltImage* cached = arenas_.lookup_prebuilt(bank, run.replay_key)) {
       image = &cached->image;
       task_count = cached->task_count;
+      user_task_count = cached->user_task_count;
       replayed = true;
       run.prevalidated = cached->chip_validated;
     }
@@ -157,6 +162,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     HostBuild built = orchestrate_host_graph(plan, callable, args, kernel_table);
     built_image = std::move(built.image);
     task_count = built.task_count;
+    user_task_count = built.user_task_count;
     build_ns = built.build_ns;
     if (built.accessed_tensor_data) cacheable = false;
   }
@@ -174,6 +180,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     entry.key = run.replay_key;
     entry.image = std::move(built_image);
     entry.task_count = task_count;
+    entry.user_task_count = user_task_count;
     entry.output_heap = arenas_.region(bank, ArenaRegion::OutputHeap);
     entry.shared_state = arenas_.region(bank, ArenaRegion::SharedState);
     entry.runtime_image = arenas_.region(bank, ArenaRegion::RuntimeImage);
@@ -195,7 +202,8 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   if (replayed) ++replayed_runs_;
 
   RunReport& report = prepared.report;
-  report.task_count = task_count;
+  report.task_count = user_task_count;
+  report.internal_task_count = task_count - user_task_count;
   report.output_heap_committed_bytes = arenas_.committed_sizes(bank).output_heap;
   PhaseSpan& graph_build = report.phases[static_cast<int>(Phase::GraphBuild)];
   graph_build.present = !replayed;

@@ -21,7 +21,9 @@ uint64_t GraphImageWriter::retained_bytes() const noexcept {
 
 void GraphImageWriter::write(std::span<const common::TaskRecord> records,
                              std::span<const uint32_t> producers,
-                             std::span<const int64_t> kernel_args, std::vector<uint8_t>& image) {
+                             std::span<const int64_t> kernel_args,
+                             std::span<const int64_t> task_ids, DeviceBuffer output_heap,
+                             std::vector<uint8_t>& image) {
   const uint64_t n = records.size();
   const uint64_t edges = producers.size();
   if (edges > UINT32_MAX) {
@@ -58,7 +60,13 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
   h.args_offset = align8(h.fanout_offset + edges * sizeof(uint32_t));
   h.args_count = kernel_args.size();
   h.initial_ready_offset = h.args_offset + h.args_count * sizeof(int64_t);
-  h.total_size = align8(h.initial_ready_offset + ready * sizeof(uint32_t));
+  h.task_ids_offset = align8(h.initial_ready_offset + ready * sizeof(uint32_t));
+  h.total_size = h.task_ids_offset + n * sizeof(int64_t);
+  h.output_heap_addr = output_heap.addr;
+  h.output_heap_size = output_heap.size;
+  uint64_t user_tasks = 0;
+  for (const int64_t id : task_ids) user_tasks += id != common::kScopeFenceId;
+  h.user_task_count = static_cast<uint32_t>(user_tasks);
 
   image.assign(h.total_size, 0);
   uint8_t* base = image.data();
@@ -79,6 +87,7 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
   if (!kernel_args.empty()) {
     std::memcpy(base + h.args_offset, kernel_args.data(), kernel_args.size() * sizeof(int64_t));
   }
+  if (n != 0) std::memcpy(base + h.task_ids_offset, task_ids.data(), n * sizeof(int64_t));
 }
 
 }  // namespace chiprt::orchestrator

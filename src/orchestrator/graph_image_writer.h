@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "chiprt/types.h"
 #include "common/graph_image.h"
 
 namespace chiprt::orchestrator {
@@ -19,10 +20,13 @@ class GraphImageWriter {
   // Writes the image of `records` (one per task, in task order; fanin_count, args_begin and the
   // task fields set, fan-out fields are written here) into `image` (its storage reused).
   // `producers` lists each task's fanin_count producers, grouped by consumer in consumer order;
-  // `kernel_args` the argument words the records' args_begin index. Throws
-  // Error(CapacityExceeded) beyond UINT32_MAX edges.
+  // `kernel_args` the argument words the records' args_begin index; `task_ids` the public TaskId
+  // of each record (common::kScopeFenceId for a scope fence); `output_heap` the run's output heap
+  // (the records' skip-fill ranges lie in it). Throws Error(CapacityExceeded) beyond UINT32_MAX
+  // edges.
   void write(std::span<const common::TaskRecord> records, std::span<const uint32_t> producers,
-             std::span<const int64_t> kernel_args, std::vector<uint8_t>& image);
+             std::span<const int64_t> kernel_args, std::span<const int64_t> task_ids,
+             DeviceBuffer output_heap, std::vector<uint8_t>& image);
 
   uint64_t retained_bytes() const noexcept;
 

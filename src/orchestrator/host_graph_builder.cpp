@@ -27,8 +27,11 @@ constexpr uint64_t kMaxImageTasks = UINT32_MAX - 1;
 // OutputHeap's, the image layout the GraphImageWriter's, checks and records the TaskFront's.
 // Per task the builder keeps one record plus its slices of two flat arrays (producers, kernel
 // args); nothing is allocated per task beyond geometric growth. Scope_end adds a dummy "fence"
-// task when the scope owned output blocks (OutputHeap); fence tasks take task ids like any other
-// task (task_count() includes them).
+// task when the scope owned output blocks (OutputHeap). Fences are internal: they take a record
+// (an index of the image) but no public id, so the ids the function gets (and task_count(),
+// after(), owner_task, messages) number the user's tasks 0.. as tensormap_ringbuffer does. The
+// builder works on record indices (edges, tensor map, blocks, scope frames) and converts only at
+// the API: `task_ids` maps record -> public id, `records_of` public id -> record.
 struct HostGraphBuilder::State {
   // What the builder needs of a task beyond its record.
   struct TaskBook {
@@ -48,7 +51,7 @@ struct HostGraphBuilder::State {
   struct Touched {
     uint64_t lo;
     uint64_t hi;
-    uint32_t task;
+    TaskId task;  // public id
     bool writes;
   };
   static constexpr uint32_t kNoBlock = OutputHeap::kNoBlock;
@@ -69,6 +72,8 @@ struct HostGraphBuilder::State {
     books.clear();
     producers.clear();
     kernel_args.clear();
+    task_ids.clear();
+    records_of.clear();
     alloc_log.clear();
     touched_extents.clear();
     built = false;
@@ -87,20 +92,25 @@ struct HostGraphBuilder::State {
   std::vector<TaskBook> books;
   std::vector<uint32_t> producers;  // grouped by consumer, in consumer order
   std::vector<int64_t> kernel_args;
-  std::vector<ScopeFrame> scopes;   // frames beyond the front's depth are kept for their capacity
-  std::vector<uint64_t> alloc_log;  // buffer addresses of outputs allocated inside open scopes
+  std::vector<int64_t> task_ids;     // per record: its public id, common::kScopeFenceId for fences
+  std::vector<uint32_t> records_of;  // per public id: its record
+  std::vector<ScopeFrame> scopes;    // frames beyond the front's depth are kept for their capacity
+  std::vector<uint64_t> alloc_log;   // buffer addresses of outputs allocated inside open scopes
   std::vector<Touched> touched_extents;
   bool built = false;
   bool accessed_tensor_data = false;
 
-  uint64_t task_count() const noexcept { return records.size(); }
+  // Tasks the function submitted (public ids handed out); records also count the fences.
+  uint64_t task_count() const noexcept { return records_of.size(); }
+  uint64_t record_count() const noexcept { return records.size(); }
   std::size_t depth() const noexcept { return front.scope_depth(); }
 
   // Bytes of storage this state holds (capacities), which reset() keeps.
   uint64_t retained_bytes() const noexcept {
     uint64_t total = map.retained_bytes() + heap.retained_bytes() + writer.retained_bytes() +
                      capacity_bytes(records) + capacity_bytes(books) + capacity_bytes(producers) +
-                     capacity_bytes(kernel_args) + capacity_bytes(scopes) +
+                     capacity_bytes(kernel_args) + capacity_bytes(task_ids) +
+                     capacity_bytes(records_of) + capacity_bytes(scopes) +
                      capacity_bytes(alloc_log) + capacity_bytes(touched_extents);
     for (const ScopeFrame& frame : scopes) total += capacity_bytes(frame.touched);
     return total;
@@ -113,18 +123,25 @@ struct HostGraphBuilder::State {
     }
   }
 
-  void check_capacity(uint64_t id) const {
-    if (id >= max_tasks) {
+  // Room for one more record (a task or a fence: both take an image slot).
+  void check_capacity() const {
+    if (record_count() >= max_tasks) {
+      const uint64_t fences = record_count() - task_count();
       throw Error(StatusCode::CapacityExceeded,
-                  "graph has " + std::to_string(id + 1) + " tasks, limit " +
-                      std::to_string(configured_max_tasks) + " (CallConfig.max_tasks)");
+                  "graph has " + std::to_string(record_count() + 1) + " tasks" +
+                      (fences == 0 ? std::string()
+                                   : " (" + std::to_string(fences) + " of them scope fences)") +
+                      ", limit " + std::to_string(configured_max_tasks) +
+                      " (CallConfig.max_tasks)");
     }
   }
 
-  // The output block of the task that produced `t`, or kNoBlock.
+  // The output block of the task that produced `t` (owner_task is a public id), or kNoBlock.
   uint32_t owner_block(const Tensor& t) const noexcept {
-    if (t.owner_task < 0 || static_cast<uint64_t>(t.owner_task) >= books.size()) return kNoBlock;
-    return books[static_cast<uint64_t>(t.owner_task)].output_block;
+    if (t.owner_task < 0 || static_cast<uint64_t>(t.owner_task) >= records_of.size()) {
+      return kNoBlock;
+    }
+    return books[records_of[static_cast<uint64_t>(t.owner_task)]].output_block;
   }
 
   // Placement checks of a task the front accepted, before any state changes. Throws
@@ -196,7 +213,8 @@ struct HostGraphBuilder::State {
     if (f.touched.empty() || f.touched.back() != task) f.touched.push_back(task);
   }
 
-  void note_extent(const Tensor& t, uint32_t task, bool writes) {
+  // `task` is the public id (the message names it).
+  void note_extent(const Tensor& t, TaskId task, bool writes) {
     uint64_t lo = 0;
     uint64_t hi = 0;
     t.byte_extent(&lo, &hi);
@@ -207,11 +225,12 @@ struct HostGraphBuilder::State {
   // Appends a task the front accepted (`list` is its view of `args`). `spec` is null for dummy
   // and allocation-only tasks. Placement is checked first, so a rejected task changes nothing.
   TaskId add_task(const TaskSpec* spec, TaskArgs& args, const ArgList& list) {
-    const uint64_t id64 = task_count();
-    check_capacity(id64);
+    const uint64_t id64 = task_count();  // the public id
+    check_capacity();
     OutputHeap::Placement placement;
     place_args(id64, spec, args, list, &placement);
-    const auto id = static_cast<uint32_t>(id64);
+    const auto public_id = static_cast<TaskId>(id64);
+    const auto id = static_cast<uint32_t>(record_count());  // the record, edges name these
     const uint64_t fanin_begin = producers.size();
     const bool track = !front.in_manual_scope();  // manual scopes skip the tensor map entirely
     const int tensor_count = list.tensor_count;
@@ -223,7 +242,9 @@ struct HostGraphBuilder::State {
 
     // Tasks are appended before their edges are known: add_edge stamps producers only.
     books.push_back(TaskBook{0, kNoBlock});
-    for (int d = 0; d < args.dep_count(); ++d) add_edge(static_cast<uint32_t>(args.dep(d)), id);
+    for (int d = 0; d < args.dep_count(); ++d) {
+      add_edge(records_of[static_cast<uint64_t>(args.dep(d))], id);  // the front checked dep < id
+    }
     // All lookups precede all records (task_dependencies.h), so a task never depends on itself.
     if (track) {
       lookup_task_producers(map, args, list, &prepared, [&](TaskId producer) {
@@ -236,12 +257,12 @@ struct HostGraphBuilder::State {
       const Tensor& t = *tensors[i];
       touch(t, id);
       // NoDep arguments may be written by the kernel: counted as writes.
-      note_extent(t, id, tag != ArgTag::In);
+      note_extent(t, public_id, tag != ArgTag::In);
     }
     if (args.has_predicate()) {
       const Tensor& flag = args.predicate();
       touch(flag, id);
-      note_extent(flag, id, false);
+      note_extent(flag, public_id, false);
     }
     // The outputs are packed into the block found by place_args, in argument order.
     const bool has_block = placement.end > placement.start;
@@ -260,14 +281,14 @@ struct HostGraphBuilder::State {
       const uint64_t bytes = output_bytes(t);  // validated not to overflow
       if (bytes == 0) {
         // No memory, but a real address inside (or at the end of) the heap.
-        t = make_output(t, heap_addr + std::min(heap.aligned(next_output), heap_size), 0,
-                        static_cast<TaskId>(id), run);
+        t = make_output(t, heap_addr + std::min(heap.aligned(next_output), heap_size), 0, public_id,
+                        run);
       } else {
         const uint64_t offset = heap.aligned(next_output);
         next_output = offset + bytes;
-        t = make_output(t, heap_addr + offset, bytes, static_cast<TaskId>(id), run);
+        t = make_output(t, heap_addr + offset, bytes, public_id, run);
         if (depth() > 0) alloc_log.push_back(heap_addr + offset);
-        note_extent(t, id, true);
+        note_extent(t, public_id, true);
       }
     }
     if (track)
@@ -284,7 +305,9 @@ struct HostGraphBuilder::State {
     for (int i = 0; i < args.scalar_count(); ++i) {
       kernel_args.push_back(static_cast<int64_t>(args.scalar_bits(i)));
     }
-    return static_cast<TaskId>(id);
+    task_ids.push_back(public_id);
+    records_of.push_back(id);
+    return public_id;
   }
 
   // The get/set_tensor_data rule of host_build_graph, after the front's checks: nothing runs
@@ -356,13 +379,11 @@ struct HostGraphBuilder::State {
   // Ends the innermost scope (before the front closes it).
   void scope_end() {
     ScopeFrame& s = scopes[depth() - 1];
-    uint64_t released_end = task_count();
     if (heap.any_live_since(s.first_block)) {
       // A dummy fence task completes once every user of the scope's blocks has; a later block
-      // placed over them depends on it alone.
-      const uint64_t id64 = task_count();
-      check_capacity(id64);
-      const auto id = static_cast<uint32_t>(id64);
+      // placed over them depends on it alone. Internal: a record without a public id.
+      check_capacity();
+      const auto id = static_cast<uint32_t>(record_count());
       const uint64_t fanin_begin = producers.size();
       books.push_back(TaskBook{0, kNoBlock});
       for (uint32_t t : s.touched) add_edge(t, id);
@@ -371,13 +392,13 @@ struct HostGraphBuilder::State {
       TaskFront::encode_record(nullptr, nullptr, 0, &r);
       r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
       r.args_begin = kernel_args.size();
-      released_end = id64;
+      task_ids.push_back(common::kScopeFenceId);
     }
     for (std::size_t i = s.alloc_log_begin; i < alloc_log.size(); ++i) {
       map.erase_buffer(alloc_log[i]);
     }
     alloc_log.resize(s.alloc_log_begin);
-    heap.note_released_tasks(s.first_task, released_end);
+    heap.note_released_tasks(s.first_task, task_count());  // public ids, as owner_task
     s.touched.clear();
   }
 };
@@ -390,7 +411,7 @@ uint64_t BuilderScratch::retained_bytes() const noexcept {
 }
 
 void BuilderScratch::take_back(std::unique_ptr<HostGraphBuilder::State> state) noexcept {
-  const uint64_t tasks = state->task_count();
+  const uint64_t tasks = state->record_count();
   if (common::release_retained(state->retained_bytes(), tasks, served_tasks_)) {
     state.reset();  // the next build starts with storage of its own size
     served_tasks_ = 0;
@@ -431,7 +452,7 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uin
   // instead of taking the Worker's lock again.
   s.front.run(entry, *this, args, common::RunRole::HostOrchestration);
   if (s.front.failed()) throw Error(s.front.error());
-  s.writer.write(s.records, s.producers, s.kernel_args, image_);
+  s.writer.write(s.records, s.producers, s.kernel_args, s.task_ids, s.heap.region(), image_);
   s.built = true;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "common/graph_image.h"
+
 namespace chiprt::orchestrator {
 namespace {
 
@@ -111,6 +113,22 @@ Status describe_tensor(const Verdict& v, const RunMemory& memory, const std::str
     default:
       return Status(StatusCode::InternalError, where + ": no message for this rule");
   }
+}
+
+// Bytes the Out declarations of `args` take packed, each 64-byte aligned (saturating); their
+// shapes passed check_tensor. Predicated tasks only, off the hot path.
+uint64_t packed_output_bytes(const TaskArgs& args) noexcept {
+  uint64_t total = 0;
+  for (int i = 0; i < args.tensor_count(); ++i) {
+    if (args.tag(i) != ArgTag::Out) continue;
+    const uint64_t bytes = output_bytes(args.tensor(i));
+    const uint64_t aligned =
+        bytes > UINT64_MAX - (common::kSkipFillGranuleBytes - 1)
+            ? UINT64_MAX
+            : (bytes + common::kSkipFillGranuleBytes - 1) & ~(common::kSkipFillGranuleBytes - 1);
+    total = aligned > UINT64_MAX - total ? UINT64_MAX : total + aligned;
+  }
+  return total;
 }
 
 }  // namespace
@@ -221,6 +239,7 @@ Verdict check_task_args(const RunMemory& memory, uint64_t id, const TaskArgs& ar
     const Verdict v = check_tensor(memory, kPredicateArg, flag, false);
     if (!v.ok()) return v;
     if (!integral_dtype(flag.dtype) || flag.numel() == 0) return {Rule::PredicateNotIntegral};
+    if (packed_output_bytes(args) > common::kMaxSkipFillBytes) return {Rule::SkipFillTooLarge};
   }
   return {};
 }
@@ -329,6 +348,13 @@ Status describe_task(const Verdict& v, const KernelTable& kernels, const RunMemo
       return Status(StatusCode::InvalidArgument,
                     arg_where() + ": tag value " +
                         std::to_string(static_cast<int>(args.tag(v.arg))) + " is not an ArgTag");
+    case Rule::SkipFillTooLarge:
+      return Status(StatusCode::InvalidArgument,
+                    label() + ": a predicated task's runtime outputs take " +
+                        std::to_string(packed_output_bytes(args)) +
+                        " bytes (each 64-byte aligned), more than the " +
+                        std::to_string(common::kMaxSkipFillBytes) +
+                        " a skipped task zero-fills; split the outputs over several tasks");
     case Rule::PredicateNotIntegral:
       return Status(StatusCode::InvalidArgument,
                     arg_where() + ": tensor " + args.predicate().to_string() +

@@ -125,6 +125,7 @@ enum class Rule : uint8_t {
   ViewOutOfBounds,       // arg's view lies outside its buffer
   NotRunMemory,          // the run's memory does not admit arg (RunMemory)
   PredicateNotIntegral,  // the predicate is no integer / bool tensor with an element
+  SkipFillTooLarge,      // a predicated task's outputs exceed common::kMaxSkipFillBytes
   // allocate (check_allocation).
   AllocationTag,     // arg is not Out
   AllocationExtras,  // scalars, explicit dependencies or a predicate
@@ -152,8 +153,9 @@ Verdict check_task_spec(const KernelTable& kernels, const TaskSpec& spec, const 
                         int scalar_count) noexcept;
 // Argument checks independent of the heap's state: counts, explicit deps (must be < id), tags,
 // ranks, dtypes, Out shapes that overflow, views outside their buffers, tensors (and the
-// predicate) the run's memory does not admit, the predicate's dtype. `list` is read_args' view of
-// `args` (unread when the counts are out of range: that is reported first).
+// predicate) the run's memory does not admit, the predicate's dtype, and that a predicated task's
+// outputs (zero-filled when it is skipped) fit the record's skip-fill range. `list` is read_args'
+// view of `args` (unread when the counts are out of range: that is reported first).
 Verdict check_task_args(const RunMemory& memory, uint64_t id, const TaskArgs& args,
                         const ArgList& list) noexcept;
 // The allocate rules on top of check_task_args: Out tensors only, no scalars, no explicit

@@ -20,6 +20,7 @@
 // Lifetime: one per orchestrator (per run); used on the orchestrating thread only.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -99,12 +100,15 @@ class TaskFront {
   void run(OrchestrationEntry entry, Orchestration& orch, const TaskArgs& args,
            common::RunRole role);
 
-  // ---- records
-  // ----------------------------------------------------------------------------------- The record
-  // the dispatch code reads: kernel(s), core, blocks and predicate of a kernel task
+  // ---- records ---------------------------------------------------------------------------------
+  // The record the dispatch code reads: kernel(s), core, blocks and predicate of a kernel task
   // (`spec`), or a dummy task (`spec` null: dummy, allocation-only and fence tasks; a dummy's
   // predicate is dropped, there is nothing to skip), with `arg_count` kernel arguments.
-  // Fan-in/fan-out and args_begin are the placement's. `args` may be null (fence tasks).
+  // Fan-in/fan-out and args_begin are the placement's. `args` may be null (fence tasks). Called
+  // once the placement wrote the task's runtime outputs back into `args`: a predicated task's
+  // skip-fill range is the range its Out tensors were packed into (both variants pack a task's
+  // outputs, 64-byte aligned, in argument order into one range), which the dispatcher zero-fills
+  // when it skips the task.
   static void encode_record(const TaskSpec* spec, const TaskArgs* args, uint16_t arg_count,
                             common::TaskRecord* record) noexcept {
     common::TaskRecord r{};
@@ -130,6 +134,7 @@ class TaskFront {
         r.flags |= common::kTaskFlagPredicated;
         r.predicate_addr = flag.data_addr();
         r.predicate_bytes = static_cast<uint32_t>(flag.element_bytes());
+        encode_skip_fill(*args, &r);
       }
     }
     r.arg_count = arg_count;
@@ -137,6 +142,23 @@ class TaskFront {
   }
 
  private:
+  // The packed range of the placed Out tensors of `args` as the record's skip-fill range (cold:
+  // predicated tasks only). check_task_args bounds it by kMaxSkipFillBytes.
+  static void encode_skip_fill(const TaskArgs& args, common::TaskRecord* r) noexcept {
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    for (int i = 0; i < args.tensor_count(); ++i) {
+      const Tensor& t = args.tensor(i);
+      if (args.tag(i) != ArgTag::Out || t.buffer.size == 0) continue;
+      if (end == 0) begin = t.buffer.addr;
+      end = std::max(end, t.buffer.addr + t.buffer.size);
+    }
+    if (end == 0) return;
+    r->skip_fill_addr = begin;
+    r->skip_fill_granules = static_cast<uint32_t>(
+        (end - begin + common::kSkipFillGranuleBytes - 1) / common::kSkipFillGranuleBytes);
+  }
+
   void reject_task(const Verdict& v, uint64_t id, const TaskSpec* spec, const TaskArgs& args);
 
   const KernelTable* kernels_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <iterator>
 
 namespace chiprt::scheduler {
@@ -203,6 +204,7 @@ bool SchedulerThread::take_task(int queue, uint32_t* task, uint32_t* pushed) {
       return true;
     }
     if ((record.flags & common::kTaskFlagPredicated) != 0 && !predicate_true(record)) {
+      zero_skipped_outputs(record);  // its consumers read zeros, not stale heap bytes
       complete_task(view_, *task, pushed, TaskState::Ready);  // skipped: releases its consumers
       ++skipped_;
       continue;
@@ -548,11 +550,17 @@ void SchedulerThread::report_stuck(uint64_t now) {
                                                   : "was dispatched but never started";
     const int32_t func_id = view_.tasks[t].func_id;
     const long long id = view_.public_id(t);
+    // A scope fence has no TaskId: named as what it is (it waits for the scope's tasks).
+    char label[64];
+    if (view_.scope_fence(t)) {
+      std::snprintf(label, sizeof(label), "a scope fence (dependency-only, internal)");
+    } else {
+      std::snprintf(label, sizeof(label), "task %lld (func_id %d)", id, func_id);
+    }
     if (latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
-                         "no progress for %llu ms: task %lld (func_id %d) %s (%u producers "
-                         "outstanding) and no core is running a task; %llu of %llu tasks "
-                         "completed",
-                         timeout_ms, id, func_id, why,
+                         "no progress for %llu ms: %s %s (%u producers outstanding) and no core "
+                         "is running a task; %llu of %llu tasks completed",
+                         timeout_ms, label, why,
                          view_.fanin_remaining[t].load(std::memory_order_relaxed),
                          static_cast<unsigned long long>(completed), published)) {
       args.result.stuck_task = id;

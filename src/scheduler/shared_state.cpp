@@ -45,6 +45,7 @@ bool validate_image(ChipLaunchArgs* args, RunView* view, GraphImageHeader* heade
   view->task_args = reinterpret_cast<const int64_t*>(base + header->args_offset);
   view->initial_ready = reinterpret_cast<const uint32_t*>(base + header->initial_ready_offset);
   view->initial_ready_count = header->initial_ready_count;
+  view->public_ids = reinterpret_cast<const int64_t*>(base + header->task_ids_offset);
 
   const SharedLayout layout = shared_layout(header->task_count);
   if (args->shared_size < layout.total_bytes) {
@@ -184,6 +185,7 @@ void attach_view(ChipLaunchArgs* args, uint32_t thread_count, RunView* view) {
   view->task_args = reinterpret_cast<const int64_t*>(base + header->args_offset);
   view->initial_ready = reinterpret_cast<const uint32_t*>(base + header->initial_ready_offset);
   view->initial_ready_count = header->initial_ready_count;
+  view->public_ids = reinterpret_cast<const int64_t*>(base + header->task_ids_offset);
   bind_shared_region(args, view->task_count, view);
 }
 

@@ -45,7 +45,8 @@ struct RunView {
   common::ChipLaunchArgs* args = nullptr;
   // Ring runs only (nullptr for host_build_graph): completion goes through ring_release.
   RingView* ring = nullptr;
-  // Public TaskId of each task index for messages (ring: per slot); nullptr = the index itself.
+  // Public TaskId of each task index for messages (host_build_graph: the image's task_ids, -1 for
+  // a scope fence; ring: per slot, -1 for an unused one); nullptr = the index itself.
   const int64_t* public_ids = nullptr;
   // AICPU threads [first_scheduler, thread_count) schedule; below are orchestrators (ring: 1
   // when threaded, 0 in serial mode where thread 0 alternates both roles).
@@ -86,6 +87,10 @@ struct RunView {
   // The TaskId a message should name for task index `task`.
   int64_t public_id(uint32_t task) const {
     return public_ids != nullptr ? public_ids[task] : static_cast<int64_t>(task);
+  }
+  // A host_build_graph scope fence: internal, it has no TaskId to name.
+  bool scope_fence(uint32_t task) const {
+    return ring == nullptr && public_id(task) == common::kScopeFenceId;
   }
   // Decrements a per-task counter; returns the value before.
   uint32_t count_down(std::atomic<uint32_t>& counter) const {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "common/predicate.h"
 #include "scheduler/shared_state.h"
@@ -46,6 +47,14 @@ inline bool single_dispatch(const common::TaskRecord& task) {
 // The predicate of a predicated task: its first predicate_bytes at predicate_addr, non-zero = run.
 inline bool predicate_true(const common::TaskRecord& task) {
   return common::predicate_holds(task.predicate_addr, task.predicate_bytes);
+}
+// A skipped predicated task's runtime outputs read as zeros (common/graph_image.h): zero-fills
+// its packed output range. Called once per task (at its first pop, SPMD and MIX alike) and
+// before it completes, so its consumers, released by the completion, see the zeros.
+inline void zero_skipped_outputs(const common::TaskRecord& task) {
+  if (task.skip_fill_granules == 0) return;
+  std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(task.skip_fill_addr)), 0,
+              uint64_t{task.skip_fill_granules} * common::kSkipFillGranuleBytes);
 }
 
 // What one scheduler pass of a threaded launch collects instead of publishing each item at once:

@@ -72,7 +72,9 @@ TEST_F(ChiprtCli, GraphOptionPrintsTheShapeAndWritesDot) {
     std::ifstream in(dot);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(text.rfind("digraph chiprt {\n", 0), 0u) << text.substr(0, 200);
-    EXPECT_TRUE(contains(text, "  t143 [label=\"t143 dummy\", style=dashed];")) << text;
+    // The last node is the last tile's scope fence: internal, no task id.
+    EXPECT_TRUE(contains(text, "  t143 [label=\"fence\", style=dashed];")) << text;
+    EXPECT_TRUE(contains(text, "  t142 [label=\"t127 f1 aiv\"];")) << text;
     std::size_t edges = 0;
     for (std::size_t at = text.find(" -> "); at != std::string::npos;
          at = text.find(" -> ", at + 1)) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -275,6 +276,27 @@ TEST(KernelDag, SerialRunnerComputesTheChipsResults) {
   runner.run_dag(kernel_dag.dag());
   EXPECT_EQ(kernel_dag.kernel_calls(), t.expected_kernel_calls());
   EXPECT_EQ(kernel_dag.skipped_tasks(), 1u);
+}
+
+// A skipped task's runtime outputs read as zeros on the chip: the executor zero-fills the
+// exported skip-fill range (and nothing else) before the consumers run.
+TEST(KernelDag, ASkippedTaskZeroFillsItsSkipFillRange) {
+  TestGraph t(4);
+  const uint32_t skipped = t.predicated({}, 0);  // its own flag, never set: skipped
+  t.finish();
+  alignas(64) std::array<uint8_t, 192> outputs;
+  outputs.fill(0xAB);
+  ExportedTask& task = t.graph().tasks[skipped];
+  task.skip_fill_addr = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(outputs.data()));
+  task.skip_fill_bytes = 128;
+  KernelDag kernel_dag(t.graph());
+  t.reset();
+  SerialDagRunner runner;
+  runner.run_dag(kernel_dag.dag());
+  EXPECT_EQ(kernel_dag.skipped_tasks(), 1u);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    EXPECT_EQ(outputs[i], i < 128 ? 0 : 0xAB) << i;
+  }
 }
 
 TEST(KernelDag, PredecessorListsInvertTheConsumers) {

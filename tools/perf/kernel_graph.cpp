@@ -126,6 +126,11 @@ void KernelDag::run_task(void* context, uint64_t index) noexcept {
   const ExportedTask& task = self->graph_.tasks[index];
   if (task.dummy) return;
   if (task.predicated && !kernel::predicate_holds(task.predicate_addr, task.predicate_bytes)) {
+    // A skipped task's outputs read as zeros (graph_export.h), before its consumers run.
+    if (task.skip_fill_bytes != 0) {
+      std::memset(reinterpret_cast<void*>(static_cast<uintptr_t>(task.skip_fill_addr)), 0,
+                  task.skip_fill_bytes);
+    }
     self->skipped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -179,7 +184,10 @@ RunReport run_graph_export(DagRunner& runner, const GraphExport& graph) {
   const uint64_t wall_ns = runner.run_dag(kernel_dag.dag());
   kernel_dag.throw_if_faulted();
   RunReport report;
-  report.task_count = graph.tasks.size();
+  // As the chip reports it: the user's tasks, and scope fences as internal tasks.
+  const GraphShape shape = graph.shape();
+  report.task_count = shape.tasks - shape.scope_fences;
+  report.internal_task_count = shape.scope_fences;
   report.host_total_ns = wall_ns;
   report.kernel_ns = kernel_dag.kernel_ns();
   report.kernel_time_measured = true;

@@ -120,6 +120,15 @@ void predicated_mix_orchestration(Orchestration& orch, const TaskArgs& args) {
   orch.submit(TaskSpec::mixed({kIncAic, kInc, -1}, 2), mix);
 }
 
+// Arguments as diamond_orchestration. t0 copies x into a runtime output only when the first
+// int32 of d is non-zero.
+void predicated_out_orchestration(Orchestration& orch, const TaskArgs& args) {
+  TaskArgs copy;
+  copy.in(args.tensor(0)).out({kN}, DataType::F32).scalar(kN);
+  copy.when(Tensor::make(args.tensor(2).buffer, {1}, DataType::I32));
+  orch.submit(kCopy, CoreType::AIC, copy);
+}
+
 void empty_orchestration(Orchestration&, const TaskArgs&) {}
 
 const ArgSignature kOrchSig =
@@ -210,6 +219,7 @@ constexpr int32_t kScopedId = 1;
 constexpr int32_t kDotId = 2;
 constexpr int32_t kPredicatedMixId = 3;
 constexpr int32_t kEmptyId = 4;
+constexpr int32_t kPredicatedOutId = 5;
 
 class GraphExportTest : public ::testing::Test {
  protected:
@@ -220,6 +230,7 @@ class GraphExportTest : public ::testing::Test {
     worker.register_callable(kDotId, callable_with(&dot_orchestration));
     worker.register_callable(kPredicatedMixId, callable_with(&predicated_mix_orchestration));
     worker.register_callable(kEmptyId, callable_with(&empty_orchestration));
+    worker.register_callable(kPredicatedOutId, callable_with(&predicated_out_orchestration));
     b = make_buffers(worker);
     reset_buffers(worker, b);
   }
@@ -273,6 +284,7 @@ void expect_shape(const GraphShape& got, const GraphShape& want) {
   EXPECT_EQ(got.tasks, want.tasks);
   EXPECT_EQ(got.kernel_tasks, want.kernel_tasks);
   EXPECT_EQ(got.dependency_only_tasks, want.dependency_only_tasks);
+  EXPECT_EQ(got.scope_fences, want.scope_fences);
   EXPECT_EQ(got.edges, want.edges);
   EXPECT_EQ(got.sources, want.sources);
   EXPECT_EQ(got.sinks, want.sinks);
@@ -296,6 +308,7 @@ TEST_F(GraphExportTest, ShapeCountsLevelsOfTheExportedGraph) {
                {.tasks = 3,
                 .kernel_tasks = 2,
                 .dependency_only_tasks = 1,
+                .scope_fences = 1,
                 .edges = 3,
                 .sources = 1,
                 .sinks = 1,
@@ -391,13 +404,35 @@ TEST_F(GraphExportTest, ScopeFencesAndSubmitDummyAreDummyTasks) {
   EXPECT_EQ(consumers_of(scoped, 1), (std::vector<uint32_t>{2}));
   EXPECT_FALSE(scoped.tasks[0].dummy);
   EXPECT_FALSE(scoped.tasks[1].dummy);
+  // The fence is an internal node: no TaskId, marked; the user's tasks keep theirs.
+  EXPECT_TRUE(fence.scope_fence);
+  EXPECT_EQ(fence.task_id, -1);
+  EXPECT_EQ(scoped.tasks[0].task_id, 0);
+  EXPECT_EQ(scoped.tasks[1].task_id, 1);
+  EXPECT_FALSE(scoped.tasks[1].scope_fence);
+  EXPECT_NE(scoped.to_dot().find("  t2 [label=\"fence\", style=dashed];\n"), std::string::npos)
+      << scoped.to_dot();
 
   const GraphExport with_dummy = worker.export_graph(kDotId, b.args, small_config());
   ASSERT_EQ(with_dummy.tasks.size(), 3u);
   EXPECT_TRUE(with_dummy.tasks[1].dummy);
+  EXPECT_FALSE(with_dummy.tasks[1].scope_fence) << "submit_dummy's task is the user's";
+  EXPECT_EQ(with_dummy.tasks[1].task_id, 1);
   EXPECT_EQ(with_dummy.tasks[1].kernel_addr, 0u);
   EXPECT_EQ(with_dummy.tasks[1].producer_count, 1u);
   EXPECT_EQ(consumers_of(with_dummy, 1), (std::vector<uint32_t>{2}));
+}
+
+// An executor that skips the task must zero its outputs: the export names their packed range.
+TEST_F(GraphExportTest, ExportsASkippedTasksOutputRange) {
+  const GraphExport graph = worker.export_graph(kPredicatedOutId, b.args, small_config());
+  ASSERT_EQ(graph.tasks.size(), 1u);
+  const ExportedTask& task = graph.tasks[0];
+  EXPECT_TRUE(task.predicated);
+  const std::vector<int64_t> args = args_of(graph, 0);
+  ASSERT_EQ(args.size(), 3u);  // x, the output, the scalar
+  EXPECT_EQ(task.skip_fill_addr, static_cast<uint64_t>(args[1]));
+  EXPECT_EQ(task.skip_fill_bytes, 64u) << "the output's 16 bytes in a whole 64-byte granule";
 }
 
 TEST_F(GraphExportTest, ExportsPredicatesMixSpmdAndTensorDataAccess) {
@@ -411,6 +446,7 @@ TEST_F(GraphExportTest, ExportsPredicatesMixSpmdAndTensorDataAccess) {
   EXPECT_EQ(predicated.predicate_bytes, 4u);
   EXPECT_EQ(predicated.predicate_addr, b.d.addr);
   EXPECT_EQ(predicated.kernel_addr, entry_of(&inc_kernel));
+  EXPECT_EQ(predicated.skip_fill_bytes, 0u) << "inout only: kept, nothing to zero when skipped";
   EXPECT_EQ(args_of(graph, 0), (std::vector<int64_t>{addr(b.x), n}));  // the flag is not an arg
 
   const ExportedTask& mix = graph.tasks[1];

@@ -272,3 +272,100 @@ TEST_F(ImageValidation, RejectsBadTaskModelFields) {
 
 }  // namespace
 }  // namespace chiprt::orchestrator
+
+namespace chiprt::orchestrator {
+namespace {
+
+// A skipped predicated task zero-fills its skip-fill range: the validator admits only a
+// predicated task's 64-byte aligned range inside the run's output heap (the header's).
+TEST_F(ImageValidation, SkipFillRangeMustBeAPredicatedTasksRangeInTheOutputHeap) {
+  EXPECT_EQ(header_.output_heap_addr, 0x40000000u);
+  EXPECT_EQ(header_.output_heap_size, uint64_t{1} << 16);
+  for (uint32_t t = 0; t < header_.task_count; ++t) {
+    EXPECT_EQ(task(t).skip_fill_granules, 0u) << "no predicated task, nothing to fill";
+    EXPECT_EQ(task(t).skip_fill_addr, 0u);
+  }
+  auto predicated = [&](uint64_t addr, uint32_t granules) {
+    TaskRecord r = task(1);
+    r.flags = common::kTaskFlagPredicated;
+    r.predicate_addr = 4096;
+    r.predicate_bytes = 4;
+    r.skip_fill_addr = addr;
+    r.skip_fill_granules = granules;
+    return r;
+  };
+  struct Case {
+    const char* why;
+    TaskRecord record;
+  };
+  TaskRecord unpredicated = task(1);
+  unpredicated.skip_fill_addr = 0x40000000;
+  unpredicated.skip_fill_granules = 1;
+  const Case refused[] = {
+      {"not predicated", unpredicated},
+      {"misaligned", predicated(0x40000020, 1)},
+      {"below the heap", predicated(0x40000000 - 64, 1)},
+      {"past the heap end", predicated(0x40000000 + (1 << 16) - 64, 2)},
+      {"beyond the heap", predicated(0x40000000 + (1 << 16), 1)},
+      {"an address without granules", predicated(0x40000000, 0)},
+      {"wraps", predicated(UINT64_MAX - 63, 2)},
+  };
+  for (const Case& c : refused) {
+    std::vector<uint8_t> img = image_;
+    set_task(img, 1, c.record);
+    SCOPED_TRACE(c.why);
+    expect_rejected(img, "graph image task 1: skip-fill range at 0x");
+  }
+  std::vector<uint8_t> img = image_;
+  set_task(img, 1, predicated(0x40000000, 1 << 10));  // the whole heap
+  EXPECT_TRUE(check(img).is_ok()) << check(img).to_string();
+
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, output_heap_addr), UINT64_MAX - 8);
+  expect_rejected(img, "graph image output heap at 0xfffffffffffffff7 with 65536 bytes wraps");
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator
+
+namespace chiprt::orchestrator {
+namespace {
+
+// task_ids: the user's tasks numbered 0.. in record order, -1 only on a dummy (a scope fence),
+// user_task_count their number; the section follows initial_ready.
+TEST_F(ImageValidation, TaskIdsNumberTheUsersTasksAndSkipOnlyDummyFences) {
+  auto id_at = [&](uint32_t t) { return header_.task_ids_offset + t * sizeof(int64_t); };
+  std::vector<uint8_t> img = image_;
+  for (uint32_t t = 0; t < 5; ++t) {
+    int64_t id = 0;
+    std::memcpy(&id, image_.data() + id_at(t), sizeof(id));
+    EXPECT_EQ(id, t);
+  }
+  EXPECT_EQ(header_.user_task_count, 5u);
+
+  poke<int64_t>(img, id_at(2), 7);
+  expect_rejected(img,
+                  "graph image task 2: task id 7 (flags 0) is neither the next user task id 2");
+  img = image_;
+  poke<int64_t>(img, id_at(1), common::kScopeFenceId);  // task 1 runs a kernel: no fence
+  expect_rejected(img, "graph image task 1: task id -1 (flags 0)");
+  img = image_;
+  poke<uint32_t>(img, offsetof(GraphImageHeader, user_task_count), 9);
+  expect_rejected(img, "graph image user_task_count 9, but 5 tasks have a public id");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, task_ids_offset), header_.task_ids_offset + 4);
+  expect_rejected(img, "graph image task_ids section");
+  img = image_;
+  poke<uint64_t>(img, offsetof(GraphImageHeader, task_ids_offset), header_.initial_ready_offset);
+  expect_rejected(img, "graph image task_ids section");
+
+  // Task 3 is a dummy: as a fence it has no id, and task 4 is then the user's task 3.
+  img = image_;
+  poke<int64_t>(img, id_at(3), common::kScopeFenceId);
+  poke<int64_t>(img, id_at(4), 3);
+  poke<uint32_t>(img, offsetof(GraphImageHeader, user_task_count), 4);
+  EXPECT_TRUE(check(img).is_ok()) << check(img).to_string();
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator

@@ -54,6 +54,7 @@ struct Image {
   std::vector<uint32_t> fanout;
   std::vector<int64_t> args;
   std::vector<uint32_t> ready;
+  std::vector<int64_t> task_ids;  // per record: its public id, -1 for a scope fence
 
   explicit Image(const std::vector<uint8_t>& bytes) {
     const Status valid = validate_graph_image(bytes.data(), bytes.size());
@@ -64,6 +65,13 @@ struct Image {
     copy_section(bytes, header.fanout_offset, header.fanout_count, &fanout);
     copy_section(bytes, header.args_offset, header.args_count, &args);
     copy_section(bytes, header.initial_ready_offset, header.initial_ready_count, &ready);
+    copy_section(bytes, header.task_ids_offset, header.task_count, &task_ids);
+  }
+  // The record of the task with public id `id` (what submit returned).
+  uint32_t record_of(TaskId id) const {
+    const auto it = std::find(task_ids.begin(), task_ids.end(), id);
+    EXPECT_NE(it, task_ids.end()) << "no task " << id;
+    return static_cast<uint32_t>(it - task_ids.begin());
   }
   template <class T>
   static void copy_section(const std::vector<uint8_t>& bytes, uint64_t offset, uint64_t count,
@@ -610,11 +618,12 @@ TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
           TaskArgs b;
           b.in(x).out({16}, DataType::F32);
           o.submit(0, CoreType::AIV, b);  // 1 at [64, 128)
-        }                                 // fence 2 over both
-        EXPECT_EQ(o.task_count(), 3u);
+        }                                 // fence (record 2) over both
+        EXPECT_EQ(o.task_count(), 2u) << "the fence is internal: no task id";
         TaskArgs c;
         c.out({32}, DataType::F32);
-        o.submit(0, CoreType::AIV, c);  // 3 takes fresh memory [128, 256) first
+        // Task 2, record 3: the records below are image positions, the fence's included.
+        EXPECT_EQ(o.submit(0, CoreType::AIV, c), 2);  // takes fresh memory [128, 256) first
         y = c.output(0);
         TaskArgs d;
         d.out({16}, DataType::F32);
@@ -632,11 +641,49 @@ TEST_F(Builder, ScopeEndFencesReuseOfReleasedOutputs) {
   EXPECT_EQ(high, 256u);
   const Image img(bytes);
   ASSERT_EQ(img.tasks.size(), 6u);
+  EXPECT_THAT(img.task_ids, ElementsAre(0, 1, common::kScopeFenceId, 2, 3, 4));
+  EXPECT_EQ(img.header.user_task_count, 5u);
   EXPECT_EQ(img.tasks[2].flags, common::kTaskFlagDummy);
   EXPECT_THAT(img.producers(2), ElementsAre(0u, 1u));
   EXPECT_THAT(img.producers(3), IsEmpty());
   EXPECT_THAT(img.producers(4), ElementsAre(2u));
   EXPECT_THAT(img.producers(5), ElementsAre(2u));
+}
+
+// Scope fences take a record but no id: the function's ids number its own tasks, after() and the
+// tensor map reach the right records through the mapping, the image's task_ids records it.
+TEST_F(Builder, TaskIdsSkipScopeFencesAndAfterReachTheirRecords) {
+  std::vector<TaskId> ids;
+  uint64_t counted = 0;
+  const auto bytes = build([&](Orchestration& o) {
+    {
+      Scope s(o);
+      TaskArgs a;
+      a.out({16}, DataType::F32);
+      ids.push_back(o.submit(0, CoreType::AIV, a));  // record 0; its scope's fence is record 1
+    }
+    TaskArgs b;
+    b.inout(user_tensor());
+    ids.push_back(o.submit(0, CoreType::AIV, b));  // record 2
+    {
+      Scope s(o);
+      TaskArgs c;
+      c.out({16}, DataType::F32).after(ids[0]);
+      ids.push_back(o.submit(0, CoreType::AIV, c));  // record 3; fence record 4
+    }
+    TaskArgs d;
+    d.in(user_tensor()).after(ids[2]);
+    ids.push_back(o.submit(0, CoreType::AIV, d));  // record 5
+    counted = o.task_count();
+  });
+  EXPECT_THAT(ids, ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(counted, 4u);
+  const Image img(bytes);
+  EXPECT_THAT(img.task_ids, ElementsAre(0, common::kScopeFenceId, 1, 2, common::kScopeFenceId, 3));
+  EXPECT_EQ(img.header.user_task_count, 4u);
+  EXPECT_THAT(img.producers(3), ElementsAre(0u)) << "after(0) is record 0";
+  EXPECT_THAT(img.producers(4), ElementsAre(3u)) << "the second fence waits for its scope's task";
+  EXPECT_THAT(img.producers(5), UnorderedElementsAre(2u, 3u)) << "b through the map, c by after";
 }
 
 TEST_F(Builder, IndependentScopesShareNoMemoryWhileTheHeapHasRoom) {
@@ -798,7 +845,8 @@ TEST_F(Builder, ScatteredLiveOutputsThatLeaveNoRangeAreHeapExhausted) {
     o.submit(0, CoreType::AIV, big);
   });
   EXPECT_EQ(e.code(), StatusCode::HeapExhausted);
-  EXPECT_THAT(e.message(), HasSubstr("task 3 (func_id 0): output heap exhausted"));
+  // Task 2 (record 3, behind the scope's fence): messages name the public id.
+  EXPECT_THAT(e.message(), HasSubstr("task 2 (func_id 0): output heap exhausted"));
   EXPECT_THAT(e.message(), HasSubstr("requested 192 bytes"));
   EXPECT_THAT(e.message(), HasSubstr("64 bytes used"));
   EXPECT_THAT(e.message(), HasSubstr("limit 256 bytes (CallConfig.output_heap_bytes)"));
@@ -1127,6 +1175,40 @@ TEST_F(Builder, PredicateIsADependencyOnTheFlagsWriterAndNotAKernelArgument) {
   EXPECT_EQ(img.tasks[0].flags, common::kTaskFlagNone);
 }
 
+// The skip-fill range (TaskFront::encode_record): a predicated task's packed runtime outputs,
+// from the first output to the last one's end in whole 64-byte granules; inout and
+// output_existing tensors are not in it; tasks without a predicate or outputs carry none.
+TEST_F(Builder, APredicatedTasksSkipFillRangeIsItsPackedOutputs) {
+  TaskArgs p;
+  TaskArgs plain;
+  TaskArgs no_outputs;
+  const auto bytes = build([&](Orchestration& o) {
+    TaskArgs flag;
+    flag.out({1}, DataType::I32);
+    o.submit(0, CoreType::AIV, flag);  // 0
+    p.in(user_tensor()).out({4}, DataType::F32).inout(user_tensor(1, 4)).out({25}, DataType::F32);
+    p.when(flag.output(0));
+    o.submit(0, CoreType::AIV, p);  // 1
+    plain.out({4}, DataType::F32);
+    o.submit(0, CoreType::AIV, plain);  // 2
+    no_outputs.inout(user_tensor()).when(flag.output(0));
+    o.submit(0, CoreType::AIV, no_outputs);  // 3
+  });
+  const Image img(bytes);
+  ASSERT_EQ(img.tasks.size(), 4u);
+  const uint64_t first = p.output(0).buffer.addr;
+  EXPECT_EQ(first % 64, 0u);
+  EXPECT_EQ(p.tensor(3).buffer.addr, first + 64) << "packed in argument order";
+  EXPECT_EQ(img.tasks[1].skip_fill_addr, first);
+  EXPECT_EQ(img.tasks[1].skip_fill_granules, 3u) << "16 bytes, padding, 100 bytes";
+  EXPECT_EQ(img.tasks[2].skip_fill_granules, 0u);
+  EXPECT_EQ(img.tasks[2].skip_fill_addr, 0u);
+  EXPECT_EQ(img.tasks[3].skip_fill_granules, 0u);
+  EXPECT_EQ(img.tasks[3].skip_fill_addr, 0u);
+  EXPECT_EQ(img.header.output_heap_addr, heap.addr);
+  EXPECT_EQ(img.header.output_heap_size, heap.size);
+}
+
 TEST_F(Builder, PredicateOutsideItsBufferIsRejected) {
   const Error e = build_error([](Orchestration& o) {
     Tensor flag = Tensor::make(kUserBuf, {4}, DataType::I32);
@@ -1428,6 +1510,11 @@ TEST_F(Builder, RandomScopesNeverOverwriteMemoryBeforeItsUsersFinish) {
     });
     const Image img(bytes);
     const std::size_t n = img.tasks.size();
+    // Owners and users are public ids; the graph's edges name records (fences included).
+    for (Output& out : outputs) {
+      out.owner = img.record_of(out.owner);
+      for (uint32_t& user : out.users) user = img.record_of(user);
+    }
     // reach[t]: the tasks t depends on, directly or not (producers always have smaller ids).
     std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
     for (std::size_t t = 0; t < n; ++t) {

@@ -490,6 +490,8 @@ TEST(RingOrchestrator, MixSpmdPredicatedAndDummyRecords) {
   EXPECT_EQ(rp.predicate_bytes, 4u);
   EXPECT_EQ(rp.block_num, 3u);
   EXPECT_EQ(rp.arg_count, 1u) << "the flag is not a kernel argument";
+  EXPECT_EQ(rp.skip_fill_granules, 0u) << "no runtime outputs: nothing to zero when skipped";
+  EXPECT_EQ(rp.skip_fill_addr, 0u);
   EXPECT_FALSE(h.is_published(p)) << "ordered after the flag's writer";
   EXPECT_EQ(h.fanin[h.slot_of(p)].load(), 1u) << "the flag's writer " << fw;
 
@@ -502,6 +504,29 @@ TEST(RingOrchestrator, MixSpmdPredicatedAndDummyRecords) {
   h.driver.run_ready();
   EXPECT_TRUE(h.is_published(p));
   EXPECT_FALSE(h.orch->failed()) << error_text(h);
+}
+
+// The skip-fill range is the slot's packed output range on this variant too (one rule,
+// TaskFront::encode_record): first output to the last one's end in whole 64-byte granules.
+TEST(RingOrchestrator, APredicatedTasksSkipFillRangeIsItsPackedOutputs) {
+  RingHarness h;
+  h.driver.auto_complete = false;
+  const Tensor flag = vec(kY, 2, DataType::I32);
+  TaskArgs p;
+  p.in(vec(kX, 4)).out({4}, DataType::F32).inout(vec(kX, 8)).out({25}, DataType::F32).when(flag);
+  const TaskId t = aiv(h, p);
+  ASSERT_NE(t, kNoTask) << error_text(h);
+  const common::TaskRecord& r = h.records[h.slot_of(t)];
+  const uint64_t first = p.output(0).buffer.addr;
+  EXPECT_EQ(first % 64, 0u);
+  EXPECT_EQ(p.tensor(3).buffer.addr, first + 64) << "packed in argument order";
+  EXPECT_EQ(r.skip_fill_addr, first);
+  EXPECT_EQ(r.skip_fill_granules, 3u) << "16 bytes, padding, 100 bytes";
+  TaskArgs plain;
+  plain.out({4}, DataType::F32);
+  const common::TaskRecord& rp = h.records[h.slot_of(aiv(h, plain))];
+  EXPECT_EQ(rp.skip_fill_granules, 0u) << "not predicated";
+  EXPECT_EQ(rp.skip_fill_addr, 0u);
 }
 
 // A single-block kernel task's slot carries its block context (0, 1) right after its arguments,

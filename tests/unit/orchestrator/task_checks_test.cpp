@@ -8,6 +8,7 @@
 #include <random>
 
 #include "chiprt/tensor.h"
+#include "common/graph_image.h"
 
 namespace chiprt::orchestrator {
 namespace {
@@ -289,6 +290,37 @@ TEST(TaskChecks, RandomSubmissionsDescribeTheirVerdicts) {
   // Both outcomes occurred.
   EXPECT_GT(mix_accepted, 50);
   EXPECT_GT(kernel_accepted, 300);
+}
+
+}  // namespace
+}  // namespace chiprt::orchestrator
+
+namespace chiprt::orchestrator {
+namespace {
+
+// A skipped predicated task zero-fills its outputs through a 32-bit granule count: its packed
+// outputs may take at most common::kMaxSkipFillBytes (each output 64-byte aligned).
+TEST(TaskChecks, APredicatedTasksOutputsFitTheSkipFillRange) {
+  const KernelTable kernels = make_kernels();
+  const Tensor flag = Tensor::make(kBuffer, {1}, DataType::I32);
+  const uint64_t max_floats = common::kMaxSkipFillBytes / sizeof(float);
+  TaskArgs fits;
+  fits.out({max_floats}, DataType::F32).when(flag);
+  EXPECT_TRUE(check(kernels, RunMemory(), 0, TaskSpec::kernel(1, CoreType::AIV), fits).ok());
+  TaskArgs padded;  // one float more than fits once each output is 64-byte aligned
+  padded.out({max_floats - 16}, DataType::F32).out({1}, DataType::F32).out({1}, DataType::F32);
+  padded.when(flag);
+  const Status too_large =
+      full(kernels, RunMemory(), 4, TaskSpec::kernel(1, CoreType::AIV), padded);
+  EXPECT_EQ(too_large.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(too_large.message(),
+            "task 4 (func_id 1): a predicated task's runtime outputs take 274877906944 bytes "
+            "(each 64-byte aligned), more than the 274877906880 a skipped task zero-fills; split "
+            "the outputs over several tasks");
+  TaskArgs unpredicated;  // no predicate: nothing is ever zero-filled, no bound
+  unpredicated.out({max_floats}, DataType::F32).out({1}, DataType::F32);
+  EXPECT_TRUE(
+      check(kernels, RunMemory(), 0, TaskSpec::kernel(1, CoreType::AIV), unpredicated).ok());
 }
 
 }  // namespace

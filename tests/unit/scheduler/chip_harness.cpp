@@ -88,6 +88,12 @@ uint32_t ImageWriter::add_dummy(std::vector<uint32_t> deps) {
   return static_cast<uint32_t>(tasks_.size() - 1);
 }
 
+uint32_t ImageWriter::add_fence(std::vector<uint32_t> deps) {
+  const uint32_t t = add_dummy(std::move(deps));
+  tasks_[t].scope_fence = true;
+  return t;
+}
+
 std::vector<uint64_t> ImageWriter::build(uint64_t recorder) const {
   const auto n = static_cast<uint32_t>(tasks_.size());
   std::vector<std::vector<uint32_t>> consumers(n);
@@ -98,7 +104,10 @@ std::vector<uint64_t> ImageWriter::build(uint64_t recorder) const {
   std::vector<uint32_t> fanout;
   std::vector<int64_t> args;
   std::vector<uint32_t> initial;
+  std::vector<int64_t> task_ids;
+  int64_t next_id = 0;
   for (uint32_t t = 0; t < n; ++t) {
+    task_ids.push_back(tasks_[t].scope_fence ? common::kScopeFenceId : next_id++);
     const TestTask& task = tasks_[t];
     common::TaskRecord& r = records[t];
     std::memset(&r, 0, sizeof(r));
@@ -146,6 +155,9 @@ std::vector<uint64_t> ImageWriter::build(uint64_t recorder) const {
   header.initial_ready_offset = bytes.size();
   for (uint32_t v : initial) append(&bytes, v);
   pad8(&bytes);
+  header.task_ids_offset = bytes.size();
+  header.user_task_count = static_cast<uint32_t>(next_id);
+  for (int64_t v : task_ids) append(&bytes, v);
   header.total_size = bytes.size();
   std::memcpy(bytes.data(), &header, sizeof(header));
   std::vector<uint64_t> words(bytes.size() / 8);

@@ -38,13 +38,17 @@ struct TestTask {
   int32_t mix_aiv[2] = {-1, -1};  // MIX: the AIV parts (func_id is the AIC part)
   uint64_t predicate_addr = 0;    // predicated when predicate_bytes != 0
   uint32_t predicate_bytes = 0;
+  bool scope_fence = false;  // a dummy without a public id (the image's task_ids entry is -1)
 };
 
-// Builds a graph image. Non-dummy tasks get two arguments: the Recorder address and the task id.
+// Builds a graph image. Non-dummy tasks get two arguments: the Recorder address and the task's
+// index (its record); task_ids numbers the tasks that are no scope fence 0.. in order.
 class ImageWriter {
  public:
   uint32_t add(int32_t func_id, CoreType core, std::vector<uint32_t> deps = {});
   uint32_t add_dummy(std::vector<uint32_t> deps = {});
+  // A scope fence: a dummy task without a public id; later tasks' public ids skip it.
+  uint32_t add_fence(std::vector<uint32_t> deps);
   uint32_t add_task(TestTask task);
   const std::vector<TestTask>& tasks() const { return tasks_; }
   // The image (8-byte aligned words); `recorder` is stored as every task's first argument.

@@ -277,30 +277,68 @@ TEST(SchedulerRun, ConcurrentWatchdogNamesTheStuckTaskAndReturns) {
   EXPECT_EQ(run.recorder().runs[2].load(), 0u);
 }
 
-ImageWriter cyclic_graph() {
+// host_build_graph's scope fences take a record but no TaskId: the watchdog names the stuck task
+// by the id the orchestration got for it (record 3 is task 2 behind two fences).
+TEST(SchedulerRun, ConcurrentWatchdogNamesThePublicIdBehindScopeFences) {
+  ImageWriter w;
+  const uint32_t a = w.add(test::kRecordFunc, CoreType::AIC);
+  const uint32_t fence = w.add_fence({a});
+  const uint32_t b = w.add(test::kRecordFunc, CoreType::AIC, {fence});
+  const uint32_t second_fence = w.add_fence({b});
+  const uint32_t stuck = w.add(test::kBlockingFunc, CoreType::AIV, {second_fence});
+  ASSERT_EQ(stuck, 4u);
+  RunOptions o;
+  o.threads = 2;
+  o.clusters = 2;
+  o.timeout_ms = 200;
+  test::close_blocking_gate();
+  ChipRun run(w, o);
+  EXPECT_LT(run.run(), 10000);
+  test::release_blocking_kernels();
+  run.chip().stop();
+  test::close_blocking_gate();
+  const int core = run.recorder().core_of[stuck];
+  ASSERT_EQ(run.code(), StatusCode::SchedulerTimeout) << run.detail();
+  EXPECT_EQ(run.args().result.stuck_task, 2);
+  const std::string expected = "no progress for 200 ms: task 2 (func_id 3) running on core " +
+                               std::to_string(core) + " (aiv)";
+  EXPECT_NE(run.detail().find(expected), std::string::npos) << run.detail();
+}
+
+// Tasks 1 and 2 wait for each other; with `fence`, task 1 is a scope fence (no public id).
+ImageWriter cyclic_graph(bool fence = false) {
   ImageWriter w;
   w.add(test::kRecordFunc, CoreType::AIC);
-  w.add(test::kRecordFunc, CoreType::AIV, {2});  // 1 and 2 wait for each other
+  if (fence) {
+    w.add_fence({2});
+  } else {
+    w.add(test::kRecordFunc, CoreType::AIV, {2});
+  }
   w.add(test::kRecordFunc, CoreType::AIC, {1});
   return w;
 }
 
 TEST(SchedulerRun, ConcurrentWatchdogNamesATaskThatNeverBecomesReady) {
-  const ImageWriter w = cyclic_graph();
-  RunOptions o;
-  o.threads = 2;
-  o.timeout_ms = 200;
-  // The full image check refuses a cycle (ConcurrentImagesBreakingFormerHostOnlyRulesAreRefused);
-  // a trusted replay skips it, and the watchdog still has to name the task.
-  o.image_prevalidated = true;
-  ChipRun run(w, o);
-  EXPECT_LT(run.run(), 10000);
-  ASSERT_EQ(run.code(), StatusCode::SchedulerTimeout) << run.detail();
-  EXPECT_EQ(run.args().result.stuck_task, 1);
-  EXPECT_EQ(run.args().result.stuck_core, -1);
-  EXPECT_NE(run.detail().find("task 1 (func_id 1) is not ready"), std::string::npos)
-      << run.detail();
-  EXPECT_EQ(run.args().result.tasks_completed, 1u);
+  // A scope fence is named as one, not by a made-up id.
+  for (const bool fence : {false, true}) {
+    SCOPED_TRACE(fence ? "fence" : "task");
+    const ImageWriter w = cyclic_graph(fence);
+    RunOptions o;
+    o.threads = 2;
+    o.timeout_ms = 200;
+    // The full image check refuses a cycle (ConcurrentImagesBreakingFormerHostOnlyRulesAreRefused);
+    // a trusted replay skips it, and the watchdog still has to name the task.
+    o.image_prevalidated = true;
+    ChipRun run(w, o);
+    EXPECT_LT(run.run(), 10000);
+    ASSERT_EQ(run.code(), StatusCode::SchedulerTimeout) << run.detail();
+    EXPECT_EQ(run.args().result.stuck_task, fence ? -1 : 1);
+    EXPECT_EQ(run.args().result.stuck_core, -1);
+    const char* named = fence ? "a scope fence (dependency-only, internal) is not ready"
+                              : "task 1 (func_id 1) is not ready";
+    EXPECT_NE(run.detail().find(named), std::string::npos) << run.detail();
+    EXPECT_EQ(run.args().result.tasks_completed, 1u);
+  }
 }
 
 TEST(SchedulerRun, ConcurrentUnknownFuncIdIsLatched) {

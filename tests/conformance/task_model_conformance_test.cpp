@@ -579,450 +579,449 @@ std::vector<uint8_t> pattern_bytes(uint64_t count) {
   std::vector<uint8_t> bytes(count);
   for (uint64_t i = 0; i < count; ++i) bytes[i] = static_cast<uint8_t>(i % 251);
   return bytes;
-  // ---- issue 13: predicated-off outputs and task ids (item D) --------------------------------
+}
 
-  // Leaves non-zero data where the next scope's first runtime output will be placed, on both
-  // variants: four scopes each allocate a quarter of the output heap (a whole ring heap of depth 1
-  // on tensormap_ringbuffer, CallConfig::output_heap_bytes / 4) and write x + 99 into its first
-  // elements. host_build_graph's cursor then stands at the heap end and the next output wraps to
-  // offset 0 (S1's released block); the ring heap of depth 1 is full until S4 retires and then
-  // rebases to offset 0. Either way the next output lies on x + 99.
-  constexpr uint64_t kQuarterHeapFloats = (uint64_t{1} << 20) / 4 / sizeof(float);
-  void dirty_heap(Orchestration & o, const TaskArgs& run) {
-    for (int s = 0; s < 4; ++s) {
-      Scope scope(o);
-      TaskArgs quarter;
-      quarter.out({kQuarterHeapFloats}, DataType::F32);
-      o.allocate(quarter);
-      TaskArgs dirt = add_args(x_of(run), quarter.output(0).view({kN}, {0}), 99.0f);
-      o.submit(kAdd, CoreType::AIV, dirt);
-    }
-  }
-  // A skipped task's out reads zeros, its inout keeps its contents: y = x + 1; the skipped task
-  // names y inout and allocates o; a predicated-on task computes t = o + 3; the MIX task's AIC part
-  // writes y[0, 8) = t + 100 = 103 and leaves y[8, 16) = x + 1.
-  void skipped_out_reads_zero(Orchestration & o, const TaskArgs& run) {
-    dirty_heap(o, run);
+// ---- issue 13: predicated-off outputs and task ids (item D) --------------------------------
+
+// Leaves non-zero data where the next scope's first runtime output will be placed, on both
+// variants: four scopes each allocate a quarter of the output heap (a whole ring heap of depth 1
+// on tensormap_ringbuffer, CallConfig::output_heap_bytes / 4) and write x + 99 into its first
+// elements. host_build_graph's cursor then stands at the heap end and the next output wraps to
+// offset 0 (S1's released block); the ring heap of depth 1 is full until S4 retires and then
+// rebases to offset 0. Either way the next output lies on x + 99.
+constexpr uint64_t kQuarterHeapFloats = (uint64_t{1} << 20) / 4 / sizeof(float);
+void dirty_heap(Orchestration& o, const TaskArgs& run) {
+  for (int s = 0; s < 4; ++s) {
     Scope scope(o);
-    TaskArgs base = add_args(x_of(run), y_of(run), 1.0f);
-    o.submit(kAdd, CoreType::AIV, base);
-    TaskArgs skipped;
-    skipped.inout(y_of(run)).out({kN}, DataType::F32).scalar(5.0f).when(flag_of(run, 0));
-    o.submit(kAdd, CoreType::AIV, skipped);
-    TaskArgs taken;
-    taken.in(skipped.output(0)).out({kN}, DataType::F32).scalar(3.0f).when(flag_of(run, 1));
-    o.submit(kAdd, CoreType::AIV, taken);
-    TaskArgs half;
-    half.in(taken.output(0)).output_existing(y_of(run));
-    o.submit(TaskSpec::mixed({.aic = kMixAic, .aiv0 = -1, .aiv1 = -1}), half);
+    TaskArgs quarter;
+    quarter.out({kQuarterHeapFloats}, DataType::F32);
+    o.allocate(quarter);
+    TaskArgs dirt = add_args(x_of(run), quarter.output(0).view({kN}, {0}), 99.0f);
+    o.submit(kAdd, CoreType::AIV, dirt);
   }
-  // A skipped SPMD task's out reads zeros (filled once, not per block): y = o + 2.
-  void skipped_spmd_out_reads_zero(Orchestration & o, const TaskArgs& run) {
-    dirty_heap(o, run);
+}
+// A skipped task's out reads zeros, its inout keeps its contents: y = x + 1; the skipped task
+// names y inout and allocates o; a predicated-on task computes t = o + 3; the MIX task's AIC part
+// writes y[0, 8) = t + 100 = 103 and leaves y[8, 16) = x + 1.
+void skipped_out_reads_zero(Orchestration& o, const TaskArgs& run) {
+  dirty_heap(o, run);
+  Scope scope(o);
+  TaskArgs base = add_args(x_of(run), y_of(run), 1.0f);
+  o.submit(kAdd, CoreType::AIV, base);
+  TaskArgs skipped;
+  skipped.inout(y_of(run)).out({kN}, DataType::F32).scalar(5.0f).when(flag_of(run, 0));
+  o.submit(kAdd, CoreType::AIV, skipped);
+  TaskArgs taken;
+  taken.in(skipped.output(0)).out({kN}, DataType::F32).scalar(3.0f).when(flag_of(run, 1));
+  o.submit(kAdd, CoreType::AIV, taken);
+  TaskArgs half;
+  half.in(taken.output(0)).output_existing(y_of(run));
+  o.submit(TaskSpec::mixed({.aic = kMixAic, .aiv0 = -1, .aiv1 = -1}), half);
+}
+// A skipped SPMD task's out reads zeros (filled once, not per block): y = o + 2.
+void skipped_spmd_out_reads_zero(Orchestration& o, const TaskArgs& run) {
+  dirty_heap(o, run);
+  Scope scope(o);
+  TaskArgs skipped;
+  skipped.in(x_of(run)).out({kN}, DataType::F32).when(flag_of(run, 0));
+  o.submit(TaskSpec::kernel(kSpmd, CoreType::AIV, 4), skipped);
+  TaskArgs into_y = add_args(skipped.output(0), y_of(run), 2.0f);
+  o.submit(kAdd, CoreType::AIV, into_y);
+}
+
+// Task ids are the user's tasks on both variants: three scopes owning outputs (host_build_graph
+// ends each with an internal fence) take ids 0-2, the next tasks 3-5; after() names them, and in
+// a manual scope after() is the only order: y = x, then two increments.
+void ids_skip_scope_fences(Orchestration& o, const TaskArgs& run) {
+  std::string ids = "ids";
+  for (int s = 0; s < 3; ++s) {
     Scope scope(o);
-    TaskArgs skipped;
-    skipped.in(x_of(run)).out({kN}, DataType::F32).when(flag_of(run, 0));
-    o.submit(TaskSpec::kernel(kSpmd, CoreType::AIV, 4), skipped);
-    TaskArgs into_y = add_args(skipped.output(0), y_of(run), 2.0f);
-    o.submit(kAdd, CoreType::AIV, into_y);
+    TaskArgs a;
+    a.in(x_of(run)).out({kN}, DataType::F32).scalar(1.0f);
+    ids += " " + std::to_string(o.submit(kAdd, CoreType::AIV, a));
+  }
+  TaskArgs copy = add_args(x_of(run), y_of(run), 0.0f);
+  const TaskId copied = o.submit(kAdd, CoreType::AIV, copy);
+  ids += " " + std::to_string(copied);
+  Scope manual(o, ScopeMode::Manual);
+  TaskArgs inc;
+  inc.inout(y_of(run)).after(copied);
+  const TaskId first = o.submit(kIncrement, CoreType::AIV, inc);
+  TaskArgs again;
+  again.inout(y_of(run)).after(first);
+  ids += " " + std::to_string(first) + " " +
+         std::to_string(o.submit(kIncrement, CoreType::AIV, again));
+  g_observed = ids + ", tasks " + std::to_string(o.task_count());
+}
+// after() past the last task, behind two scopes owning outputs: both variants count 2 tasks.
+void after_beyond_scope_fences(Orchestration& o, const TaskArgs& run) {
+  for (int s = 0; s < 2; ++s) {
+    Scope scope(o);
+    TaskArgs a;
+    a.in(x_of(run)).out({kN}, DataType::F32).scalar(1.0f);
+    o.submit(kAdd, CoreType::AIV, a);
+  }
+  TaskArgs late = add_args(x_of(run), y_of(run), 0.0f);
+  late.after(2);
+  o.submit(kAdd, CoreType::AIV, late);
+}
+
+const Case kCases[] = {
+    {"InOutExisting", &in_out_existing,
+     [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
+    {"InOutChain", &inout_chain, [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
+    {"NoDepAfter", &no_dep_after, [] { return y_where([](uint64_t i) { return i + 6.0f; }); }},
+    {"AicAndDummy", &aic_and_dummy,
+     [] { return y_where([](uint64_t i) { return 2.0f * i + 1; }); }},
+    {"Mix", &mix_task,
+     [] { return y_where([](uint64_t i) { return i + (i < kN / 2 ? 100.0f : 200.0f); }); }},
+    {"SpmdBlocks", &spmd_task,
+     [] { return y_where([](uint64_t i) { return i + 10.0f * static_cast<float>(i / 4); }); }},
+    {"Predicates", &predicates, [] { return y_where([](uint64_t i) { return i + 2.0f; }); }},
+    {"ManualScope", &manual_scope, [] { return y_where([](uint64_t i) { return i + 2.0f; }); }},
+    {"NestedScopes", &nested_scopes, [] { return y_where([](uint64_t i) { return i + 4.0f; }); }},
+    {"Allocate", &allocate_then_fill, [] { return y_where([](uint64_t i) { return i + 4.0f; }); }},
+    {"TensorData", &tensor_data, [] { return y_where([](uint64_t i) { return 3.0f * i + 1; }); }},
+    {"Counts", &counts, [] { return y_where([](uint64_t i) { return float(i); }); }, StatusCode::Ok,
+     "", "tasks 1, clusters 2, failed 0"},
+
+    {"UnknownFuncId", &unknown_func_id, nullptr, StatusCode::UnknownFuncId,
+     "func_id 9 is not provided by the active callable (submitted as task 0 (func_id 9))"},
+    {"CoreTypeMismatch", &core_type_mismatch, nullptr, StatusCode::CoreTypeMismatch,
+     "func_id 0 runs on aiv cores but task 0 (func_id 0) was submitted to aic"},
+    {"CoreTypeValue", &core_type_value, nullptr, StatusCode::InvalidArgument,
+     "task 0: core type value 7 is not a CoreType"},
+    {"BlockNumZero", &block_num_zero, nullptr, StatusCode::InvalidArgument,
+     "task 0 (func_id 0, 0 blocks): block_num 0 is outside [1, 65535] (kMaxBlockNum)"},
+    {"MixWithoutKernels", &mix_without_kernels, nullptr, StatusCode::InvalidArgument,
+     "task 0 (mix -1/-1/-1): a MIX task needs at least one kernel (every part of MixKernels is "
+     "-1)"},
+    {"MixPartOnWrongCore", &mix_part_on_wrong_core, nullptr, StatusCode::CoreTypeMismatch,
+     "func_id 3 runs on aiv cores but task 0 (mix 3/-1/-1) part aic was submitted to aic"},
+    {"SignatureTensorCount", &signature_tensor_count, nullptr, StatusCode::SignatureMismatch,
+     "func_id 5: expected 2 tensor args, got 1 (task 0 (func_id 5))"},
+    {"SignatureTag", &signature_tag, nullptr, StatusCode::SignatureMismatch,
+     "func_id 5 arg 1: expected out, got inout (task 0 (func_id 5))"},
+    {"SignatureScalarCount", &signature_scalar_count, nullptr, StatusCode::SignatureMismatch,
+     "func_id 5: expected 1 scalar args, got 0 (task 0 (func_id 5))"},
+    {"LaterDependency", &later_dependency, nullptr, StatusCode::InvalidTask,
+     "task 0 (func_id 0): explicit dependency on task 5 is not an earlier task of this run (this "
+     "is the first task)"},
+    {"FirstTaskDependency", &first_task_dependency, nullptr, StatusCode::InvalidTask,
+     "task 0 (dummy): explicit dependency on task 0 is not an earlier task of this run (this is "
+     "the first task)"},
+    {"RankZero", &rank_zero, nullptr, StatusCode::InvalidArgument,
+     "task 0 (func_id 0) arg 0: rank 0 is outside [1, 5]"},
+    {"DtypeValue", &dtype_value, nullptr, StatusCode::InvalidArgument,
+     "task 0 (func_id 0) arg 0: dtype value 200 is not a DataType"},
+    {"ViewOutOfBounds", &view_out_of_bounds, nullptr, StatusCode::ViewOutOfBounds,
+     "task 0 (func_id 0) arg 0: tensor Tensor(f32, shape=[17], strides=[1], offset=0, "
+     "buffer=<x>+64B) covers bytes "
+     "[0, 68) of a 64-byte buffer"},
+    {"MadeUpBuffer", &made_up_buffer, nullptr, StatusCode::InvalidDevicePointer,
+     "task 0 (func_id 0) arg 0: tensor Tensor(f32, shape=[16], strides=[1], offset=0, "
+     "buffer=<addr>+64B) covers "
+     "device bytes [<addr>, <addr>), which lie in no run argument's buffer and not in the run's "
+     "output heap [<addr>, <addr>); a task names only memory of the run's arguments and runtime "
+     "outputs of this run (a DeviceBuffer made up or enlarged by the orchestration is refused)"},
+    // TaskArgs::when refuses it before it reaches either orchestrator.
+    {"FloatPredicate", &float_predicate, nullptr, StatusCode::InvalidArgument,
+     "when: predicate tensor has dtype f32; use an integer or bool tensor (its first element is "
+     "tested)"},
+    {"PredicateMadeUpBuffer", &predicate_made_up_buffer, nullptr, StatusCode::InvalidDevicePointer,
+     "task 0 (func_id 6) predicate: tensor Tensor(i32, shape=[1], strides=[1], offset=1, "
+     "buffer=<addr>+8B) covers device bytes [<addr>, <addr>), which lie in no run argument's "
+     "buffer and not in the run's output heap [<addr>, <addr>); a task names only memory of the "
+     "run's arguments and runtime outputs of this run (a DeviceBuffer made up or enlarged by the "
+     "orchestration is refused)"},
+    {"ScopeModeValue", &scope_mode_value, nullptr, StatusCode::InvalidArgument,
+     "scope_begin: mode value 3 is not a ScopeMode (Auto 0, Manual 1)"},
+    {"AutoInsideManual", &auto_inside_manual, nullptr, StatusCode::InvalidScope,
+     "scope_begin(Auto) at depth 2 inside 1 open manual scope(s): the tensor map knows nothing "
+     "of "
+     "the manual tasks' writes; nest automatic scopes only outside manual ones (task 0 would be "
+     "next)"},
+    {"ScopeEndWithoutBegin", &scope_end_without_begin, nullptr, StatusCode::ScopeMismatch,
+     "scope_end without a matching scope_begin (0 tasks submitted, no scope is open)"},
+    {"ScopeLeftOpen", &scope_left_open, nullptr, StatusCode::ScopeMismatch,
+     "1 scope(s) still open when the orchestration function returned"},
+    {"AllocateIn", &allocate_in, nullptr, StatusCode::InvalidArgument,
+     "allocate (task 0) arg 1: tag in; an allocation-only task takes Out tensors only (use "
+     "submit_dummy to order on other tensors)"},
+    {"AllocateScalar", &allocate_scalar, nullptr, StatusCode::InvalidArgument,
+     "allocate (task 0): 1 scalars, 0 explicit dependencies; an allocation-only task completes "
+     "at "
+     "once and takes Out tensors only"},
+    {"AllocateAfter", &allocate_after, nullptr, StatusCode::InvalidArgument,
+     "allocate (task 1): 0 scalars, 1 explicit dependencies; an allocation-only task completes "
+     "at "
+     "once and takes Out tensors only"},
+    {"AllocatePredicate", &allocate_predicate, nullptr, StatusCode::InvalidArgument,
+     "allocate (task 0): 0 scalars, 0 explicit dependencies and a predicate; an allocation-only "
+     "task completes at once and takes Out tensors only"},
+    {"ReleasedOutput", &released_output, nullptr, StatusCode::InvalidTask,
+     "task 1 (func_id 0) arg 0: tensor at <addr> (output of task 0) was released when its scope "
+     "ended; create it in an enclosing scope to use it after that scope"},
+    {"GetWrongBytes", &get_wrong_bytes, nullptr, StatusCode::InvalidArgument,
+     "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<x>+64B): 60 "
+     "bytes given, the "
+     "tensor has 64 (numel x element size)"},
+    {"GetNullDestination", &get_null_destination, nullptr, StatusCode::InvalidArgument,
+     "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<x>+64B): "
+     "the "
+     "host pointer is "
+     "null"},
+    {"SetNullSource", &set_null_source, nullptr, StatusCode::InvalidArgument,
+     "set_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<y>+64B): "
+     "the "
+     "host pointer is "
+     "null"},
+    {"GetRankZero", &get_rank_zero, nullptr, StatusCode::InvalidArgument,
+     "get_tensor_data: tensor Tensor(f32, shape=[], strides=[], offset=0, buffer=<x>+64B) has an "
+     "invalid rank or "
+     "dtype (rank 1..5, a DataType)"},
+    {"GetOutOfBounds", &get_out_of_bounds, nullptr, StatusCode::ViewOutOfBounds,
+     "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=1, buffer=<x>+64B) "
+     "does "
+     "not lie inside its "
+     "buffer <x>+64"},
+    {"GetMadeUpBuffer", &get_made_up_buffer, nullptr, StatusCode::InvalidDevicePointer,
+     "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<addr>+64B) "
+     "covers device bytes "
+     "[<addr>, <addr>), which lie in no run argument's buffer and not in the run's output heap "
+     "[<addr>, <addr>); a task names only memory of the run's arguments and runtime outputs of "
+     "this run (a DeviceBuffer made up or enlarged by the orchestration is refused)"},
+    {"ThrowsError", &throws_error, nullptr, StatusCode::InvalidArgument, "step 3 found no tile"},
+    {"ThrowsLongError", &throws_long_error, nullptr, StatusCode::InvalidArgument, kLongMessage},
+    {"ThrowsSchedulerTimeout", &throws_scheduler_timeout, nullptr, StatusCode::SchedulerTimeout,
+     "the function gave up waiting"},
+    {"ThrowsOkError", &throws_ok_error, nullptr, StatusCode::OrchestrationFailed,
+     "orchestration function threw a chiprt::Error with code Ok: not really fine"},
+    // The chip's result is a C string: an empty message reads as the code's description, and a
+    // message ends at its first NUL, on both variants.
+    {"ThrowsEmptyError", &throws_empty_error, nullptr, StatusCode::InvalidArgument,
+     "an argument is outside its allowed range"},
+    {"ThrowsErrorWithNul", &throws_error_with_nul, nullptr, StatusCode::InvalidArgument, "before"},
+    {"ThrowsStdException", &throws_std, nullptr, StatusCode::OrchestrationFailed,
+     "orchestration function threw: boom at step 3"},
+    {"ThrowsNonStd", &throws_int, nullptr, StatusCode::OrchestrationFailed,
+     "orchestration function threw: an exception not derived from std::exception"},
+    {"ErrorLatches", &latched, nullptr, StatusCode::UnknownFuncId,
+     "func_id 9 is not provided by the active callable (submitted as task 0 (func_id 9))",
+     "id -1, tasks 0, failed 1, error UnknownFuncId"},
+
+    // ---- issue 13: user data for the orchestration function
+    {.name = "UserDataProgram",
+     .orchestration = &user_data_program,
+     .expected_y = [] { return y_where([](uint64_t i) { return i + 6.0f; }); },
+     .observed = "bytes 12, aligned 1, tasks 3",
+     .user_data =
+         [] {
+           return addends_bytes({1.0f, 2.0f, 3.0f});
+         }},
+    {.name = "UserDataOtherProgram",
+     .orchestration = &user_data_program,
+     .expected_y = [] { return y_where([](uint64_t i) { return i + 10.0f; }); },
+     .observed = "bytes 4, aligned 1, tasks 1",
+     .user_data = [] { return addends_bytes({10.0f}); }},
+    {.name = "UserDataEmpty",
+     .orchestration = &user_data_program,
+     .expected_y = [] { return y_where([](uint64_t i) { return float(i); }); },
+     .observed = "bytes 0, aligned 1, tasks 1"},
+    {.name = "UserDataAtLimit",
+     .orchestration = &user_data_at_limit,
+     .expected_y = [] { return y_where([](uint64_t i) { return i + 24.0f; }); },  // 65535 % 251
+     .observed = "bytes 65536, intact 1",
+     .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes); }},
+    {.name = "UserDataOverLimit",
+     .orchestration = &user_data_at_limit,
+     .code = StatusCode::InvalidConfig,
+     .message = "user_data: 65537 bytes exceed the limit of 65536 "
+                "(CallConfig::kMaxUserDataBytes); pass larger inputs in a device tensor (a run "
+                "argument), and for replay_graph name their version in replay_key",
+     .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes + 1); }},
+
+    // ---- issue 13: write-after-read
+    {"WarSlowReaderThenInout", &war_slow_reader_then_inout,
+     [] { return y_where([](uint64_t i) { return i + 10.0f; }); }},
+    {"WarSubviewReadersThenWholeWriter", &war_subview_readers_then_whole_writer,
+     [] { return y_where([](uint64_t i) { return float(i); }); }},
+    {"WarPredicateFlagOverwritten", &war_predicate_flag_overwritten,
+     [] { return y_where([](uint64_t i) { return i + 1.0f; }); }},
+
+    // ---- issue 13: predicated-off outputs and task ids (item D)
+    {"SkippedOutReadsZero", &skipped_out_reads_zero,
+     [] { return y_where([](uint64_t i) { return i < kN / 2 ? 103.0f : i + 1.0f; }); }},
+    {"SkippedSpmdOutReadsZero", &skipped_spmd_out_reads_zero,
+     [] { return y_where([](uint64_t) { return 2.0f; }); }},
+    {"IdsSkipScopeFences", &ids_skip_scope_fences,
+     [] { return y_where([](uint64_t i) { return i + 2.0f; }); }, StatusCode::Ok, "",
+     "ids 0 1 2 3 4 5, tasks 6", 6},
+    {"AfterBeyondScopeFences", &after_beyond_scope_fences, nullptr, StatusCode::InvalidTask,
+     "task 2 (func_id 0): explicit dependency on task 2 is not an earlier task of this run "
+     "(valid: "
+     "0..1)"},
+};
+
+std::vector<uint8_t> conformance_callable() {
+  return CallableBuilder()
+      .orchestration_function(
+          +[](Orchestration& o, const TaskArgs& run) {
+            const auto index = static_cast<std::size_t>(run.scalar_bits(0));
+            kCases[index].orchestration(o, run);
+          },
+          ArgSignature{})
+      .kernel_function(kAdd, CoreType::AIV, &add_kernel, ArgSignature{})
+      .kernel_function(kDouble, CoreType::AIC, &double_kernel, ArgSignature{})
+      .kernel_function(kMixAic, CoreType::AIC, &mix_aic_kernel, ArgSignature{})
+      .kernel_function(kMixAiv, CoreType::AIV, &mix_aiv_kernel, ArgSignature{})
+      .kernel_function(kSpmd, CoreType::AIV, &spmd_kernel, ArgSignature{})
+      .kernel_function(kSigned, CoreType::AIV, &add_kernel,
+                       ArgSignature::of({ArgTag::In, ArgTag::Out}, 1))
+      .kernel_function(kIncrement, CoreType::AIV, &increment_kernel, ArgSignature{})
+      .kernel_function(kSlowCopy, CoreType::AIV, &slow_copy_kernel, ArgSignature{})
+      .kernel_function(kClearFlag, CoreType::AIV, &clear_flag_kernel, ArgSignature{})
+      .build();
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// What one run gave: the error's code and normalised message, y's bytes, the observations.
+struct Outcome {
+  StatusCode code = StatusCode::Ok;
+  std::string message;
+  std::vector<float> y;
+  std::string observed;
+  uint64_t task_count = 0;  // RunReport::task_count of a successful run
+};
+
+class Conformance {
+ public:
+  Conformance() {
+    WorkerOptions options;
+    options.sim.clusters = 2;
+    options.sim.host_threads = 2;
+    options.sim.memory_bytes = 256ull << 20;
+    worker_.init(options);
+    x_ = worker_.malloc(kBytes);
+    y_ = worker_.malloc(kBytes);
+    flags_ = worker_.malloc(2 * sizeof(int32_t));
+    worker_.register_callable(0, conformance_callable());
   }
 
-  // Task ids are the user's tasks on both variants: three scopes owning outputs (host_build_graph
-  // ends each with an internal fence) take ids 0-2, the next tasks 3-5; after() names them, and in
-  // a manual scope after() is the only order: y = x, then two increments.
-  void ids_skip_scope_fences(Orchestration & o, const TaskArgs& run) {
-    std::string ids = "ids";
-    for (int s = 0; s < 3; ++s) {
-      Scope scope(o);
-      TaskArgs a;
-      a.in(x_of(run)).out({kN}, DataType::F32).scalar(1.0f);
-      ids += " " + std::to_string(o.submit(kAdd, CoreType::AIV, a));
+  Outcome run(std::size_t index, RuntimeVariant variant, bool serial) {
+    std::array<float, kN> x{};
+    for (uint64_t i = 0; i < kN; ++i) x[i] = static_cast<float>(i);
+    worker_.copy_to(x_, x.data(), kBytes);
+    worker_.memset(y_, 0, kBytes);
+    const int32_t flags[2] = {0, 1};
+    worker_.copy_to(flags_, flags, sizeof(flags));
+    TaskArgs args;
+    args.in(Tensor::make(x_, {kN}, DataType::F32))
+        .inout(Tensor::make(y_, {kN}, DataType::F32))
+        .in(Tensor::make(flags_, {2}, DataType::I32))
+        .scalar(static_cast<uint64_t>(index));
+    CallConfig config;
+    config.runtime = variant;
+    config.serial = serial;
+    config.output_heap_bytes = 1 << 20;
+    config.max_tasks = 1024;
+    // From an odd address: the function must see the run's aligned copy.
+    std::vector<uint8_t> user_data;
+    if (kCases[index].user_data != nullptr) {
+      const std::vector<uint8_t> bytes = kCases[index].user_data();
+      user_data.resize(bytes.size() + 1);
+      std::memcpy(user_data.data() + 1, bytes.data(), bytes.size());
+      config.user_data = std::as_bytes(std::span(user_data).subspan(1));
     }
-    TaskArgs copy = add_args(x_of(run), y_of(run), 0.0f);
-    const TaskId copied = o.submit(kAdd, CoreType::AIV, copy);
-    ids += " " + std::to_string(copied);
-    Scope manual(o, ScopeMode::Manual);
-    TaskArgs inc;
-    inc.inout(y_of(run)).after(copied);
-    const TaskId first = o.submit(kIncrement, CoreType::AIV, inc);
-    TaskArgs again;
-    again.inout(y_of(run)).after(first);
-    ids += " " + std::to_string(first) + " " +
-           std::to_string(o.submit(kIncrement, CoreType::AIV, again));
-    g_observed = ids + ", tasks " + std::to_string(o.task_count());
-  }
-  // after() past the last task, behind two scopes owning outputs: both variants count 2 tasks.
-  void after_beyond_scope_fences(Orchestration & o, const TaskArgs& run) {
-    for (int s = 0; s < 2; ++s) {
-      Scope scope(o);
-      TaskArgs a;
-      a.in(x_of(run)).out({kN}, DataType::F32).scalar(1.0f);
-      o.submit(kAdd, CoreType::AIV, a);
+    Outcome outcome;
+    g_observed.clear();
+    try {
+      outcome.task_count = worker_.run(0, args, config).task_count;
+      outcome.y.resize(kN);
+      worker_.copy_from(outcome.y.data(), y_, kBytes);
+    } catch (const Error& e) {
+      outcome.code = e.code();
+      outcome.message = normalise(e.message());
     }
-    TaskArgs late = add_args(x_of(run), y_of(run), 0.0f);
-    late.after(2);
-    o.submit(kAdd, CoreType::AIV, late);
+    outcome.observed = g_observed;
+    return outcome;
   }
 
-  const Case kCases[] = {
-      {"InOutExisting", &in_out_existing,
-       [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
-      {"InOutChain", &inout_chain, [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
-      {"NoDepAfter", &no_dep_after, [] { return y_where([](uint64_t i) { return i + 6.0f; }); }},
-      {"AicAndDummy", &aic_and_dummy,
-       [] { return y_where([](uint64_t i) { return 2.0f * i + 1; }); }},
-      {"Mix", &mix_task,
-       [] { return y_where([](uint64_t i) { return i + (i < kN / 2 ? 100.0f : 200.0f); }); }},
-      {"SpmdBlocks", &spmd_task,
-       [] { return y_where([](uint64_t i) { return i + 10.0f * static_cast<float>(i / 4); }); }},
-      {"Predicates", &predicates, [] { return y_where([](uint64_t i) { return i + 2.0f; }); }},
-      {"ManualScope", &manual_scope, [] { return y_where([](uint64_t i) { return i + 2.0f; }); }},
-      {"NestedScopes", &nested_scopes, [] { return y_where([](uint64_t i) { return i + 4.0f; }); }},
-      {"Allocate", &allocate_then_fill,
-       [] { return y_where([](uint64_t i) { return i + 4.0f; }); }},
-      {"TensorData", &tensor_data, [] { return y_where([](uint64_t i) { return 3.0f * i + 1; }); }},
-      {"Counts", &counts, [] { return y_where([](uint64_t i) { return float(i); }); },
-       StatusCode::Ok, "", "tasks 1, clusters 2, failed 0"},
-
-      {"UnknownFuncId", &unknown_func_id, nullptr, StatusCode::UnknownFuncId,
-       "func_id 9 is not provided by the active callable (submitted as task 0 (func_id 9))"},
-      {"CoreTypeMismatch", &core_type_mismatch, nullptr, StatusCode::CoreTypeMismatch,
-       "func_id 0 runs on aiv cores but task 0 (func_id 0) was submitted to aic"},
-      {"CoreTypeValue", &core_type_value, nullptr, StatusCode::InvalidArgument,
-       "task 0: core type value 7 is not a CoreType"},
-      {"BlockNumZero", &block_num_zero, nullptr, StatusCode::InvalidArgument,
-       "task 0 (func_id 0, 0 blocks): block_num 0 is outside [1, 65535] (kMaxBlockNum)"},
-      {"MixWithoutKernels", &mix_without_kernels, nullptr, StatusCode::InvalidArgument,
-       "task 0 (mix -1/-1/-1): a MIX task needs at least one kernel (every part of MixKernels is "
-       "-1)"},
-      {"MixPartOnWrongCore", &mix_part_on_wrong_core, nullptr, StatusCode::CoreTypeMismatch,
-       "func_id 3 runs on aiv cores but task 0 (mix 3/-1/-1) part aic was submitted to aic"},
-      {"SignatureTensorCount", &signature_tensor_count, nullptr, StatusCode::SignatureMismatch,
-       "func_id 5: expected 2 tensor args, got 1 (task 0 (func_id 5))"},
-      {"SignatureTag", &signature_tag, nullptr, StatusCode::SignatureMismatch,
-       "func_id 5 arg 1: expected out, got inout (task 0 (func_id 5))"},
-      {"SignatureScalarCount", &signature_scalar_count, nullptr, StatusCode::SignatureMismatch,
-       "func_id 5: expected 1 scalar args, got 0 (task 0 (func_id 5))"},
-      {"LaterDependency", &later_dependency, nullptr, StatusCode::InvalidTask,
-       "task 0 (func_id 0): explicit dependency on task 5 is not an earlier task of this run (this "
-       "is the first task)"},
-      {"FirstTaskDependency", &first_task_dependency, nullptr, StatusCode::InvalidTask,
-       "task 0 (dummy): explicit dependency on task 0 is not an earlier task of this run (this is "
-       "the first task)"},
-      {"RankZero", &rank_zero, nullptr, StatusCode::InvalidArgument,
-       "task 0 (func_id 0) arg 0: rank 0 is outside [1, 5]"},
-      {"DtypeValue", &dtype_value, nullptr, StatusCode::InvalidArgument,
-       "task 0 (func_id 0) arg 0: dtype value 200 is not a DataType"},
-      {"ViewOutOfBounds", &view_out_of_bounds, nullptr, StatusCode::ViewOutOfBounds,
-       "task 0 (func_id 0) arg 0: tensor Tensor(f32, shape=[17], strides=[1], offset=0, "
-       "buffer=<x>+64B) covers bytes "
-       "[0, 68) of a 64-byte buffer"},
-      {"MadeUpBuffer", &made_up_buffer, nullptr, StatusCode::InvalidDevicePointer,
-       "task 0 (func_id 0) arg 0: tensor Tensor(f32, shape=[16], strides=[1], offset=0, "
-       "buffer=<addr>+64B) covers "
-       "device bytes [<addr>, <addr>), which lie in no run argument's buffer and not in the run's "
-       "output heap [<addr>, <addr>); a task names only memory of the run's arguments and runtime "
-       "outputs of this run (a DeviceBuffer made up or enlarged by the orchestration is refused)"},
-      // TaskArgs::when refuses it before it reaches either orchestrator.
-      {"FloatPredicate", &float_predicate, nullptr, StatusCode::InvalidArgument,
-       "when: predicate tensor has dtype f32; use an integer or bool tensor (its first element is "
-       "tested)"},
-      {"PredicateMadeUpBuffer", &predicate_made_up_buffer, nullptr,
-       StatusCode::InvalidDevicePointer,
-       "task 0 (func_id 6) predicate: tensor Tensor(i32, shape=[1], strides=[1], offset=1, "
-       "buffer=<addr>+8B) covers device bytes [<addr>, <addr>), which lie in no run argument's "
-       "buffer and not in the run's output heap [<addr>, <addr>); a task names only memory of the "
-       "run's arguments and runtime outputs of this run (a DeviceBuffer made up or enlarged by the "
-       "orchestration is refused)"},
-      {"ScopeModeValue", &scope_mode_value, nullptr, StatusCode::InvalidArgument,
-       "scope_begin: mode value 3 is not a ScopeMode (Auto 0, Manual 1)"},
-      {"AutoInsideManual", &auto_inside_manual, nullptr, StatusCode::InvalidScope,
-       "scope_begin(Auto) at depth 2 inside 1 open manual scope(s): the tensor map knows nothing "
-       "of "
-       "the manual tasks' writes; nest automatic scopes only outside manual ones (task 0 would be "
-       "next)"},
-      {"ScopeEndWithoutBegin", &scope_end_without_begin, nullptr, StatusCode::ScopeMismatch,
-       "scope_end without a matching scope_begin (0 tasks submitted, no scope is open)"},
-      {"ScopeLeftOpen", &scope_left_open, nullptr, StatusCode::ScopeMismatch,
-       "1 scope(s) still open when the orchestration function returned"},
-      {"AllocateIn", &allocate_in, nullptr, StatusCode::InvalidArgument,
-       "allocate (task 0) arg 1: tag in; an allocation-only task takes Out tensors only (use "
-       "submit_dummy to order on other tensors)"},
-      {"AllocateScalar", &allocate_scalar, nullptr, StatusCode::InvalidArgument,
-       "allocate (task 0): 1 scalars, 0 explicit dependencies; an allocation-only task completes "
-       "at "
-       "once and takes Out tensors only"},
-      {"AllocateAfter", &allocate_after, nullptr, StatusCode::InvalidArgument,
-       "allocate (task 1): 0 scalars, 1 explicit dependencies; an allocation-only task completes "
-       "at "
-       "once and takes Out tensors only"},
-      {"AllocatePredicate", &allocate_predicate, nullptr, StatusCode::InvalidArgument,
-       "allocate (task 0): 0 scalars, 0 explicit dependencies and a predicate; an allocation-only "
-       "task completes at once and takes Out tensors only"},
-      {"ReleasedOutput", &released_output, nullptr, StatusCode::InvalidTask,
-       "task 1 (func_id 0) arg 0: tensor at <addr> (output of task 0) was released when its scope "
-       "ended; create it in an enclosing scope to use it after that scope"},
-      {"GetWrongBytes", &get_wrong_bytes, nullptr, StatusCode::InvalidArgument,
-       "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<x>+64B): 60 "
-       "bytes given, the "
-       "tensor has 64 (numel x element size)"},
-      {"GetNullDestination", &get_null_destination, nullptr, StatusCode::InvalidArgument,
-       "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<x>+64B): "
-       "the "
-       "host pointer is "
-       "null"},
-      {"SetNullSource", &set_null_source, nullptr, StatusCode::InvalidArgument,
-       "set_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<y>+64B): "
-       "the "
-       "host pointer is "
-       "null"},
-      {"GetRankZero", &get_rank_zero, nullptr, StatusCode::InvalidArgument,
-       "get_tensor_data: tensor Tensor(f32, shape=[], strides=[], offset=0, buffer=<x>+64B) has an "
-       "invalid rank or "
-       "dtype (rank 1..5, a DataType)"},
-      {"GetOutOfBounds", &get_out_of_bounds, nullptr, StatusCode::ViewOutOfBounds,
-       "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=1, buffer=<x>+64B) "
-       "does "
-       "not lie inside its "
-       "buffer <x>+64"},
-      {"GetMadeUpBuffer", &get_made_up_buffer, nullptr, StatusCode::InvalidDevicePointer,
-       "get_tensor_data: tensor Tensor(f32, shape=[16], strides=[1], offset=0, buffer=<addr>+64B) "
-       "covers device bytes "
-       "[<addr>, <addr>), which lie in no run argument's buffer and not in the run's output heap "
-       "[<addr>, <addr>); a task names only memory of the run's arguments and runtime outputs of "
-       "this run (a DeviceBuffer made up or enlarged by the orchestration is refused)"},
-      {"ThrowsError", &throws_error, nullptr, StatusCode::InvalidArgument, "step 3 found no tile"},
-      {"ThrowsLongError", &throws_long_error, nullptr, StatusCode::InvalidArgument, kLongMessage},
-      {"ThrowsSchedulerTimeout", &throws_scheduler_timeout, nullptr, StatusCode::SchedulerTimeout,
-       "the function gave up waiting"},
-      {"ThrowsOkError", &throws_ok_error, nullptr, StatusCode::OrchestrationFailed,
-       "orchestration function threw a chiprt::Error with code Ok: not really fine"},
-      // The chip's result is a C string: an empty message reads as the code's description, and a
-      // message ends at its first NUL, on both variants.
-      {"ThrowsEmptyError", &throws_empty_error, nullptr, StatusCode::InvalidArgument,
-       "an argument is outside its allowed range"},
-      {"ThrowsErrorWithNul", &throws_error_with_nul, nullptr, StatusCode::InvalidArgument,
-       "before"},
-      {"ThrowsStdException", &throws_std, nullptr, StatusCode::OrchestrationFailed,
-       "orchestration function threw: boom at step 3"},
-      {"ThrowsNonStd", &throws_int, nullptr, StatusCode::OrchestrationFailed,
-       "orchestration function threw: an exception not derived from std::exception"},
-      {"ErrorLatches", &latched, nullptr, StatusCode::UnknownFuncId,
-       "func_id 9 is not provided by the active callable (submitted as task 0 (func_id 9))",
-       "id -1, tasks 0, failed 1, error UnknownFuncId"},
-
-      // ---- issue 13: user data for the orchestration function
-      {.name = "UserDataProgram",
-       .orchestration = &user_data_program,
-       .expected_y = [] { return y_where([](uint64_t i) { return i + 6.0f; }); },
-       .observed = "bytes 12, aligned 1, tasks 3",
-       .user_data =
-           [] {
-             return addends_bytes({1.0f, 2.0f, 3.0f});
-           }},
-      {.name = "UserDataOtherProgram",
-       .orchestration = &user_data_program,
-       .expected_y = [] { return y_where([](uint64_t i) { return i + 10.0f; }); },
-       .observed = "bytes 4, aligned 1, tasks 1",
-       .user_data = [] { return addends_bytes({10.0f}); }},
-      {.name = "UserDataEmpty",
-       .orchestration = &user_data_program,
-       .expected_y = [] { return y_where([](uint64_t i) { return float(i); }); },
-       .observed = "bytes 0, aligned 1, tasks 1"},
-      {.name = "UserDataAtLimit",
-       .orchestration = &user_data_at_limit,
-       .expected_y = [] { return y_where([](uint64_t i) { return i + 24.0f; }); },  // 65535 % 251
-       .observed = "bytes 65536, intact 1",
-       .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes); }},
-      {.name = "UserDataOverLimit",
-       .orchestration = &user_data_at_limit,
-       .code = StatusCode::InvalidConfig,
-       .message = "user_data: 65537 bytes exceed the limit of 65536 "
-                  "(CallConfig::kMaxUserDataBytes); pass larger inputs in a device tensor (a run "
-                  "argument), and for replay_graph name their version in replay_key",
-       .user_data = [] { return pattern_bytes(CallConfig::kMaxUserDataBytes + 1); }},
-
-      // ---- issue 13: write-after-read
-      {"WarSlowReaderThenInout", &war_slow_reader_then_inout,
-       [] { return y_where([](uint64_t i) { return i + 10.0f; }); }},
-      {"WarSubviewReadersThenWholeWriter", &war_subview_readers_then_whole_writer,
-       [] { return y_where([](uint64_t i) { return float(i); }); }},
-      {"WarPredicateFlagOverwritten", &war_predicate_flag_overwritten,
-       [] { return y_where([](uint64_t i) { return i + 1.0f; }); }},
-
-      // ---- issue 13: predicated-off outputs and task ids (item D)
-      {"SkippedOutReadsZero", &skipped_out_reads_zero,
-       [] { return y_where([](uint64_t i) { return i < kN / 2 ? 103.0f : i + 1.0f; }); }},
-      {"SkippedSpmdOutReadsZero", &skipped_spmd_out_reads_zero,
-       [] { return y_where([](uint64_t) { return 2.0f; }); }},
-      {"IdsSkipScopeFences", &ids_skip_scope_fences,
-       [] { return y_where([](uint64_t i) { return i + 2.0f; }); }, StatusCode::Ok, "",
-       "ids 0 1 2 3 4 5, tasks 6", 6},
-      {"AfterBeyondScopeFences", &after_beyond_scope_fences, nullptr, StatusCode::InvalidTask,
-       "task 2 (func_id 0): explicit dependency on task 2 is not an earlier task of this run "
-       "(valid: "
-       "0..1)"},
-  };
-
-  std::vector<uint8_t> conformance_callable() {
-    return CallableBuilder()
-        .orchestration_function(
-            +[](Orchestration& o, const TaskArgs& run) {
-              const auto index = static_cast<std::size_t>(run.scalar_bits(0));
-              kCases[index].orchestration(o, run);
-            },
-            ArgSignature{})
-        .kernel_function(kAdd, CoreType::AIV, &add_kernel, ArgSignature{})
-        .kernel_function(kDouble, CoreType::AIC, &double_kernel, ArgSignature{})
-        .kernel_function(kMixAic, CoreType::AIC, &mix_aic_kernel, ArgSignature{})
-        .kernel_function(kMixAiv, CoreType::AIV, &mix_aiv_kernel, ArgSignature{})
-        .kernel_function(kSpmd, CoreType::AIV, &spmd_kernel, ArgSignature{})
-        .kernel_function(kSigned, CoreType::AIV, &add_kernel,
-                         ArgSignature::of({ArgTag::In, ArgTag::Out}, 1))
-        .kernel_function(kIncrement, CoreType::AIV, &increment_kernel, ArgSignature{})
-        .kernel_function(kSlowCopy, CoreType::AIV, &slow_copy_kernel, ArgSignature{})
-        .kernel_function(kClearFlag, CoreType::AIV, &clear_flag_kernel, ArgSignature{})
-        .build();
-  }
-
-  std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-  }
-
-  // What one run gave: the error's code and normalised message, y's bytes, the observations.
-  struct Outcome {
-    StatusCode code = StatusCode::Ok;
-    std::string message;
-    std::vector<float> y;
-    std::string observed;
-    uint64_t task_count = 0;  // RunReport::task_count of a successful run
-  };
-
-  class Conformance {
-   public:
-    Conformance() {
-      WorkerOptions options;
-      options.sim.clusters = 2;
-      options.sim.host_threads = 2;
-      options.sim.memory_bytes = 256ull << 20;
-      worker_.init(options);
-      x_ = worker_.malloc(kBytes);
-      y_ = worker_.malloc(kBytes);
-      flags_ = worker_.malloc(2 * sizeof(int32_t));
-      worker_.register_callable(0, conformance_callable());
-    }
-
-    Outcome run(std::size_t index, RuntimeVariant variant, bool serial) {
-      std::array<float, kN> x{};
-      for (uint64_t i = 0; i < kN; ++i) x[i] = static_cast<float>(i);
-      worker_.copy_to(x_, x.data(), kBytes);
-      worker_.memset(y_, 0, kBytes);
-      const int32_t flags[2] = {0, 1};
-      worker_.copy_to(flags_, flags, sizeof(flags));
-      TaskArgs args;
-      args.in(Tensor::make(x_, {kN}, DataType::F32))
-          .inout(Tensor::make(y_, {kN}, DataType::F32))
-          .in(Tensor::make(flags_, {2}, DataType::I32))
-          .scalar(static_cast<uint64_t>(index));
-      CallConfig config;
-      config.runtime = variant;
-      config.serial = serial;
-      config.output_heap_bytes = 1 << 20;
-      config.max_tasks = 1024;
-      // From an odd address: the function must see the run's aligned copy.
-      std::vector<uint8_t> user_data;
-      if (kCases[index].user_data != nullptr) {
-        const std::vector<uint8_t> bytes = kCases[index].user_data();
-        user_data.resize(bytes.size() + 1);
-        std::memcpy(user_data.data() + 1, bytes.data(), bytes.size());
-        config.user_data = std::as_bytes(std::span(user_data).subspan(1));
-      }
-      Outcome outcome;
-      g_observed.clear();
-      try {
-        outcome.task_count = worker_.run(0, args, config).task_count;
-        outcome.y.resize(kN);
-        worker_.copy_from(outcome.y.data(), y_, kBytes);
-      } catch (const Error& e) {
-        outcome.code = e.code();
-        outcome.message = normalise(e.message());
-      }
-      outcome.observed = g_observed;
-      return outcome;
-    }
-
-   private:
-    std::string normalise(std::string text) const {
-      const std::pair<uint64_t, const char*> named[] = {
-          {x_.addr, "<x>"}, {y_.addr, "<y>"}, {flags_.addr, "<flags>"}};
-      for (const auto& [addr, name] : named) {
-        const std::string h = hex(addr);
-        for (std::size_t at = text.find(h); at != std::string::npos; at = text.find(h, at)) {
-          // Only the whole address (0x1000 must not match inside 0x10000).
-          const std::size_t end = at + h.size();
-          if (end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end]))) {
-            at = end;
-            continue;
-          }
-          text.replace(at, h.size(), name);
+ private:
+  std::string normalise(std::string text) const {
+    const std::pair<uint64_t, const char*> named[] = {
+        {x_.addr, "<x>"}, {y_.addr, "<y>"}, {flags_.addr, "<flags>"}};
+    for (const auto& [addr, name] : named) {
+      const std::string h = hex(addr);
+      for (std::size_t at = text.find(h); at != std::string::npos; at = text.find(h, at)) {
+        // Only the whole address (0x1000 must not match inside 0x10000).
+        const std::size_t end = at + h.size();
+        if (end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end]))) {
+          at = end;
+          continue;
         }
+        text.replace(at, h.size(), name);
       }
-      return std::regex_replace(text, std::regex("0x[0-9a-f]+"), "<addr>");
     }
-
-    Worker worker_;
-    DeviceBuffer x_;
-    DeviceBuffer y_;
-    DeviceBuffer flags_;
-  };
-
-  Conformance& conformance() {
-    static Conformance* instance = new Conformance();  // one device for every case
-    return *instance;
+    return std::regex_replace(text, std::regex("0x[0-9a-f]+"), "<addr>");
   }
 
-  struct Combo {
-    RuntimeVariant variant;
-    bool serial;
-  };
-  constexpr Combo kCombos[] = {{RuntimeVariant::HostBuildGraph, false},
-                               {RuntimeVariant::HostBuildGraph, true},
-                               {RuntimeVariant::TensormapRingbuffer, false},
-                               {RuntimeVariant::TensormapRingbuffer, true}};
+  Worker worker_;
+  DeviceBuffer x_;
+  DeviceBuffer y_;
+  DeviceBuffer flags_;
+};
 
-  class TaskModel : public ::testing::TestWithParam<std::size_t> {};
+Conformance& conformance() {
+  static Conformance* instance = new Conformance();  // one device for every case
+  return *instance;
+}
 
-  TEST_P(TaskModel, EveryVariantAndModeGivesTheExpectedOutcome) {
-    const std::size_t index = GetParam();
-    const Case& c = kCases[index];
-    std::optional<uint64_t> first_task_count;  // of the first combination
-    for (const Combo& combo : kCombos) {
-      SCOPED_TRACE(std::string(runtime_variant_name(combo.variant)) +
-                   (combo.serial ? " serial" : " threaded"));
-      const Outcome got = conformance().run(index, combo.variant, combo.serial);
-      EXPECT_EQ(got.code, c.code) << got.message;
-      if (c.expected_y != nullptr) {
-        EXPECT_EQ(got.y, c.expected_y());
-        // The user's tasks, whatever each variant adds internally (host_build_graph's fences).
-        if (c.task_count >= 0) {
-          EXPECT_EQ(got.task_count, static_cast<uint64_t>(c.task_count));
-        }
-        if (!first_task_count) first_task_count = got.task_count;
-        EXPECT_EQ(got.task_count, *first_task_count) << "RunReport::task_count differs";
-      } else {
-        EXPECT_EQ(got.message, c.message);
+struct Combo {
+  RuntimeVariant variant;
+  bool serial;
+};
+constexpr Combo kCombos[] = {{RuntimeVariant::HostBuildGraph, false},
+                             {RuntimeVariant::HostBuildGraph, true},
+                             {RuntimeVariant::TensormapRingbuffer, false},
+                             {RuntimeVariant::TensormapRingbuffer, true}};
+
+class TaskModel : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(TaskModel, EveryVariantAndModeGivesTheExpectedOutcome) {
+  const std::size_t index = GetParam();
+  const Case& c = kCases[index];
+  std::optional<uint64_t> first_task_count;  // of the first combination
+  for (const Combo& combo : kCombos) {
+    SCOPED_TRACE(std::string(runtime_variant_name(combo.variant)) +
+                 (combo.serial ? " serial" : " threaded"));
+    const Outcome got = conformance().run(index, combo.variant, combo.serial);
+    EXPECT_EQ(got.code, c.code) << got.message;
+    if (c.expected_y != nullptr) {
+      EXPECT_EQ(got.y, c.expected_y());
+      // The user's tasks, whatever each variant adds internally (host_build_graph's fences).
+      if (c.task_count >= 0) {
+        EXPECT_EQ(got.task_count, static_cast<uint64_t>(c.task_count));
       }
-      EXPECT_EQ(got.observed, c.observed);
+      if (!first_task_count) first_task_count = got.task_count;
+      EXPECT_EQ(got.task_count, *first_task_count) << "RunReport::task_count differs";
+    } else {
+      EXPECT_EQ(got.message, c.message);
     }
+    EXPECT_EQ(got.observed, c.observed);
   }
+}
 
-  INSTANTIATE_TEST_SUITE_P(BothVariantsBothModes, TaskModel,
-                           ::testing::Range<std::size_t>(0, std::size(kCases)),
-                           [](const ::testing::TestParamInfo<std::size_t>& info) {
-                             return std::string(kCases[info.param].name);
-                           });
+INSTANTIATE_TEST_SUITE_P(BothVariantsBothModes, TaskModel,
+                         ::testing::Range<std::size_t>(0, std::size(kCases)),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return std::string(kCases[info.param].name);
+                         });
 
 }  // namespace
 }  // namespace chiprt

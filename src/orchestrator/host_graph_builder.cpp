@@ -7,6 +7,7 @@
 
 #include "chiprt/status.h"
 #include "common/graph_image.h"
+#include "common/kernel_block.h"
 #include "common/retention.h"
 #include "orchestrator/graph_image_writer.h"
 #include "orchestrator/output_heap.h"
@@ -278,13 +279,13 @@ struct HostGraphBuilder::State {
     TaskFront::encode_record(spec, &args, static_cast<uint16_t>(tensor_count + args.scalar_count()),
                              &r);
     r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
-    r.args_begin = kernel_args.size();
-    for (int i = 0; i < tensor_count; ++i) {
-      kernel_args.push_back(static_cast<int64_t>(tensors[i]->data_addr()));
-    }
-    for (int i = 0; i < args.scalar_count(); ++i) {
-      kernel_args.push_back(static_cast<int64_t>(args.scalar_bits(i)));
-    }
+    // The task's argument block; views_addr 0: the image is position independent.
+    const uint64_t block_begin = kernel_args.size();
+    kernel_args.resize(block_begin +
+                       common::kernel_block_words(tensor_count, uint64_t(args.scalar_count())));
+    r.args_begin = block_begin + common::kContextWords;
+    common::write_kernel_block(kernel_args.data() + r.args_begin, tensors.data(), tensor_count,
+                               args, r.block_num, 0);
     return static_cast<TaskId>(id);
   }
 
@@ -371,7 +372,9 @@ struct HostGraphBuilder::State {
       common::TaskRecord& r = records.emplace_back();
       TaskFront::encode_record(nullptr, nullptr, 0, &r);
       r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
+      kernel_args.resize(kernel_args.size() + common::kContextWords);  // a block of no arguments
       r.args_begin = kernel_args.size();
+      common::write_context(kernel_args.data() + r.args_begin, 0, 0, 1, 0);
       released_end = id64;
     }
     for (std::size_t i = s.alloc_log_begin; i < alloc_log.size(); ++i) {

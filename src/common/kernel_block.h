@@ -41,8 +41,9 @@ inline constexpr uint32_t kMaxKernelBlockWords =
 // Words a core copies for a kernel: the context and the arguments.
 inline constexpr uint32_t kMaxKernelCallWords = kContextWords + kMaxKernelArgs;
 
-// The view descriptor of `t` into `view` (kViewWords words); only its ndim dimensions are written.
-inline void encode_view(const Tensor& t, int64_t* view) noexcept {
+// The view descriptor of `t` into `view` (kViewWords words); only its ndim dimensions are written,
+// and the others cleared when `clear_unused_dims`.
+inline void encode_view(const Tensor& t, int64_t* view, bool clear_unused_dims = false) noexcept {
   static_assert(offsetof(kernel::TensorView, dims) == 3 * sizeof(int64_t));
   const uint64_t fixed[3] = {t.buffer.addr, t.start_offset,
                              uint64_t{static_cast<uint8_t>(t.dtype)} | uint64_t{t.ndim} << 8 |
@@ -52,6 +53,8 @@ inline void encode_view(const Tensor& t, int64_t* view) noexcept {
                 offsetof(kernel::TensorView, element_bytes) == 18);
   std::memcpy(view, fixed, sizeof(fixed));
   int64_t* dims = view + 3;
+  // A fixed-size clear (a few vector stores), not one sized by ndim (a library call).
+  if (clear_unused_dims) std::memset(dims, 0, 2 * kMaxTensorDims * sizeof(int64_t));
   for (uint32_t d = 0; d < t.ndim; ++d) {
     std::memcpy(dims + 2 * d, &t.shape[d], sizeof(uint64_t));
     std::memcpy(dims + 2 * d + 1, &t.strides[d], sizeof(uint64_t));
@@ -72,9 +75,10 @@ inline void write_context(int64_t* args, uint32_t tensor_count, uint32_t scalar_
 // Writes the block of a task into storage whose args[0] is `args`: its context (kContextWords
 // words before `args`), the data addresses of `tensors`, the scalars of `task_args`, the views.
 // `views_addr`: the device address of args + tensor_count + scalar_count, or 0 (see above).
+// `clear_unused_dims`: see encode_view.
 inline void write_kernel_block(int64_t* args, Tensor* const* tensors, int tensor_count,
-                               const TaskArgs& task_args, uint32_t block_num,
-                               uint64_t views_addr) noexcept {
+                               const TaskArgs& task_args, uint32_t block_num, uint64_t views_addr,
+                               bool clear_unused_dims = false) noexcept {
   const int scalar_count = task_args.scalar_count();
   write_context(args, static_cast<uint32_t>(tensor_count), static_cast<uint32_t>(scalar_count),
                 block_num, views_addr);
@@ -83,7 +87,9 @@ inline void write_kernel_block(int64_t* args, Tensor* const* tensors, int tensor
   for (int i = 0; i < scalar_count; ++i)
     scalars[i] = static_cast<int64_t>(task_args.scalar_bits(i));
   int64_t* views = scalars + scalar_count;
-  for (int i = 0; i < tensor_count; ++i) encode_view(*tensors[i], views + i * kViewWords);
+  for (int i = 0; i < tensor_count; ++i) {
+    encode_view(*tensors[i], views + i * kViewWords, clear_unused_dims);
+  }
 }
 
 // The context a stored block's kernel gets for SPMD block `block_idx` of `block_num`, in a copy

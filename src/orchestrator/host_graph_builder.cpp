@@ -68,7 +68,7 @@ struct HostGraphBuilder::State {
     records.clear();
     books.clear();
     producers.clear();
-    kernel_args.clear();
+    kernel_args_used = 0;
     alloc_log.clear();
     touched_extents.clear();
     built = false;
@@ -85,12 +85,25 @@ struct HostGraphBuilder::State {
   std::vector<common::TaskRecord> records;
   std::vector<TaskBook> books;
   std::vector<uint32_t> producers;  // grouped by consumer, in consumer order
+  // The argument blocks of the tasks: the first kernel_args_used words. Kept at its size between
+  // builds (block_words grows it), so a build writes each word once instead of zero-filling first.
   std::vector<int64_t> kernel_args;
+  uint64_t kernel_args_used = 0;
   std::vector<ScopeFrame> scopes;   // frames beyond the front's depth are kept for their capacity
   std::vector<uint64_t> alloc_log;  // buffer addresses of outputs allocated inside open scopes
   std::vector<Touched> touched_extents;
   bool built = false;
   bool accessed_tensor_data = false;
+
+  // `words` more argument words: returns the index of the first.
+  uint64_t block_words(uint64_t words) {
+    const uint64_t begin = kernel_args_used;
+    kernel_args_used += words;
+    if (kernel_args_used > kernel_args.size()) {
+      kernel_args.resize(std::max<uint64_t>(kernel_args_used, 2 * kernel_args.size()));
+    }
+    return begin;
+  }
 
   uint64_t task_count() const noexcept { return records.size(); }
   std::size_t depth() const noexcept { return front.scope_depth(); }
@@ -280,12 +293,13 @@ struct HostGraphBuilder::State {
                              &r);
     r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
     // The task's argument block; views_addr 0: the image is position independent.
-    const uint64_t block_begin = kernel_args.size();
-    kernel_args.resize(block_begin +
-                       common::kernel_block_words(tensor_count, uint64_t(args.scalar_count())));
-    r.args_begin = block_begin + common::kContextWords;
+    // The task's argument block; views_addr 0: the image is position independent. The unused
+    // dimensions of the views are cleared too, so that an image's bytes depend on the graph only.
+    r.args_begin =
+        block_words(common::kernel_block_words(tensor_count, uint64_t(args.scalar_count()))) +
+        common::kContextWords;
     common::write_kernel_block(kernel_args.data() + r.args_begin, tensors.data(), tensor_count,
-                               args, r.block_num, 0);
+                               args, r.block_num, 0, /*clear_unused_dims=*/true);
     return static_cast<TaskId>(id);
   }
 
@@ -372,8 +386,7 @@ struct HostGraphBuilder::State {
       common::TaskRecord& r = records.emplace_back();
       TaskFront::encode_record(nullptr, nullptr, 0, &r);
       r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
-      kernel_args.resize(kernel_args.size() + common::kContextWords);  // a block of no arguments
-      r.args_begin = kernel_args.size();
+      r.args_begin = block_words(common::kContextWords) + common::kContextWords;  // no arguments
       common::write_context(kernel_args.data() + r.args_begin, 0, 0, 1, 0);
       released_end = id64;
     }
@@ -434,7 +447,8 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uin
   // instead of taking the Worker's lock again.
   s.front.run(entry, *this, args, common::RunRole::HostOrchestration);
   if (s.front.failed()) throw Error(s.front.error());
-  s.writer.write(s.records, s.producers, s.kernel_args, image_);
+  s.writer.write(s.records, s.producers,
+                 std::span<const int64_t>(s.kernel_args.data(), s.kernel_args_used), image_);
   s.built = true;
 }
 

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "chiprt/kernel.h"
+#include "chiprt/task_args.h"
 #include "chiprt/types.h"
 
 namespace chiprt {
@@ -58,11 +60,15 @@ struct ExportedTask {
   // and the MIX AIV parts; 0 where there is no kernel.
   uint64_t kernel_addr = 0;
   std::array<uint64_t, 2> mix_aiv_kernel_addr{0, 0};
-  // The kernel's arguments as the kernel receives them (tensor data addresses, then scalars),
-  // without the block context (block_idx, block_num) a core appends: GraphExport::args
-  // [args_begin, args_begin + arg_count).
+  // The kernel's arguments as the kernel receives them (tensor data addresses, then scalars):
+  // GraphExport::args [args_begin, args_begin + arg_count), the first tensor_count of them
+  // tensors. They lie inside the task's argument block (chiprt/kernel.h): the task context in the
+  // kernel::kTaskContextWords words before args_begin (views_addr 0, block_idx 0) and the views
+  // (kernel::TensorView, tensor_count of them) right after the arguments.
+  // GraphExport::kernel_args builds what a core passes the kernel for one block.
   uint64_t args_begin = 0;
   uint32_t arg_count = 0;
+  uint32_t tensor_count = 0;
   // Tasks that wait for this one: GraphExport::consumers [consumers_begin, + consumer_count).
   uint64_t consumers_begin = 0;
   uint32_t consumer_count = 0;
@@ -95,9 +101,25 @@ struct GraphExport {
   // set_tensor_data): the graph is valid for the data it saw then.
   bool accessed_tensor_data = false;
 
+  // Words of storage GraphExport::kernel_args needs: the task context and the most arguments.
+  static constexpr std::size_t kKernelArgsWords =
+      kernel::kTaskContextWords + kMaxTaskTensors + kMaxTaskScalars;
+
   std::span<const int64_t> args_of(const ExportedTask& task) const noexcept {
     return {args.data() + task.args_begin, task.arg_count};
   }
+  // The views of the task's tensor arguments (in `args`; valid while this GraphExport lives).
+  const kernel::TensorView* views_of(const ExportedTask& task) const noexcept {
+    return reinterpret_cast<const kernel::TensorView*>(args.data() + task.args_begin +
+                                                       task.arg_count);
+  }
+  // What a core passes the kernel of `task` for SPMD block `block`: writes the task context and
+  // the arguments into `storage` (kKernelArgsWords words) and returns the `args` pointer to call
+  // the kernel with. The context's views_addr points at views_of(task), so `storage` is valid
+  // while this GraphExport lives and is not moved. A kernel may overwrite its arguments: build
+  // them again for each call. The task must have passed the graph's checks (arg_count at most
+  // kMaxTaskTensors + kMaxTaskScalars, its block inside `args`).
+  int64_t* kernel_args(const ExportedTask& task, uint32_t block, int64_t* storage) const noexcept;
   std::span<const uint32_t> consumers_of(const ExportedTask& task) const noexcept {
     return {consumers.data() + task.consumers_begin, task.consumer_count};
   }

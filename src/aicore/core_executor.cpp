@@ -18,7 +18,7 @@ namespace {
 using common::ChipLaunchArgs;
 using common::HandshakeCell;
 
-using common::kKernelContextArgs;
+using common::kContextWords;
 using common::kMaxKernelArgs;
 // Characters of a kernel exception's what() kept in the result detail (kResultDetailBytes).
 constexpr int kMaxExceptionText = 768;
@@ -68,16 +68,18 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
                              task, payload.arg_count, kMaxKernelArgs, core);
     common::ring_all_doorbells(prefix, services.park_wake);
   } else {
-    // The kernel takes its arguments followed by its block context. A task whose argument
-    // storage already carries that context is run in place; otherwise the core builds its own
-    // copy (an SPMD block, or arguments a graph image keeps for replays).
-    int64_t scratch[kMaxKernelArgs + kKernelContextArgs];
+    // The kernel takes its argument block (common/kernel_block.h). A task whose stored block
+    // already carries its complete context is run in place; otherwise the core copies the context
+    // and the arguments (an SPMD block, or a block a graph image keeps for replays) and completes
+    // the context; the views stay where they are stored.
+    alignas(8) int64_t scratch[common::kMaxKernelCallWords];
     int64_t* kernel_args = reinterpret_cast<int64_t*>(static_cast<uintptr_t>(payload.args_addr));
     if (payload.args_in_place == 0) {
-      std::memcpy(scratch, kernel_args, payload.arg_count * sizeof(int64_t));
-      scratch[payload.arg_count] = payload.block_idx;
-      scratch[payload.arg_count + 1] = payload.block_num;
-      kernel_args = scratch;
+      std::memcpy(scratch, kernel_args - kContextWords,
+                  (kContextWords + payload.arg_count) * sizeof(int64_t));
+      common::complete_context(scratch + kContextWords, payload.args_addr, payload.arg_count,
+                               payload.block_idx, payload.block_num);
+      kernel_args = scratch + kContextWords;
     }
     const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(payload.kernel_addr));
     // Names the kernel to a host API call it makes (refused, see common/run_context.h).

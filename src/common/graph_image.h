@@ -3,7 +3,9 @@
 // The orchestrator (host side) writes it; the schedulers (chip side) read it in place after one
 // copy to device memory. Every reference inside is an offset or index, never a pointer, so the
 // image can be copied anywhere (and cached/replayed). Tensor arguments are stored as resolved
-// device data addresses. Layout, each section 8-byte aligned:
+// device data addresses; each task's arguments are its argument block (common/kernel_block.h:
+// context, tensor addresses, scalars, views; args_begin indexes its args[0]), whose views_addr
+// is 0 (the core that copies the block for a kernel sets it). Layout, each section 8-byte aligned:
 //   GraphImageHeader | TaskRecord[task_count] | uint32 fanout[fanout_count]
 //   | int64 args[args_count] | uint32 initial_ready[initial_ready_count] | int64
 //   task_ids[task_count]
@@ -21,13 +23,14 @@
 namespace chiprt::common {
 
 inline constexpr uint32_t kGraphImageMagic = 0x47524348;  // "HCRG"
-inline constexpr uint32_t kGraphImageVersion = 3;
+// 3: argument blocks with views; 4: also task ids and skip-fill ranges.
+inline constexpr uint32_t kGraphImageVersion = 4;
 
 enum TaskFlags : uint8_t {
   kTaskFlagNone = 0,
   kTaskFlagDummy = 1,       // dependency-only: completes without dispatch to a core
   kTaskFlagPredicated = 2,  // predicate_addr / predicate_bytes are tested at dispatch
-  // The two words after the task's arguments hold its block context (block_idx 0, block_num 1),
+  // The stored argument block's context is complete (views_addr set, block_idx 0, block_num 1),
   // so a core passes the arguments to the kernel in place instead of copying them. Set by the
   // ring orchestrator for single-block tasks (slot argument storage is private to the task until
   // it completes); never in a graph image, whose arguments a replay reuses.
@@ -82,14 +85,16 @@ struct TaskRecord {
   int32_t mix_aiv[2];
   uint8_t core_type;      // CoreType
   uint8_t flags;          // TaskFlags
-  uint16_t arg_count;     // int64 kernel arguments (tensor addresses then scalars)
+  uint16_t arg_count;     // int64 kernel arguments (tensor addresses then scalars; the block's
+                          // context holds how many are tensors)
   uint32_t block_num;     // >= 1
   uint32_t fanin_count;   // producers this task waits for (host_build_graph image only)
   uint32_t fanout_count;  // consumers to release on completion (image only)
   uint32_t fanout_begin;  // index into fanout[] (image only)
   uint32_t predicate_bytes;
   uint32_t skip_fill_granules;  // predicated tasks: 64-byte granules zero-filled when skipped
-  uint64_t args_begin;          // index into args[] (ring: into the slot argument storage)
+  uint64_t
+      args_begin;  // args[0] of the task's block in args[] (ring: in the slot argument storage)
   uint64_t predicate_addr;
   uint64_t skip_fill_addr;  // predicated tasks with outputs: their packed range (64-byte aligned)
 };

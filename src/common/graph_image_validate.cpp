@@ -197,6 +197,33 @@ void format_image_verdict(const ImageVerdict& v, char* out, std::size_t capacity
                     ") exceeds args_count %" PRIu64,
                     t, x[0], x[1], x[2]);
       return;
+    case ImageRule::ContextRange:
+      std::snprintf(out, capacity,
+                    "graph image task %u: args_begin %" PRIu64
+                    " leaves no room for the %u-word task context before it",
+                    t, x[0], kContextWords);
+      return;
+    case ImageRule::ContextCounts:
+      std::snprintf(out, capacity,
+                    "graph image task %u: task context of %" PRIu64 " tensors and %" PRIu64
+                    " scalars does not describe its %" PRIu64
+                    " arguments (at most %d tensors and %d scalars, adding up to arg_count)",
+                    t, x[0], x[1], x[2], kMaxTaskTensors, kMaxTaskScalars);
+      return;
+    case ImageRule::ViewRange:
+      std::snprintf(out, capacity,
+                    "graph image task %u: views [%" PRIu64 ", +%" PRIu64
+                    " x %u words) exceed "
+                    "args_count %" PRIu64,
+                    t, x[0], x[1], kViewWords, x[2]);
+      return;
+    case ImageRule::ViewDescriptor:
+      std::snprintf(out, capacity,
+                    "graph image task %u: view of tensor %" PRIu64 " has dtype %" PRIu64
+                    ", element bytes %" PRIu64 " and ndim %" PRIu64
+                    " (needs a known dtype, its element size and ndim in [1, %d])",
+                    t, x[0], x[1] & 0xFF, x[1] >> 8, x[2], kMaxTensorDims);
+      return;
     case ImageRule::FanoutRange:
       std::snprintf(out, capacity,
                     "graph image task %u: fanout [%" PRIu64 ", +%" PRIu64

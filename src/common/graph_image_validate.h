@@ -8,14 +8,14 @@
 //                             sections (aligned, in order, not overlapping, inside total_size),
 //                             the output heap range (no wrap-around).
 //                             Cheap; the chip runs it on every launch, trusted replays included.
-//   check_graph_image_tasks   every record (its skip-fill range: a predicated task's, 64-byte
-//                             aligned, inside the output heap; its public task id: the next user
-//                             id, or -1 on a dummy task, a scope fence), every fanout entry
-//                             (only later tasks: the graph is acyclic), every fanin_count against
-//                             the entries naming the task, user_task_count (the tasks with a
-//                             public id), and initial_ready (exactly the fan-in-zero tasks, in
-//                             increasing order). One pass over the records, one over
-//                             initial_ready; no allocation.
+//   check_graph_image_tasks   every record (its argument block: context, counts, views; its
+//                             skip-fill range: a predicated task's, 64-byte aligned, inside the
+//                             output heap; its public task id: the next user id, or -1 on a dummy
+//                             task, a scope fence), every fanout entry (only later tasks: the graph
+//                             is acyclic), every fanin_count against the entries naming the task,
+//                             user_task_count (the tasks with a public id), and initial_ready
+//                             (exactly the fan-in-zero tasks, in increasing order). One pass over
+//                             the records, one over initial_ready; no allocation.
 // Both return an ImageVerdict, plain data naming the broken rule and the values involved (no
 // strings), so the chip can run them; format_image_verdict turns a verdict into the message on the
 // cold path. validate_graph_image is the host's one-call form returning a Status.
@@ -35,7 +35,8 @@
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
 #include "common/graph_image.h"
-#include "common/handshake.h"  // kMaxKernelArgs
+#include "common/handshake.h"
+#include "common/kernel_block.h"  // kMaxKernelArgs, the argument block
 
 namespace chiprt::common {
 
@@ -66,6 +67,10 @@ enum class ImageRule : uint8_t {
   SkipFillRange,   // task; values: skip_fill_addr, skip_fill_granules, flags
   ArgCount,        // task; values: arg_count
   ArgRange,        // task; values: args_begin, arg_count, args_count
+  ContextRange,    // task; values: args_begin (no room for the task context before it)
+  ContextCounts,   // task; values: tensor_count, scalar_count (the context's), arg_count
+  ViewRange,       // task; values: first view word, tensor_count, args_count
+  ViewDescriptor,  // task; values: tensor index, dtype | element_bytes << 8, ndim
   FanoutRange,     // task; values: fanout_begin, fanout_count (record), fanout_count (header)
   FanoutTarget,    // task; values: entry index, named task, task_count
   FaninCount,      // task; values: fanin_count, entries naming it
@@ -123,8 +128,45 @@ T load(const uint8_t* p) {
   return value;
 }
 
-// The rules on one record alone (ranges against the header's section counts).
-inline ImageVerdict check_record(uint32_t t, const TaskRecord& r, const GraphImageHeader& h) {
+// The argument block of record `r` (common/kernel_block.h) inside args[] (`args`, the header's
+// args_count words): the context before args_begin, counts that add up to arg_count, the views
+// after the arguments, each with a known dtype, its element size and a rank in [1, 5]. The image
+// is trusted to hold the views of the tensors its orchestrator saw; a kernel reads only ndim dims.
+inline ImageVerdict check_block(uint32_t t, const TaskRecord& r, const GraphImageHeader& h,
+                                const uint8_t* args) {
+  if (r.arg_count > kMaxKernelArgs) return broken(ImageRule::ArgCount, t, r.arg_count);
+  if (r.args_begin > h.args_count || r.arg_count > h.args_count - r.args_begin) {
+    return broken(ImageRule::ArgRange, t, r.args_begin, r.arg_count, h.args_count);
+  }
+  if (r.args_begin < kContextWords) return broken(ImageRule::ContextRange, t, r.args_begin);
+  const auto context =
+      load<kernel::TaskContext>(args + (r.args_begin - kContextWords) * sizeof(int64_t));
+  if (context.tensor_count > kMaxTaskTensors || context.scalar_count > kMaxTaskScalars ||
+      uint32_t{context.tensor_count} + context.scalar_count != r.arg_count) {
+    return broken(ImageRule::ContextCounts, t, context.tensor_count, context.scalar_count,
+                  r.arg_count);
+  }
+  const uint64_t views = r.args_begin + r.arg_count;
+  if (uint64_t{context.tensor_count} * kViewWords > h.args_count - views) {
+    return broken(ImageRule::ViewRange, t, views, context.tensor_count, h.args_count);
+  }
+  for (uint32_t i = 0; i < context.tensor_count; ++i) {
+    const uint8_t* view = args + (views + uint64_t{i} * kViewWords) * sizeof(int64_t);
+    const auto dtype = load<uint8_t>(view + offsetof(kernel::TensorView, dtype));
+    const auto ndim = load<uint8_t>(view + offsetof(kernel::TensorView, ndim));
+    const auto bytes = load<uint8_t>(view + offsetof(kernel::TensorView, element_bytes));
+    if (ndim < 1 || ndim > kMaxTensorDims || dtype >= kDataTypeCount ||
+        bytes != element_size(static_cast<DataType>(dtype))) {
+      return broken(ImageRule::ViewDescriptor, t, i, dtype | uint64_t{bytes} << 8, ndim);
+    }
+  }
+  return {};
+}
+
+// The rules on one record alone (ranges against the header's section counts; `args` is the
+// image's args[]).
+inline ImageVerdict check_record(uint32_t t, const TaskRecord& r, const GraphImageHeader& h,
+                                 const uint8_t* args) {
   if (r.core_type >= kCoreTypeCount) return broken(ImageRule::CoreType, t, r.core_type);
   constexpr uint8_t kKnownFlags = kTaskFlagDummy | kTaskFlagPredicated;
   if ((r.flags & ~kKnownFlags) != 0) return broken(ImageRule::Flags, t, r.flags);
@@ -167,10 +209,7 @@ inline ImageVerdict check_record(uint32_t t, const TaskRecord& r, const GraphIma
       return broken(ImageRule::SkipFillRange, t, r.skip_fill_addr, r.skip_fill_granules, r.flags);
     }
   }
-  if (r.arg_count > kMaxKernelArgs) return broken(ImageRule::ArgCount, t, r.arg_count);
-  if (r.args_begin > h.args_count || r.arg_count > h.args_count - r.args_begin) {
-    return broken(ImageRule::ArgRange, t, r.args_begin, r.arg_count, h.args_count);
-  }
+  if (const ImageVerdict v = check_block(t, r, h, args); !v.ok()) return v;
   if (r.fanout_begin > h.fanout_count || r.fanout_count > h.fanout_count - r.fanout_begin) {
     return broken(ImageRule::FanoutRange, t, r.fanout_begin, r.fanout_count, h.fanout_count);
   }
@@ -195,11 +234,12 @@ ImageVerdict check_graph_image_tasks(const uint8_t* data, const GraphImageHeader
   const auto* records = reinterpret_cast<const TaskRecord*>(data + header.tasks_offset);
   const uint8_t* fanout = data + header.fanout_offset;
   const uint8_t* task_ids = data + header.task_ids_offset;
+  const uint8_t* args = data + header.args_offset;
   uint32_t sources = 0;
   int64_t next_user_id = 0;  // user tasks are numbered 0.. in record order, fences are not
   for (uint32_t t = 0; t < n; ++t) {
     const TaskRecord& r = records[t];
-    if (const ImageVerdict v = check_record(t, r, header); !v.ok()) return v;
+    if (const ImageVerdict v = check_record(t, r, header, args); !v.ok()) return v;
     const auto id = load<int64_t>(task_ids + uint64_t{t} * sizeof(int64_t));
     if (id == kScopeFenceId ? (r.flags & kTaskFlagDummy) == 0 : id != next_user_id) {
       return broken(ImageRule::TaskId, t, static_cast<uint64_t>(id),

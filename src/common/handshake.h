@@ -46,6 +46,7 @@
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
+#include "common/kernel_block.h"
 #include "common/park_wake.h"
 
 namespace chiprt::common {
@@ -64,18 +65,14 @@ inline constexpr uint32_t kCoreOffline = 0;
 inline constexpr uint32_t kCoreReady = 1;
 inline constexpr uint32_t kCoreExited = 2;
 
-// A kernel's arguments: tensors, then scalars (DispatchPayload::arg_count of them), followed by
-// its block context (block index, block count).
-inline constexpr uint32_t kMaxKernelArgs = kMaxTaskTensors + kMaxTaskScalars;
-inline constexpr uint32_t kKernelContextArgs = 2;
-
-// What a core needs to run one task. Written by the scheduler before the slot store.
+// What a core needs to run one task. Written by the scheduler before the slot store. The task's
+// argument block (common/kernel_block.h) lies around args_addr.
 struct DispatchPayload {
   uint64_t kernel_addr;  // KernelEntry, 0 when the kernel table has no entry for func_id
-  uint64_t args_addr;    // int64_t[arg_count] inside the graph image
+  uint64_t args_addr;    // args[0] of the task's stored block (graph image or ring slot)
   int32_t func_id;
-  uint16_t arg_count;
-  uint16_t args_in_place;  // 1: args_addr is followed by the block context (kTaskFlagArgsInPlace)
+  uint16_t arg_count;      // tensors + scalars
+  uint16_t args_in_place;  // 1: the stored context is complete (kTaskFlagArgsInPlace)
   uint32_t block_idx;
   uint32_t block_num;
 };

@@ -4,10 +4,14 @@
 //
 // Region of a ring run: the common part, shared_layout(total_slots) (common/shared_layout.h),
 // then at align64 of its size, each array 64-byte aligned:
-//   RingControl | RingSlot[total] | TaskRecord[total] | int64 slot_args[total * kRingSlotArgs]
-//   | int64 public_ids[total] | DepEntry[sum of dep_pool] | uint32 spill[sum of dep_pool]
+//   RingControl | RingSlot[total] | TaskRecord[total] | int64 public_ids[total]
+//   | DepEntry[sum of dep_pool] | uint32 spill[sum of dep_pool]
+//   | int64 slot_args[total * kRingSlotArgs]
 // (spill words per set = that set's dependency pool size). The slot protocol is in
-// common/ring_state.h. A ring run zeroes the whole region before the launch.
+// common/ring_state.h. A ring run zeroes the region before the launch up to the slot arguments
+// (RingLayout::cleared_bytes): a slot's argument block is written before its task is published
+// and read only after, so the largest part of the region (a 243-word block per slot) is never
+// cleared.
 //
 // Threading: pure functions and constants.
 #pragma once
@@ -35,9 +39,10 @@ inline constexpr uint64_t kRingMinDepPool = chiprt::kMinRingDepPool;
 inline constexpr uint64_t kRingMaxDepPool = chiprt::kMaxRingDepPool;
 static_assert(kRingMaxDepPool * 4 < (uint64_t{1} << 32) - 2);
 
-// Kernel arguments stored per ring slot: the kernel's arguments, then its block context, so a
-// core runs a single-block task's arguments in place.
-inline constexpr uint32_t kRingSlotArgs = kMaxKernelArgs + kKernelContextArgs;
+// Argument words per ring slot: the largest argument block (common/kernel_block.h: context,
+// arguments, views), so a core runs a single-block task's arguments in place. A slot's block
+// starts at slot * kRingSlotArgs; its args[0] (TaskRecord::args_begin) kContextWords later.
+inline constexpr uint32_t kRingSlotArgs = kMaxKernelBlockWords;
 
 enum class RingSizeRule : uint8_t { Ok = 0, TaskWindow = 1, HeapBytes = 2, DepPool = 3 };
 
@@ -75,6 +80,7 @@ struct RingLayout {
   uint64_t public_ids_offset = 0;
   uint64_t dep_offset = 0;
   uint64_t spill_offset = 0;
+  uint64_t cleared_bytes = 0;  // the host zeroes [0, cleared_bytes): all but the slot arguments
   // UINT64_MAX when the sizes break a rule of ring_size_rule_broken (nothing else is then valid).
   uint64_t total_bytes = 0;
 };
@@ -102,14 +108,15 @@ constexpr RingLayout ring_layout(const RingSizes& sizes) {
   offset += align64(total * sizeof(RingSlot));
   layout.records_offset = offset;
   offset += align64(total * sizeof(TaskRecord));
-  layout.slot_args_offset = offset;
-  offset += align64(total * kRingSlotArgs * sizeof(int64_t));
   layout.public_ids_offset = offset;
   offset += align64(total * sizeof(int64_t));
   layout.dep_offset = offset;
   offset += align64(layout.dep_entries * sizeof(DepEntry));
   layout.spill_offset = offset;
   offset += align64(layout.spill_words * sizeof(uint32_t));
+  layout.slot_args_offset = offset;
+  layout.cleared_bytes = offset;
+  offset += align64(total * kRingSlotArgs * sizeof(int64_t));
   layout.total_bytes = offset;
   return layout;
 }

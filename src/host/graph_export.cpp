@@ -5,6 +5,7 @@
 
 #include "chiprt/graph_export.h"
 #include "common/graph_image.h"
+#include "common/kernel_block.h"
 #include "host/graph_image_export.h"
 
 namespace chiprt {
@@ -65,6 +66,17 @@ GraphShape GraphExport::shape() const {
   return shape;
 }
 
+int64_t* GraphExport::kernel_args(const ExportedTask& task, uint32_t block,
+                                  int64_t* storage) const noexcept {
+  const int64_t* stored = args.data() + task.args_begin;
+  std::memcpy(storage, stored - common::kContextWords,
+              (common::kContextWords + task.arg_count) * sizeof(int64_t));
+  int64_t* kernel_args = storage + common::kContextWords;
+  common::complete_context(kernel_args, reinterpret_cast<uintptr_t>(stored), task.arg_count, block,
+                           task.block_num);
+  return kernel_args;
+}
+
 namespace host {
 namespace {
 
@@ -116,14 +128,17 @@ GraphExport decode_graph_image(std::span<const uint8_t> image,
     task.mix_aiv_kernel_addr = {entry_of(kernel_entries, record.mix_aiv[0]),
                                 entry_of(kernel_entries, record.mix_aiv[1])};
 
-    task.args_begin = graph.args.size();
+    // The task's whole argument block (context, arguments, views), as the image holds it.
+    const uint8_t* block = args + (record.args_begin - common::kContextWords) * sizeof(int64_t);
+    const auto context = load<kernel::TaskContext>(block);
+    const uint64_t block_words =
+        common::kernel_block_words(context.tensor_count, context.scalar_count);
+    const std::size_t block_at = graph.args.size();
+    graph.args.resize(block_at + block_words);
+    std::memcpy(graph.args.data() + block_at, block, block_words * sizeof(int64_t));
+    task.args_begin = block_at + common::kContextWords;
     task.arg_count = record.arg_count;
-    const std::size_t args_at = graph.args.size();
-    graph.args.resize(args_at + record.arg_count);
-    if (record.arg_count != 0) {
-      std::memcpy(graph.args.data() + args_at, args + record.args_begin * sizeof(int64_t),
-                  uint64_t{record.arg_count} * sizeof(int64_t));
-    }
+    task.tensor_count = context.tensor_count;
 
     task.consumers_begin = graph.consumers.size();
     task.consumer_count = record.fanout_count;

@@ -15,7 +15,8 @@ void DeviceRunner::prepare_ring(PreparedLaunch& prepared, const RegisteredCallab
                                 const TaskArgs& args, const common::KernelTable& kernel_table) {
   const RunPlan& plan = prepared.plan;
   last_ring_sizes_ = plan.rings;
-  const uint64_t shared_bytes = common::ring_shared_state_bytes(plan.rings.sizes);
+  const common::RingLayout layout = common::ring_layout(plan.rings.sizes);
+  const uint64_t shared_bytes = layout.total_bytes;
   if (shared_bytes == UINT64_MAX) {
     // resolve_ring_sizes applies the same rules as the layout, so this is a broken invariant.
     throw Error(StatusCode::InternalError,
@@ -33,7 +34,7 @@ void DeviceRunner::prepare_ring(PreparedLaunch& prepared, const RegisteredCallab
   prepared.report.rings = plan.rings.used();
   prepared.report.output_heap_committed_bytes = arenas_.committed_sizes(bank).output_heap;
   const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
-  throw_if(memory_.memset(shared_region.addr, 0, shared_bytes));
+  throw_if(memory_.memset(shared_region.addr, 0, layout.cleared_bytes));
 
   // Staging of one slot: launch args | phase buffer | kernel table | orchestration arguments |
   // user data. The orchestrator runs on the chip, so the user data it reads is this device copy

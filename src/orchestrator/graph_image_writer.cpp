@@ -68,8 +68,15 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
   for (const int64_t id : task_ids) user_tasks += id != common::kScopeFenceId;
   h.user_task_count = static_cast<uint32_t>(user_tasks);
 
-  image.assign(h.total_size, 0);
+  // Every byte is written below (sections, then the padding between them), so storage reused from
+  // an earlier image is not cleared first: the argument blocks are most of an image.
+  static_assert(sizeof(common::GraphImageHeader) % 8 == 0 && sizeof(common::TaskRecord) % 8 == 0);
+  image.resize(h.total_size);
   uint8_t* base = image.data();
+  const uint64_t fanout_end = h.fanout_offset + edges * sizeof(uint32_t);
+  std::memset(base + fanout_end, 0, h.args_offset - fanout_end);
+  const uint64_t ready_end = h.initial_ready_offset + ready * sizeof(uint32_t);
+  std::memset(base + ready_end, 0, h.total_size - ready_end);
   std::memcpy(base, &h, sizeof(h));
   uint8_t* ready_out = base + h.initial_ready_offset;
   for (uint64_t t = 0; t < n; ++t) {

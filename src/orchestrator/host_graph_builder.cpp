@@ -7,6 +7,7 @@
 
 #include "chiprt/status.h"
 #include "common/graph_image.h"
+#include "common/kernel_block.h"
 #include "common/retention.h"
 #include "orchestrator/graph_image_writer.h"
 #include "orchestrator/output_heap.h"
@@ -71,7 +72,7 @@ struct HostGraphBuilder::State {
     records.clear();
     books.clear();
     producers.clear();
-    kernel_args.clear();
+    kernel_args_used = 0;
     task_ids.clear();
     records_of.clear();
     alloc_log.clear();
@@ -91,7 +92,10 @@ struct HostGraphBuilder::State {
   std::vector<common::TaskRecord> records;
   std::vector<TaskBook> books;
   std::vector<uint32_t> producers;  // grouped by consumer, in consumer order
+  // The argument blocks of the tasks: the first kernel_args_used words. Kept at its size between
+  // builds (block_words grows it), so a build writes each word once instead of zero-filling first.
   std::vector<int64_t> kernel_args;
+  uint64_t kernel_args_used = 0;
   std::vector<int64_t> task_ids;     // per record: its public id, common::kScopeFenceId for fences
   std::vector<uint32_t> records_of;  // per public id: its record
   std::vector<ScopeFrame> scopes;    // frames beyond the front's depth are kept for their capacity
@@ -99,6 +103,16 @@ struct HostGraphBuilder::State {
   std::vector<Touched> touched_extents;
   bool built = false;
   bool accessed_tensor_data = false;
+
+  // `words` more argument words: returns the index of the first.
+  uint64_t block_words(uint64_t words) {
+    const uint64_t begin = kernel_args_used;
+    kernel_args_used += words;
+    if (kernel_args_used > kernel_args.size()) {
+      kernel_args.resize(std::max<uint64_t>(kernel_args_used, 2 * kernel_args.size()));
+    }
+    return begin;
+  }
 
   // Tasks the function submitted (public ids handed out); records also count the fences.
   uint64_t task_count() const noexcept { return records_of.size(); }
@@ -298,13 +312,13 @@ struct HostGraphBuilder::State {
     TaskFront::encode_record(spec, &args, static_cast<uint16_t>(tensor_count + args.scalar_count()),
                              &r);
     r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
-    r.args_begin = kernel_args.size();
-    for (int i = 0; i < tensor_count; ++i) {
-      kernel_args.push_back(static_cast<int64_t>(tensors[i]->data_addr()));
-    }
-    for (int i = 0; i < args.scalar_count(); ++i) {
-      kernel_args.push_back(static_cast<int64_t>(args.scalar_bits(i)));
-    }
+    // The task's argument block; views_addr 0: the image is position independent. The unused
+    // dimensions of the views are cleared too, so that an image's bytes depend on the graph only.
+    r.args_begin =
+        block_words(common::kernel_block_words(tensor_count, uint64_t(args.scalar_count()))) +
+        common::kContextWords;
+    common::write_kernel_block(kernel_args.data() + r.args_begin, tensors.data(), tensor_count,
+                               args, r.block_num, 0, /*clear_unused_dims=*/true);
     task_ids.push_back(public_id);
     records_of.push_back(id);
     return public_id;
@@ -391,7 +405,8 @@ struct HostGraphBuilder::State {
       common::TaskRecord& r = records.emplace_back();
       TaskFront::encode_record(nullptr, nullptr, 0, &r);
       r.fanin_count = static_cast<uint32_t>(producers.size() - fanin_begin);
-      r.args_begin = kernel_args.size();
+      r.args_begin = block_words(common::kContextWords) + common::kContextWords;  // no arguments
+      common::write_context(kernel_args.data() + r.args_begin, 0, 0, 1, 0);
       task_ids.push_back(common::kScopeFenceId);
     }
     for (std::size_t i = s.alloc_log_begin; i < alloc_log.size(); ++i) {
@@ -452,7 +467,9 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uin
   // instead of taking the Worker's lock again.
   s.front.run(entry, *this, args, common::RunRole::HostOrchestration);
   if (s.front.failed()) throw Error(s.front.error());
-  s.writer.write(s.records, s.producers, s.kernel_args, s.task_ids, s.heap.region(), image_);
+  s.writer.write(s.records, s.producers,
+                 std::span<const int64_t>(s.kernel_args.data(), s.kernel_args_used), s.task_ids,
+                 s.heap.region(), image_);
   s.built = true;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/kernel_block.h"
 #include "common/progress.h"
 #include "common/run_context.h"
 #include "common/task_state.h"
@@ -615,20 +616,14 @@ struct RingOrchestrator::State {
     // The record the dispatch code reads.
     common::TaskRecord& r = mem.records[slot];
     TaskFront::encode_record(spec, &args, static_cast<uint16_t>(tensor_count + scalar_count), &r);
-    r.args_begin = uint64_t{slot} * kSlotArgs;
+    r.args_begin = uint64_t{slot} * kSlotArgs + common::kContextWords;
     int64_t* slot_args = mem.slot_args + r.args_begin;
-    for (int i = 0; i < tensor_count; ++i) {
-      *slot_args++ = static_cast<int64_t>(tensors[i]->data_addr());
-    }
-    for (int i = 0; i < scalar_count; ++i) {
-      *slot_args++ = static_cast<int64_t>(args.scalar_bits(i));
-    }
-    if (spec != nullptr && r.block_num == 1) {
-      // The core hands the kernel this storage directly: no per-task copy of the arguments.
-      slot_args[0] = 0;
-      slot_args[1] = 1;
-      r.flags |= common::kTaskFlagArgsInPlace;
-    }
+    // The slot's address is known here, so the context is complete: a single-block task's core
+    // hands the kernel this storage directly (no per-task copy of the arguments).
+    common::write_kernel_block(
+        slot_args, tensors.data(), tensor_count, args, r.block_num,
+        reinterpret_cast<uintptr_t>(slot_args + tensor_count + scalar_count));
+    if (spec != nullptr && r.block_num == 1) r.flags |= common::kTaskFlagArgsInPlace;
     mem.public_ids[slot] = static_cast<int64_t>(id);
 
     // The slot: references, retained producers, and the fan-in guard that keeps it unpublished

@@ -80,8 +80,8 @@ struct RingMemory {
   uint32_t clusters = 0;
   uint64_t timeout_ms = 0;  // no-progress bound for waits (the scheduler timeout)
 };
-// Kernel argument words per slot (tensors, then scalars).
-// Arguments, then the block context of a single-block task (common::kTaskFlagArgsInPlace).
+// Argument words per slot: one argument block (common/kernel_block.h), complete for a
+// single-block task's kernel to run in place (common::kTaskFlagArgsInPlace).
 inline constexpr uint32_t kSlotArgs = common::kRingSlotArgs;
 
 class RingOrchestrator final : public Orchestration {

@@ -28,6 +28,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/status.h"
 #include "chiprt/task_args.h"
@@ -72,8 +73,8 @@ void mix_aiv_kernel(int64_t* args) {
 void spmd_kernel(int64_t* args) {
   const float* a = kernel::tensor_arg<const float>(args, 0);
   float* b = kernel::tensor_arg<float>(args, 1);
-  const uint32_t block = kernel::block_idx(args, 2);
-  const uint32_t blocks = kernel::block_num(args, 2);
+  const uint32_t block = kernel::block_idx(args);
+  const uint32_t blocks = kernel::block_num(args);
   const uint64_t per = kN / blocks;
   for (uint64_t i = block * per; i < (block + 1) * per; ++i) b[i] = a[i] + 10.0f * block;
 }
@@ -666,6 +667,71 @@ void after_beyond_scope_fences(Orchestration& o, const TaskArgs& run) {
   o.submit(kAdd, CoreType::AIV, late);
 }
 
+// ---- issue 13: kernels see their views; the block context without the arity
+constexpr int32_t kViewAdd = 22;  // AIV: in a, out b (2-D views, same shape), scalar f: b = a + f
+constexpr int32_t kSumInto = 23;  // AIV, any arity: last tensor = sum of the others + the scalars
+
+// Walks both views through their own geometry (shape, strides, start offset), so a wrong
+// descriptor gives a wrong y; a descriptor that disagrees with the arguments is a kernel fault.
+void view_add_kernel(int64_t* args) {
+  const kernel::TensorView& a = kernel::view(args, 0);
+  const kernel::TensorView& b = kernel::view(args, 1);
+  const bool described = kernel::tensor_count(args) == 2 && kernel::scalar_count(args) == 1 &&
+                         a.dtype == static_cast<uint8_t>(DataType::F32) &&
+                         b.element_bytes == sizeof(float) && a.ndim == 2 && b.ndim == 2 &&
+                         a.shape(0) == b.shape(0) && a.shape(1) == b.shape(1) &&
+                         a.data_addr() == static_cast<uint64_t>(args[0]) &&
+                         b.data_addr() == static_cast<uint64_t>(args[1]);
+  if (!described) throw std::runtime_error("view_add: the views do not describe the arguments");
+  const auto f = kernel::scalar_arg<float>(args, 2);
+  for (uint64_t i = 0; i < a.shape(0); ++i) {
+    for (uint64_t j = 0; j < a.shape(1); ++j)
+      *b.element<float>(i, j) = *a.element<const float>(i, j) + f;
+  }
+}
+// Reads its arity, its block and the output's length from the argument block only.
+void sum_into_kernel(int64_t* args) {
+  const int tensors = kernel::tensor_count(args);
+  const int scalars = kernel::scalar_count(args);
+  float add = 0;
+  for (int s = 0; s < scalars; ++s) add += kernel::scalar_arg<float>(args, tensors + s);
+  const kernel::TensorView& out = kernel::view(args, tensors - 1);
+  const uint64_t per = out.shape(0) / kernel::block_num(args);
+  const uint64_t first = kernel::block_idx(args) * per;
+  for (uint64_t i = first; i < first + per; ++i) {
+    float sum = add;
+    for (int t = 0; t + 1 < tensors; ++t) sum += *kernel::view(args, t).element<const float>(i);
+    *out.element<float>(i) = sum;
+  }
+}
+
+// y (as 4x4) rows 2..3, columns 1..3 = x (as 4x4) transposed, rows 1..2, columns 1..3, + 0.5:
+// a strided view with a start offset on each side, a transposed one read.
+void kernel_reads_views(Orchestration& o, const TaskArgs& run) {
+  const Tensor x = Tensor::make(x_of(run).buffer, {4, 4}, DataType::F32);
+  const Tensor y = Tensor::make(y_of(run).buffer, {4, 4}, DataType::F32);
+  TaskArgs t;
+  t.in(x.transpose(0, 1).view({2, 3}, {1, 1})).output_existing(y.view({2, 3}, {2, 1})).scalar(0.5f);
+  o.submit(kViewAdd, CoreType::AIV, t);
+}
+std::vector<float> kernel_reads_views_y() {
+  std::vector<float> y(kN, 0.0f);
+  for (uint64_t i = 0; i < 2; ++i) {
+    for (uint64_t j = 0; j < 3; ++j) y[4 * (i + 2) + (j + 1)] = float(4 * (j + 1) + (i + 1)) + 0.5f;
+  }
+  return y;
+}
+// One func_id, two arities: t = x + 1 in 4 blocks (2 tensors, 1 scalar), then one block
+// y = x + t + 2 + 3 (3 tensors, 2 scalars) = 2x + 6.
+void arity_free_block_context(Orchestration& o, const TaskArgs& run) {
+  TaskArgs first;
+  first.in(x_of(run)).out({kN}, DataType::F32).scalar(1.0f);
+  o.submit(TaskSpec::kernel(kSumInto, CoreType::AIV, 4), first);
+  TaskArgs second;
+  second.in(x_of(run)).in(first.output(0)).output_existing(y_of(run)).scalar(2.0f).scalar(3.0f);
+  o.submit(kSumInto, CoreType::AIV, second);
+}
+
 const Case kCases[] = {
     {"InOutExisting", &in_out_existing,
      [] { return y_where([](uint64_t i) { return i + 3.0f; }); }},
@@ -861,6 +927,11 @@ const Case kCases[] = {
      "task 2 (func_id 0): explicit dependency on task 2 is not an earlier task of this run "
      "(valid: "
      "0..1)"},
+
+    // ---- issue 13: kernels see their views; the block context without the arity
+    {"KernelReadsItsViews", &kernel_reads_views, &kernel_reads_views_y},
+    {"BlockContextWithoutArity", &arity_free_block_context,
+     [] { return y_where([](uint64_t i) { return 2.0f * float(i) + 6.0f; }); }},
 };
 
 std::vector<uint8_t> conformance_callable() {
@@ -881,6 +952,9 @@ std::vector<uint8_t> conformance_callable() {
       .kernel_function(kIncrement, CoreType::AIV, &increment_kernel, ArgSignature{})
       .kernel_function(kSlowCopy, CoreType::AIV, &slow_copy_kernel, ArgSignature{})
       .kernel_function(kClearFlag, CoreType::AIV, &clear_flag_kernel, ArgSignature{})
+      // issue 13: kernels see their views; the block context without the arity
+      .kernel_function(kViewAdd, CoreType::AIV, &view_add_kernel, ArgSignature{})
+      .kernel_function(kSumInto, CoreType::AIV, &sum_into_kernel, ArgSignature{})
       .build();
 }
 

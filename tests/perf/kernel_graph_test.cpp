@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <random>
@@ -25,17 +26,21 @@ namespace {
 
 constexpr int64_t kModulus = 1'000'000'007;
 
-// Kernel arguments: [values, block_masks, block_nums, self, n, reads[n]...] + (block_idx,
-// block_num). Block 0 writes values[self] = (self + 1 + 31 * sum of values[reads]) mod kModulus;
-// every block sets its bit in block_masks[self] and records block_num.
+// Kernel arguments: [values, block_masks, block_nums, self, n, reads[n]...], all passed as
+// scalars; block_idx and block_num come from the task context (chiprt/kernel.h). Block 0 writes
+// values[self] = (self + 1 + 31 * sum of values[reads]) mod kModulus; every block sets its bit in
+// block_masks[self] and records block_num.
 void accumulate_kernel(int64_t* args) {
   auto* values = reinterpret_cast<int64_t*>(args[0]);
   auto* masks = reinterpret_cast<uint64_t*>(args[1]);
   auto* block_nums = reinterpret_cast<int64_t*>(args[2]);
   const int64_t self = args[3];
   const int64_t n = args[4];
-  const int64_t block_idx = args[5 + n];
-  const int64_t block_num = args[6 + n];
+  const int64_t block_idx = kernel::block_idx(args);
+  const int64_t block_num = kernel::block_num(args);
+  if (kernel::tensor_count(args) != 0 || kernel::scalar_count(args) != 5 + n) {
+    throw std::runtime_error("the task context does not describe the arguments");
+  }
   // Some work, so that the measured kernel CPU time is not all clock granularity.
   volatile uint64_t spin = 0;
   for (int i = 0; i < 2000; ++i) spin = spin + static_cast<uint64_t>(i);
@@ -76,10 +81,10 @@ class TestGraph {
     task.block_num = block_num;
     task.kernel_addr = addr(accumulate_kernel);
     const auto self = static_cast<uint32_t>(graph_.tasks.size());
-    push_args(task, {ptr(values_.data()), ptr(masks_.data()), ptr(block_nums_.data()), self,
-                     static_cast<int64_t>(reads.size())});
-    for (const uint32_t r : reads) graph_.args.push_back(r);
-    task.arg_count = static_cast<uint32_t>(graph_.args.size() - task.args_begin);
+    std::vector<int64_t> args = {ptr(values_.data()), ptr(masks_.data()), ptr(block_nums_.data()),
+                                 self, static_cast<int64_t>(reads.size())};
+    for (const uint32_t r : reads) args.push_back(r);
+    push_args(task, args);
     return add(task, producers, Expect::Accumulate, reads);
   }
   uint32_t kernel(const std::vector<uint32_t>& producers) { return kernel(producers, producers); }
@@ -180,7 +185,15 @@ class TestGraph {
     return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
   }
 
-  void push_args(ExportedTask& task, std::initializer_list<int64_t> args) {
+  // The task's argument block as Worker::export_graph lays it out: its context (no tensors, so no
+  // views), then the arguments.
+  void push_args(ExportedTask& task, const std::vector<int64_t>& args) {
+    kernel::TaskContext context{};
+    context.block_num = task.block_num;
+    context.scalar_count = static_cast<uint16_t>(args.size());
+    const std::size_t at = graph_.args.size();
+    graph_.args.resize(at + kernel::kTaskContextWords);
+    std::memcpy(graph_.args.data() + at, &context, sizeof(context));
     task.args_begin = graph_.args.size();
     graph_.args.insert(graph_.args.end(), args.begin(), args.end());
     task.arg_count = static_cast<uint32_t>(args.size());
@@ -355,6 +368,18 @@ TEST(KernelDag, RejectsGraphsAPeerCannotRunFaithfully) {
     TestGraph t(4);
     t.kernel({});
     t.finish().tasks[0].arg_count = 40;
+    EXPECT_EQ(code_of_rejection(t.graph()), StatusCode::InvalidArgument);
+  }
+  {
+    TestGraph t(4);
+    t.kernel({});
+    t.finish().tasks[0].args_begin = 1;  // no room for the task context before the arguments
+    EXPECT_EQ(code_of_rejection(t.graph()), StatusCode::InvalidArgument);
+  }
+  {
+    TestGraph t(4);
+    t.kernel({});
+    t.finish().tasks[0].tensor_count = 2;  // two views past the graph's arguments
     EXPECT_EQ(code_of_rejection(t.graph()), StatusCode::InvalidArgument);
   }
 }

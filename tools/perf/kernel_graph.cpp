@@ -49,6 +49,20 @@ KernelDag::KernelDag(const GraphExport& graph) : graph_(graph) {
                       " consumer entries; export the graph again with Worker::export_graph");
     }
     if (!task.dummy) {
+      // The kernel's argument block: its task context before the arguments, its views after.
+      if (task.args_begin < kernel::kTaskContextWords || task.tensor_count > task.arg_count ||
+          task.args_begin + task.arg_count +
+                  uint64_t{task.tensor_count} * kernel::kTensorViewWords >
+              graph.args.size()) {
+        throw Error(StatusCode::InvalidArgument,
+                    task_name(i, task) + " has arguments [" + std::to_string(task.args_begin) +
+                        ", +" + std::to_string(task.arg_count) + ") with " +
+                        std::to_string(task.tensor_count) +
+                        " tensors, without room for its task context before them or its views "
+                        "after them in the graph's " +
+                        std::to_string(graph.args.size()) +
+                        " arguments; export the graph again with Worker::export_graph");
+      }
       if (task.core_type == CoreType::MIX) {
         throw Error(StatusCode::UnsupportedFeature,
                     task_name(i, task) +
@@ -135,14 +149,12 @@ void KernelDag::run_task(void* context, uint64_t index) noexcept {
     return;
   }
   const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(task.kernel_addr));
-  int64_t args[kMaxKernelArgs + 2];
-  std::memcpy(args, self->graph_.args.data() + task.args_begin, task.arg_count * sizeof(int64_t));
+  int64_t storage[GraphExport::kKernelArgsWords];
   uint64_t spent = 0;
   uint64_t calls = 0;
   for (uint32_t block = 0; block < task.block_num; ++block) {
     // Per call, as a core builds its copy: a kernel may scribble on its argument array.
-    args[task.arg_count] = block;
-    args[task.arg_count + 1] = task.block_num;
+    int64_t* args = self->graph_.kernel_args(task, block, storage);
     try {
       const uint64_t start = thread_cpu_ns();
       entry(args);
@@ -151,10 +163,6 @@ void KernelDag::run_task(void* context, uint64_t index) noexcept {
     } catch (...) {
       self->record_fault(index);
       break;
-    }
-    if (block + 1 < task.block_num) {
-      std::memcpy(args, self->graph_.args.data() + task.args_begin,
-                  task.arg_count * sizeof(int64_t));
     }
   }
   self->kernel_ns_.fetch_add(spent, std::memory_order_relaxed);

@@ -2,12 +2,13 @@
 // that the real-kernel rows' peers run the very same tasks, kernels and dependencies as chiprt.
 // Its TaskDag (task_dag.h) has the graph's dependencies as predecessor lists and a body that does
 // for a task what a simulated core does (src/aicore/core_executor.cpp): it calls the kernel entry
-// `void(int64_t*)` with the task's arguments followed by the block context (block_idx, block_num),
-// once per SPMD block (the blocks of one task run one after another inside its peer task), with
-// CLOCK_THREAD_CPUTIME_ID around each call as CallConfig::measure_kernel_time does. Dependency-only
-// (dummy) tasks call nothing; a predicated task calls its kernel only when its predicate is
-// non-zero when the task starts, after its producers finished, as the chip's dispatcher decides.
-// MIX tasks are rejected: a peer has no AIC + 2 AIV core group to run their parts together.
+// `void(int64_t*)` with the task's argument block (GraphExport::kernel_args: the task context with
+// block_idx and block_num before the arguments, the views in the GraphExport), once per SPMD block
+// (the blocks of one task run one after another inside its peer task), with CLOCK_THREAD_CPUTIME_ID
+// around each call as CallConfig::measure_kernel_time does. Dependency-only (dummy) tasks call
+// nothing; a predicated task calls its kernel only when its predicate is non-zero when the task
+// starts, after its producers finished, as the chip's dispatcher decides. MIX tasks are rejected: a
+// peer has no AIC + 2 AIV core group to run their parts together.
 //
 // Built before timing starts (converting the consumer lists is part of the graph's description,
 // as a Workload's lists are). The GraphExport must outlive the KernelDag, and the Worker that

@@ -58,9 +58,13 @@ TEST(ProtocolLayoutTest, RingRegionFollowsTheCommonPartAndRejectsBadSizes) {
   const RingLayout layout = ring_layout(sizes);
   EXPECT_EQ(layout.total_slots, 256u);
   EXPECT_EQ(layout.control_offset, align64(shared_layout(256).total_bytes));
-  EXPECT_EQ(layout.slot_args_offset - layout.records_offset, align64(256 * sizeof(TaskRecord)));
-  EXPECT_EQ(layout.public_ids_offset - layout.slot_args_offset,
+  EXPECT_EQ(layout.public_ids_offset - layout.records_offset, align64(256 * sizeof(TaskRecord)));
+  // The slot arguments come last and are not cleared by the host.
+  EXPECT_EQ(layout.slot_args_offset, layout.cleared_bytes);
+  EXPECT_GT(layout.slot_args_offset, layout.spill_offset);
+  EXPECT_EQ(layout.total_bytes - layout.slot_args_offset,
             align64(256ull * kRingSlotArgs * sizeof(int64_t)));
+  EXPECT_EQ(kRingSlotArgs, 3u + 32 + 16 * 13);
   EXPECT_EQ(ring_shared_state_bytes(sizes), layout.total_bytes);
   char message[256];
   EXPECT_FALSE(ring_sizes_problem(sizes, message, sizeof(message)));

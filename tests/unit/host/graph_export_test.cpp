@@ -271,12 +271,52 @@ TEST_F(GraphExportTest, DiamondExportsExactTasksArgumentsAndEdges) {
     EXPECT_EQ(task.kernel_addr, kernels[i]);
     EXPECT_EQ(task.mix_aiv_kernel_addr, (std::array<uint64_t, 2>{0, 0}));
     EXPECT_EQ(args_of(graph, i), args[i]);
+    EXPECT_EQ(task.tensor_count, args[i].size() - 1) << "every task has one scalar";
     EXPECT_EQ(consumers_of(graph, i), consumers[i]);
     EXPECT_EQ(task.producer_count, producers[i]);
   }
   EXPECT_EQ(graph.edge_count(), 6u);
-  EXPECT_EQ(graph.args.size(), 17u);
+  // Each task's argument block: context (3 words), arguments, one 13-word view per tensor.
+  EXPECT_EQ(graph.args.size(), 2u * (3 + 2 + 13) + 3u * (3 + 3 + 26) + (3 + 4 + 39));
   EXPECT_FALSE(graph.accessed_tensor_data);
+}
+
+// An executor of the exported graph gives each kernel what a core gives it (GraphExport::
+// kernel_args): the task context before the arguments, with the block and the counts, and the
+// views of the tensor arguments; running the kernels in order so computes what a run computes.
+TEST_F(GraphExportTest, KernelArgsGiveExecutorsTheTaskContextAndTheViews) {
+  const GraphExport graph = worker.export_graph(kDiamondId, b.args, small_config());
+  int64_t storage[GraphExport::kKernelArgsWords];
+  for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
+    SCOPED_TRACE("task " + std::to_string(i));
+    const ExportedTask& task = graph.tasks[i];
+    int64_t* args = graph.kernel_args(task, 0, storage);
+    EXPECT_EQ(args, storage + kernel::kTaskContextWords);
+    EXPECT_EQ(std::vector<int64_t>(args, args + task.arg_count), args_of(graph, i));
+    EXPECT_EQ(kernel::block_idx(args), 0u);
+    EXPECT_EQ(kernel::block_num(args), 1u);
+    ASSERT_EQ(kernel::tensor_count(args), static_cast<int>(task.tensor_count));
+    EXPECT_EQ(kernel::scalar_count(args), 1);
+    EXPECT_EQ(&kernel::view(args, 0), graph.views_of(task));
+    for (int t = 0; t < kernel::tensor_count(args); ++t) {
+      const kernel::TensorView& v = kernel::view(args, t);
+      EXPECT_EQ(v.data_addr(), static_cast<uint64_t>(args[t]));
+      EXPECT_EQ(v.ndim, 1);
+      EXPECT_EQ(v.shape(0), kN);
+      EXPECT_EQ(v.dtype, static_cast<uint8_t>(DataType::F32));
+    }
+    reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(task.kernel_addr))(args);
+  }
+  expect_diamond_result(worker, b);
+
+  // The blocks of an SPMD task: one context each, the views shared.
+  const GraphExport mix = worker.export_graph(kPredicatedMixId, b.args, small_config());
+  const ExportedTask& spmd = mix.tasks[1];
+  ASSERT_EQ(spmd.block_num, 2u);
+  int64_t* args = mix.kernel_args(spmd, 1, storage);
+  EXPECT_EQ(kernel::block_idx(args), 1u);
+  EXPECT_EQ(kernel::block_num(args), 2u);
+  EXPECT_EQ(kernel::view(args, 0).buffer_addr, b.x.addr);
 }
 
 // Field by field, so a failure names the field.

@@ -50,8 +50,8 @@ void acc_kernel(int64_t* args) {
 // SPMD: out[block] = block + 100 * block_num
 void block_kernel(int64_t* args) {
   float* out = kernel::tensor_arg<float>(args, 0);
-  const uint32_t block = kernel::block_idx(args, 1);
-  const uint32_t blocks = kernel::block_num(args, 1);
+  const uint32_t block = kernel::block_idx(args);
+  const uint32_t blocks = kernel::block_num(args);
   out[block] = static_cast<float>(block + 100 * blocks);
 }
 

@@ -161,6 +161,60 @@ TEST_F(ImageValidation, RejectsBadTaskRecords) {
   expect_rejected(img, "exceeds args_count");
 }
 
+// Each task's argument block: the context before args_begin, counts adding up to arg_count, the
+// views after the arguments with a known dtype, its element size and a rank in [1, 5].
+TEST_F(ImageValidation, RejectsBrokenArgumentBlocks) {
+  // Task 1: one tensor in, one out, no scalars.
+  const TaskRecord r1 = task(1);
+  ASSERT_EQ(r1.arg_count, 2u);
+  const std::size_t context_at =
+      header_.args_offset + (r1.args_begin - common::kContextWords) * sizeof(int64_t);
+  const std::size_t views_at = header_.args_offset + (r1.args_begin + 2) * sizeof(int64_t);
+
+  std::vector<uint8_t> img = image_;
+  TaskRecord r = task(0);
+  r.args_begin = 1;
+  r.arg_count = 0;
+  set_task(img, 0, r);
+  expect_rejected(img, "task 0: args_begin 1 leaves no room for the 3-word task context");
+
+  img = image_;
+  poke<uint16_t>(img, context_at + offsetof(kernel::TaskContext, tensor_count), 1);
+  expect_rejected(img, "task 1: task context of 1 tensors and 0 scalars does not describe its 2");
+
+  img = image_;
+  poke<uint16_t>(img, context_at + offsetof(kernel::TaskContext, scalar_count), 17);
+  expect_rejected(img, "task 1: task context of 2 tensors and 17 scalars");
+
+  img = image_;
+  r = task(4);  // one tensor in the last word of args[]: its view would end past it
+  r.args_begin = header_.args_count - 1;
+  r.arg_count = 1;
+  set_task(img, 4, r);
+  const std::size_t last_context =
+      header_.args_offset + (r.args_begin - common::kContextWords) * sizeof(int64_t);
+  poke<uint16_t>(img, last_context + offsetof(kernel::TaskContext, tensor_count), 1);
+  poke<uint16_t>(img, last_context + offsetof(kernel::TaskContext, scalar_count), 0);
+  expect_rejected(img, "task 4: views [");
+
+  const std::size_t second_view = views_at + sizeof(kernel::TensorView);
+  img = image_;
+  poke<uint8_t>(img, second_view + offsetof(kernel::TensorView, ndim), 6);
+  expect_rejected(img, "task 1: view of tensor 1 has dtype 0, element bytes 4 and ndim 6");
+
+  img = image_;
+  poke<uint8_t>(img, second_view + offsetof(kernel::TensorView, ndim), 0);
+  expect_rejected(img, "and ndim 0 (needs a known dtype, its element size and ndim in [1, 5])");
+
+  img = image_;
+  poke<uint8_t>(img, views_at + offsetof(kernel::TensorView, dtype), 13);
+  expect_rejected(img, "task 1: view of tensor 0 has dtype 13");
+
+  img = image_;
+  poke<uint8_t>(img, views_at + offsetof(kernel::TensorView, element_bytes), 2);
+  expect_rejected(img, "task 1: view of tensor 0 has dtype 0, element bytes 2");
+}
+
 TEST_F(ImageValidation, RejectsInconsistentEdges) {
   std::vector<uint8_t> img = image_;
   TaskRecord r = task(3);

@@ -201,6 +201,23 @@ TEST_F(Builder, KernelArgsAreDataAddressesThenScalars) {
                                           static_cast<int64_t>(kUserBuf.addr + (16 + 8) * 4),
                                           static_cast<int64_t>(fbits), -7));
   EXPECT_EQ(img.tasks[0].arg_count, 4u);
+  // The block around them: the context before (position independent: no views address, the
+  // core sets it), the views after.
+  const int64_t* args = img.args.data() + img.tasks[0].args_begin;
+  const kernel::TaskContext c = kernel::task_context(args);
+  EXPECT_EQ(c.tensor_count, 2);
+  EXPECT_EQ(c.scalar_count, 2);
+  EXPECT_EQ(c.block_num, 1u);
+  EXPECT_EQ(c.views_addr, 0u);
+  const auto* views = reinterpret_cast<const kernel::TensorView*>(args + 4);
+  EXPECT_EQ(views[1].buffer_addr, kUserBuf.addr);
+  EXPECT_EQ(views[1].start_offset, 16u + 8);
+  EXPECT_EQ(views[1].ndim, 2);
+  EXPECT_EQ(views[1].shape(0), 2u);
+  EXPECT_EQ(views[1].shape(1), 4u);
+  EXPECT_EQ(views[1].stride(0), t.strides[0]);
+  EXPECT_EQ(views[1].stride(1), 1u);
+  EXPECT_EQ(img.args.size(), common::kernel_block_words(2, 2));
 }
 
 TEST_F(Builder, InoutChainOfTenThousandTasks) {

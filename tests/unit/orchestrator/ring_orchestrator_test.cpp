@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "chiprt/kernel.h"
+#include "common/kernel_block.h"
 #include "ring_test_support.h"
 
 namespace chiprt::orchestrator {
@@ -529,28 +531,48 @@ TEST(RingOrchestrator, APredicatedTasksSkipFillRangeIsItsPackedOutputs) {
   EXPECT_EQ(rp.skip_fill_addr, 0u);
 }
 
-// A single-block kernel task's slot carries its block context (0, 1) right after its arguments,
-// so a core runs the kernel on the slot storage without copying it; SPMD tasks (a context per
-// block) and dependency-only tasks do not.
-TEST(RingOrchestrator, SingleBlockTasksCarryTheirBlockContextAfterTheArguments) {
+// A single-block kernel task's slot carries its complete argument block: the task context (block
+// 0 of 1, the counts, the address of the views) right before its arguments and the views after
+// them, so a core runs the kernel on the slot storage without copying it; SPMD tasks (a context
+// per block) and dependency-only tasks are not run in place.
+TEST(RingOrchestrator, SingleBlockTasksCarryACompleteArgumentBlockInTheirSlot) {
   RingHarness h;
   h.driver.auto_complete = false;
   for (int scalars = 0; scalars <= 2; ++scalars) {
     SCOPED_TRACE(scalars);
     TaskArgs task;
-    task.in(vec(kX, 4)).output_existing(vec(kY, 4));
+    const Tensor column = Tensor::make(kY, {8, 4}, DataType::I32).slice(1, 1, 2);
+    task.in(vec(kX, 4)).output_existing(column);
     for (int s = 0; s < scalars; ++s) task.scalar(int64_t{7 + s});
     const TaskId t = aiv(h, task);
     const common::TaskRecord& r = h.records[h.slot_of(t)];
     EXPECT_EQ(r.flags, common::kTaskFlagArgsInPlace);
     ASSERT_EQ(r.arg_count, 2u + static_cast<uint32_t>(scalars));
-    EXPECT_EQ(h.slot_args[r.args_begin + r.arg_count], 0) << "block_idx";
-    EXPECT_EQ(h.slot_args[r.args_begin + r.arg_count + 1], 1) << "block_num";
+    EXPECT_EQ(r.args_begin % kSlotArgs, common::kContextWords) << "the context fits before it";
+    const int64_t* args = &h.slot_args[r.args_begin];
+    const kernel::TaskContext c = kernel::task_context(args);
+    EXPECT_EQ(c.block_idx, 0u);
+    EXPECT_EQ(c.block_num, 1u);
+    EXPECT_EQ(c.tensor_count, 2);
+    EXPECT_EQ(c.scalar_count, scalars);
+    EXPECT_EQ(c.views_addr, reinterpret_cast<uintptr_t>(args + r.arg_count));
+    const kernel::TensorView& v = kernel::view(args, 1);
+    EXPECT_EQ(v.buffer_addr, kY.addr);
+    EXPECT_EQ(v.start_offset, 1u);
+    EXPECT_EQ(v.ndim, 2);
+    EXPECT_EQ(v.shape(0), 8u);
+    EXPECT_EQ(v.shape(1), 1u);
+    EXPECT_EQ(v.stride(0), 4u);
+    EXPECT_EQ(v.dtype, static_cast<uint8_t>(DataType::I32));
+    EXPECT_EQ(static_cast<uint64_t>(args[1]), v.data_addr());
   }
   TaskArgs spmd;
-  spmd.in(vec(kX, 4));
+  spmd.in(vec(kX, 4)).scalar(int64_t{3});
   const TaskId s = h.orch->submit(TaskSpec::kernel(kAivFunc, CoreType::AIV, 2), spmd);
-  EXPECT_EQ(h.records[h.slot_of(s)].flags & common::kTaskFlagArgsInPlace, 0);
+  const common::TaskRecord& rs = h.records[h.slot_of(s)];
+  EXPECT_EQ(rs.flags & common::kTaskFlagArgsInPlace, 0);
+  EXPECT_EQ(kernel::block_num(&h.slot_args[rs.args_begin]), 2u) << "copied per block by the core";
+  EXPECT_EQ(kernel::scalar_count(&h.slot_args[rs.args_begin]), 1);
   TaskArgs dummy;
   dummy.in(vec(kX, 4));
   const TaskId d = h.orch->submit_dummy(dummy);

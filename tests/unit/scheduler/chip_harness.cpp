@@ -7,6 +7,8 @@
 #include <string>
 
 #include "aicore/core_executor.h"
+#include "chiprt/kernel.h"
+#include "common/kernel_block.h"
 #include "common/shared_layout.h"
 #include "platform/sim/futex.h"
 #include "scheduler/chip_entry.h"
@@ -38,7 +40,10 @@ bool producers_finished(const Recorder& recorder, uint32_t task) {
 uint32_t record_start(int64_t* args) {
   auto* recorder = reinterpret_cast<Recorder*>(static_cast<uintptr_t>(args[0]));
   const auto task = static_cast<uint32_t>(args[1]);
-  if (args[2] != 0 || args[3] != 1) recorder->bad_block_context.fetch_add(1);
+  if (kernel::block_idx(args) != 0 || kernel::block_num(args) != 1 ||
+      kernel::tensor_count(args) != 0 || kernel::scalar_count(args) != 2) {
+    recorder->bad_block_context.fetch_add(1);
+  }
   if (!producers_finished(*recorder, task)) recorder->early_starts.fetch_add(1);
   recorder->core_of[task] = FakeChip::current_core();
   recorder->runs[task].fetch_add(1);
@@ -126,11 +131,14 @@ std::vector<uint64_t> ImageWriter::build(uint64_t recorder) const {
     r.fanout_begin = static_cast<uint32_t>(fanout.size());
     r.fanout_count = static_cast<uint32_t>(consumers[t].size());
     fanout.insert(fanout.end(), consumers[t].begin(), consumers[t].end());
+    // The argument block (common/kernel_block.h): the context, then two scalars.
+    args.resize(args.size() + common::kContextWords);
     r.args_begin = args.size();
+    r.arg_count = task.dummy ? 0 : 2;
+    common::write_context(args.data() + r.args_begin, 0, r.arg_count, r.block_num, 0);
     if (!task.dummy) {
       args.push_back(static_cast<int64_t>(recorder));
       args.push_back(t);
-      r.arg_count = 2;
     }
     if (task.deps.empty()) initial.push_back(t);
   }

@@ -33,7 +33,7 @@ struct TestTask {
   CoreType core = CoreType::AIC;
   bool dummy = false;
   std::vector<uint32_t> deps;  // producer task ids (may name later tasks, for cycle tests)
-  // Full task model (kernels other than the harness's read the block context at args[2..3]).
+  // Full task model (kernels read the block context from the task context, chiprt/kernel.h).
   uint32_t block_num = 1;
   int32_t mix_aiv[2] = {-1, -1};  // MIX: the AIV parts (func_id is the AIC part)
   uint64_t predicate_addr = 0;    // predicated when predicate_bytes != 0

@@ -74,14 +74,14 @@ void acc_kernel(int64_t* args) {
   tensor(args, 1)[0] += tensor(args, 0)[0];
 }
 void block_kernel(int64_t* args) {
-  const uint32_t b = kernel::block_idx(args, 2);
-  const uint32_t n = kernel::block_num(args, 2);
+  const uint32_t b = kernel::block_idx(args);
+  const uint32_t n = kernel::block_num(args);
   tensor(args, 0)[b] = b + 1 + 1000 * static_cast<int64_t>(n);
   g_calls[static_cast<size_t>(args[1]) % kMaxTags].fetch_add(1);
 }
 template <int Part>
 void mix_kernel(int64_t* args) {
-  const uint32_t b = kernel::block_idx(args, 2);
+  const uint32_t b = kernel::block_idx(args);
   tensor(args, 0)[3 * b + Part] = 10 * static_cast<int64_t>(b) + Part + 1;
   g_calls[static_cast<size_t>(args[1] + Part) % kMaxTags].fetch_add(1);
 }

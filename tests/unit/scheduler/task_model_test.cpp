@@ -66,8 +66,8 @@ int32_t cluster_of_current_core() {
 // Logs one dispatch; returns (task, block).
 std::pair<uint32_t, uint32_t> log_start(int64_t* args) {
   const auto task = static_cast<uint32_t>(args[1]);
-  const uint32_t block = kernel::block_idx(args, 2);
-  const uint32_t blocks = kernel::block_num(args, 2);
+  const uint32_t block = kernel::block_idx(args);
+  const uint32_t blocks = kernel::block_num(args);
   if (task >= kMaxTasks || block >= kMaxBlocks || block >= blocks) {
     g_log->bad_block_context.fetch_add(1);
     return {0, 0};

@@ -559,14 +559,6 @@ uint32_t TensorMap::group_for(const BufferIndex& index, uint32_t kind, uint32_t 
   return best != none ? best : largest;
 }
 
-std::pair<uint32_t, uint32_t> TensorMap::cell_shifts(const Rect& rect) noexcept {
-  const uint64_t rows = rect.row_last - rect.row0;
-  const uint64_t cols = rect.col_end - 1 - rect.col0;
-  // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
-  return {std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63),
-          std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63)};
-}
-
 void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
   Entry& entry = entries_[e];
   const Rect& rect = entry.rect;
@@ -762,9 +754,10 @@ uint32_t TensorMap::shared_reader_entry(const Tensor& tensor, TaskId reader, uin
     const Entry& entry = entries_[e];
     if (entry.lo == query.lo && entry.hi == query.hi && entry.rect.row0 == q.row0 &&
         entry.rect.row_last == q.row_last && entry.rect.col0 == q.col0 &&
-        entry.rect.col_end == q.col_end && same_view(tensor, eb, regions_[e]) &&
-        (entry.task_count < kEntryReaders || entry.tasks[entry.task_count - 1] == reader)) {
-      return e;
+        entry.rect.col_end == q.col_end && same_view(tensor, eb, regions_[e])) {
+      // The newest entry of the view: older ones are full (or were when it was made).
+      return entry.task_count < kEntryReaders || entry.tasks[entry.task_count - 1] == reader ? e
+                                                                                             : kNil;
     }
     e = entry.cell_next;
   }

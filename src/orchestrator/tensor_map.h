@@ -55,6 +55,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -489,7 +490,13 @@ class TensorMap {
   uint32_t group_for(const BufferIndex& index, uint32_t kind, uint32_t row_shift,
                      uint32_t col_shift) const noexcept;
   // The cell size (log2 rows, log2 columns) an entry of `rect` asks for.
-  static std::pair<uint32_t, uint32_t> cell_shifts(const Rect& rect) noexcept;
+  static std::pair<uint32_t, uint32_t> cell_shifts(const Rect& rect) noexcept {
+    const uint64_t rows = rect.row_last - rect.row0;
+    const uint64_t cols = rect.col_end - 1 - rect.col0;
+    // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
+    return {std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63),
+            std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63)};
+  }
   // The group an entry of kind `kind` and cell size (row_shift, col_shift) joins.
   uint32_t pick_group(const BufferIndex& index, uint32_t kind, uint32_t row_shift,
                       uint32_t col_shift) const noexcept {

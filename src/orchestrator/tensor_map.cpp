@@ -499,11 +499,13 @@ uint32_t TensorMap::new_entry() {
 }
 
 void TensorMap::free_entry(uint32_t e) noexcept {
-  live_reader_entries_ -= entries_[e].reads;
-  entries_[e].buffer = kNil;
-  entries_[e].task = kNoTask;
-  entries_[e].reads = false;
-  entries_[e].group_next = free_entries_;
+  Entry& entry = entries_[e];
+  live_reader_entries_ -= entry.reads;
+  live_readers_ -= entry.reads ? entry.task_count : 0;
+  entry.buffer = kNil;
+  entry.task_count = 0;
+  entry.reads = false;
+  entry.group_next = free_entries_;
   free_entries_ = e;
   --live_entries_;
 }
@@ -563,15 +565,9 @@ void TensorMap::index_entry(uint32_t e, uint32_t buffer) {
   BufferIndex& index = buffers_[buffer];
   const uint64_t rows = rect.row_last - rect.row0;
   const uint64_t cols = rect.col_end - 1 - rect.col0;
-  // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
-  const auto row_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63);
-  const auto col_shift = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63);
+  const auto [row_shift, col_shift] = cell_shifts(rect);
   const uint32_t kind = entry.reads ? kReaderKind : kWriterKind;
-  const uint32_t last_group = index.last_group[kind];
-  const Group& last = index.groups[last_group];  // group_for's first guess, inline
-  const uint32_t g = last.count != 0 && last.row_shift == row_shift && last.col_shift == col_shift
-                         ? last_group
-                         : group_for(index, kind, row_shift, col_shift);
+  const uint32_t g = pick_group(index, kind, row_shift, col_shift);
   index.last_group[kind] = g;
   Group& group = index.groups[g];
   if (group.count == 0) {
@@ -726,13 +722,55 @@ uint32_t TensorMap::record_read_at(const Tensor& tensor, TaskId reader, uint32_t
   if (query.empty) return kNoEntry;
   ++recorded_;
   note_operation(0);  // nothing to search: readers drop nothing
+  if (query.bounded) {
+    const uint32_t shared = shared_reader_entry(tensor, reader, buffer, query);
+    if (shared != kNil) {
+      Entry& entry = entries_[shared];
+      if (entry.tasks[entry.task_count - 1] != reader) {
+        entry.tasks[entry.task_count++] = reader;
+        ++live_readers_;
+      }
+      return shared;
+    }
+  }
   return add_entry(tensor, reader, buffer, query, true);
+}
+
+uint32_t TensorMap::shared_reader_entry(const Tensor& tensor, TaskId reader, uint32_t buffer,
+                                        const Query& query) const noexcept {
+  // Identical views of a buffer have the same rectangle, so their entries share a cell (when
+  // they joined the same group); a new entry goes to its cell's head, so the newest come first.
+  constexpr int kProbed = 4;
+  const BufferIndex& index = buffers_[buffer];
+  const Rect& q = query.rect;
+  const auto [row_shift, col_shift] = cell_shifts(q);
+  const uint32_t g = pick_group(index, kReaderKind, row_shift, col_shift);
+  const Group& group = index.groups[g];
+  if (group.count == 0) return kNil;
+  const uint64_t eb = element_size(tensor.dtype);
+  uint32_t e =
+      cell_head(buffer * kKindGroups + g, q.row0 >> group.row_shift, q.col0 >> group.col_shift);
+  for (int probed = 0; e != kNil && probed < kProbed; ++probed) {
+    const Entry& entry = entries_[e];
+    if (entry.lo == query.lo && entry.hi == query.hi && entry.rect.row0 == q.row0 &&
+        entry.rect.row_last == q.row_last && entry.rect.col0 == q.col0 &&
+        entry.rect.col_end == q.col_end && same_view(tensor, eb, regions_[e])) {
+      // The newest entry of the view: older ones are full (or were when it was made).
+      return entry.task_count < kEntryReaders || entry.tasks[entry.task_count - 1] == reader ? e
+                                                                                             : kNil;
+    }
+    e = entry.cell_next;
+  }
+  return kNil;
 }
 
 uint32_t TensorMap::add_entry(const Tensor& tensor, TaskId task, uint32_t buffer,
                               const Query& query, bool reads) {
   const uint32_t fresh = new_entry();
   live_reader_entries_ += reads;
+  live_readers_ += reads;
+  entries_[fresh].tasks[0] = task;
+  entries_[fresh].task_count = 1;
   ++buffers_[buffer].entries;
   if (!query.bounded) {
     // Overlaps everything and covers nothing provably: kept aside, reported by every lookup of
@@ -744,7 +782,6 @@ uint32_t TensorMap::add_entry(const Tensor& tensor, TaskId task, uint32_t buffer
     entry.bounded = false;
     entry.exact = false;
     entry.reads = reads;
-    entry.task = task;
     entry.buffer = buffer;
     entry.group_prev = kNil;
     entry.group_next = head;
@@ -768,7 +805,6 @@ uint32_t TensorMap::add_entry(const Tensor& tensor, TaskId task, uint32_t buffer
   entry.bounded = true;
   entry.exact = query.exact;
   entry.reads = reads;
-  entry.task = task;
   entry.buffer = buffer;
   index_entry(fresh, buffer);
   return fresh;
@@ -812,7 +848,7 @@ uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buff
     note_operation(examined);
   }
   if (same != kNil) {
-    entries_[same].task = writer;
+    entries_[same].tasks[0] = writer;
     return same;
   }
   return add_entry(tensor, writer, buffer, query, false);
@@ -823,7 +859,16 @@ bool TensorMap::erase_entry(uint32_t entry, TaskId task) noexcept {
   // freed entry even when the task value repeats.
   if (entry >= entries_.size()) return false;
   Entry& e = entries_[entry];
-  if (e.buffer == kNil || e.task != task) return false;
+  if (e.buffer == kNil) return false;
+  uint32_t k = 0;
+  while (k < e.task_count && e.tasks[k] != task) ++k;
+  if (k == e.task_count) return false;
+  if (e.task_count > 1) {  // a reader entry keeps its other readers, in order
+    std::copy(e.tasks.begin() + k + 1, e.tasks.begin() + e.task_count, e.tasks.begin() + k);
+    --e.task_count;
+    --live_readers_;
+    return true;
+  }
   const uint32_t buffer = e.buffer;
   BufferIndex& index = buffers_[buffer];
   if (e.bounded) {
@@ -888,6 +933,7 @@ void TensorMap::clear() noexcept {
   free_entries_ = kNil;
   live_entries_ = 0;
   live_reader_entries_ = 0;
+  live_readers_ = 0;
   live_buffers_ = 0;
   live_cells_ = 0;
   cache_valid_ = false;

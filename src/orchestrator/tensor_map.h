@@ -10,8 +10,10 @@
 // waited for the dropped entry's task. A chain of INOUT tasks on one tensor thus keeps one entry
 // per buffer, and a write covering a tile drops all the tile's readers; rewriting the identical
 // view keeps that writer entry (same id) and gives it the new writer. `record_read` adds a reader
-// entry and drops nothing: readers are concurrent, so a reader orders no one and every reader of
-// a region stays until a write covers it (or, in the ring variant, its task retires).
+// and drops nothing: readers are concurrent, so a reader orders no one and every reader of a
+// region stays until a write covers it (or, in the ring variant, its task retires). Readers of
+// the identical view share one reader entry (up to kEntryReaders of them, then a new entry of the
+// same view): a region written once and read by several tasks costs one entry, not one per read.
 //
 // Index: a buffer is seen as rows of a pitch (the outer byte stride of its first 2-D record, e.g.
 // a matrix row; 1 byte for 1-D use) and each entry as a rectangle of rows x byte columns that
@@ -53,8 +55,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "chiprt/tensor.h"
@@ -142,22 +146,29 @@ class TensorMap {
   // goes stale when a buffer index is created, released or re-indexed after it was filled; a
   // stale one is detected and the tensor described anew, so any Prepared of that tensor is safe.
   uint32_t record_write(const Tensor& tensor, TaskId writer, const Prepared& prepared);
-  // Adds a reader entry naming `reader` for `tensor`'s region (nothing is dropped: readers do not
-  // order each other). Returns its id (kNoEntry for an empty region), for erase_entry.
+  // Records `reader` as a reader of `tensor`'s region (nothing is dropped: readers do not order
+  // each other): appended to a recent reader entry of the identical view that has room (the task
+  // is not added twice when it was the entry's last reader), else in a new reader entry. Returns
+  // the entry's id (kNoEntry for an empty region), for erase_entry.
   uint32_t record_read(const Tensor& tensor, TaskId reader);
   // record_read(tensor, reader) for the tensor `prepared` was filled for by a lookup.
   uint32_t record_read(const Tensor& tensor, TaskId reader, const Prepared& prepared);
-  // Drops entry `entry` (of either kind) if it still names `task` (it may have been covered by a
-  // later write and reused for another task since); a buffer left without entries is forgotten.
-  // Lets a ring orchestrator clean the entries of a retired task without walking the map. Returns
-  // whether an entry was dropped. Does not allocate.
+  // Removes `task` from entry `entry` (of either kind) if the entry still names it (it may have
+  // been covered by a later write and reused for other tasks since); the entry goes with the last
+  // task it names, and a buffer left without entries is forgotten. Lets a ring orchestrator clean
+  // the entries of a retired task without walking the map. Returns whether `task` was removed.
+  // Does not allocate.
   bool erase_entry(uint32_t entry, TaskId task) noexcept;
   // Drops every entry of the buffer starting at `buffer_addr` (its memory was released).
   void erase_buffer(uint64_t buffer_addr) noexcept;
   void clear() noexcept;
 
   std::size_t entry_count() const noexcept { return live_entries_; }  // both kinds
+  // Reader entries, and the readers they hold (an entry holds 1..kEntryReaders).
   std::size_t reader_entry_count() const noexcept { return live_reader_entries_; }
+  std::size_t reader_count() const noexcept { return live_readers_; }
+  // Readers one reader entry holds.
+  static constexpr uint32_t kEntryReaders = 4;
   // Bytes of storage the map holds (capacities of its tables), kept across clear().
   uint64_t retained_bytes() const noexcept;
   std::size_t buffer_count() const noexcept { return live_buffers_; }
@@ -224,7 +235,6 @@ class TensorMap {
     uint64_t lo = 0;
     uint64_t hi = 0;
     Rect rect;
-    TaskId task = kNoTask;  // the writer or the reader
     uint32_t buffer = kNil;
     uint32_t cell_next = kNil;  // the list of the entry's cell
     uint32_t cell_prev = kNil;
@@ -236,7 +246,11 @@ class TensorMap {
     uint8_t group = 0;
     bool bounded = true;
     bool exact = false;
-    bool reads = false;  // a reader entry
+    bool reads = false;      // a reader entry
+    uint8_t task_count = 0;  // tasks named: the writer, or 1..kEntryReaders readers
+    // The writer (tasks[0]) or the readers, oldest first. After the index fields, which the
+    // searches read.
+    std::array<TaskId, kEntryReaders> tasks{};
   };
   // One size group of a buffer: a hash grid of cells of 2^row_shift rows x 2^col_shift columns
   // (an entry sits in the cell of its rectangle's origin) plus a list of all its entries.
@@ -367,6 +381,12 @@ class TensorMap {
     return examined;
   }
 
+  // Calls on_task for every task `entry` names.
+  template <class OnTask>
+  static void report(const Entry& entry, OnTask& on_task) {
+    for (uint32_t k = 0; k < entry.task_count; ++k) on_task(entry.tasks[k]);
+  }
+
   // kPrepare: `prepared` is filled (not null); kWrite: readers are reported too. Compile-time
   // flags keep plain lookups lean.
   template <bool kPrepare, bool kWrite, class OnTask>
@@ -387,11 +407,11 @@ class TensorMap {
     }
     if (query.empty) return;
     for (uint32_t e = index.unbounded_head[kWriterKind]; e != kNil; e = entries_[e].group_next) {
-      on_task(entries_[e].task);
+      on_task(entries_[e].tasks[0]);
     }
     if constexpr (kWrite) {
       for (uint32_t e = index.unbounded_head[kReaderKind]; e != kNil; e = entries_[e].group_next) {
-        on_task(entries_[e].task);
+        report(entries_[e], on_task);
       }
     }
     [[maybe_unused]] bool met = false;
@@ -400,7 +420,13 @@ class TensorMap {
       const Entry& entry = entries_[e];
       if constexpr (kPrepare && kWrite) met = true;
       // Two exact regions whose rectangles meet overlap; other pairs take the full search.
-      if ((query.exact && entry.exact) || may_overlap(e, tensor)) on_task(entry.task);
+      if ((query.exact && entry.exact) || may_overlap(e, tensor)) {
+        if constexpr (kWrite) {
+          report(entry, on_task);
+        } else {
+          on_task(entry.tasks[0]);  // writer entries only
+        }
+      }
     });
     if constexpr (kPrepare && kWrite) {
       prepared->recorded = recorded_;
@@ -415,6 +441,11 @@ class TensorMap {
                      bool none_met = false);
   // record_read once the buffer index exists as for record_at.
   uint32_t record_read_at(const Tensor& tensor, TaskId reader, uint32_t buffer, const Query& query);
+  // A reader entry of exactly `tensor`'s view (bounded, described by `query`) that can take
+  // `reader`: it has room or `reader` is its last reader. Looks at the newest few entries of the
+  // cell the view's entry would join; kNil when none (coalescing is an optimisation).
+  uint32_t shared_reader_entry(const Tensor& tensor, TaskId reader, uint32_t buffer,
+                               const Query& query) const noexcept;
   // Whether `prepared` still describes `tensor` for a record (else the record describes it anew).
   bool usable(const Prepared& prepared, const Tensor& tensor) const noexcept;
   // The buffer index a record of `tensor` goes to, created (the first record picks the pitch) or
@@ -458,6 +489,23 @@ class TensorMap {
   uint32_t new_buffer(uint64_t pitch);
   uint32_t group_for(const BufferIndex& index, uint32_t kind, uint32_t row_shift,
                      uint32_t col_shift) const noexcept;
+  // The cell size (log2 rows, log2 columns) an entry of `rect` asks for.
+  static std::pair<uint32_t, uint32_t> cell_shifts(const Rect& rect) noexcept {
+    const uint64_t rows = rect.row_last - rect.row0;
+    const uint64_t cols = rect.col_end - 1 - rect.col0;
+    // Cells as large as the entry's rectangle rounded up to powers of two (at most 2^63).
+    return {std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(rows)), 63),
+            std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(cols)), 63)};
+  }
+  // The group an entry of kind `kind` and cell size (row_shift, col_shift) joins.
+  uint32_t pick_group(const BufferIndex& index, uint32_t kind, uint32_t row_shift,
+                      uint32_t col_shift) const noexcept {
+    const uint32_t last_group = index.last_group[kind];
+    const Group& last = index.groups[last_group];  // group_for's first guess, inline
+    return last.count != 0 && last.row_shift == row_shift && last.col_shift == col_shift
+               ? last_group
+               : group_for(index, kind, row_shift, col_shift);
+  }
   void index_entry(uint32_t e, uint32_t buffer);
   void unindex_entry(uint32_t e) noexcept;
   // Removes the cells of `buffer`'s bounded entries and empties its groups; the entries keep
@@ -475,6 +523,7 @@ class TensorMap {
   uint32_t free_entries_ = kNil;
   std::size_t live_entries_ = 0;
   std::size_t live_reader_entries_ = 0;
+  std::size_t live_readers_ = 0;
   std::size_t live_buffers_ = 0;
   std::size_t live_cells_ = 0;
   // buffer_of's last answer; invalidated whenever a buffer index is created or released.

@@ -20,6 +20,18 @@ Tensor matrix(uint64_t rows, uint64_t cols, DataType dtype = DataType::F32) {
   return Tensor::make(kBuf, {rows, cols}, dtype);
 }
 
+// The same view: start, element size, rank, shape and strides.
+bool same_region(const TensorRegion& a, const TensorRegion& b) {
+  if (a.start_offset != b.start_offset || a.element_bytes != b.element_bytes || a.ndim != b.ndim ||
+      a.bounded != b.bounded) {
+    return false;
+  }
+  for (uint32_t d = 0; d < a.ndim; ++d) {
+    if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
+  }
+  return true;
+}
+
 bool overlap(const Tensor& a, const Tensor& b) {
   const bool ab = regions_may_overlap(TensorRegion::of(a), TensorRegion::of(b));
   const bool ba = regions_may_overlap(TensorRegion::of(b), TensorRegion::of(a));
@@ -484,7 +496,8 @@ TEST(TensorMap, IndexedMapMatchesBruteForceList) {
 // entry ids, erase_entry of retired tasks, erase_buffer, lookups that prepare the record that
 // follows, also when the map changed in between), against a brute-force list with the same
 // rules: a read is told every overlapping writer, a write every overlapping writer and reader; a
-// read drops nothing, a write drops the entries of both kinds its region covers. Views of
+// read drops nothing, a write drops the entries of both kinds its region covers; readers of an
+// identical view may share an entry (and only they). Views of
 // many sizes on several buffers (more size groups than a buffer holds), 1-D runs, strided,
 // transposed and forged (unbounded) views.
 TEST(TensorMap, RingUseMatchesBruteForceScan) {
@@ -533,7 +546,21 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
                                       {rng() % (cols - 8), rng() % (rows - 8)});
     }
   };
+  // Entries are the distinct ids of the model; readers its reads.
+  auto check_counts = [&](int step) {
+    std::set<uint32_t> entries, reader_entries;
+    std::size_t readers = 0;
+    for (const Model& m : model) {
+      entries.insert(m.entry);
+      if (m.reads) reader_entries.insert(m.entry);
+      readers += m.reads;
+    }
+    ASSERT_EQ(map.entry_count(), entries.size()) << "step " << step;
+    ASSERT_EQ(map.reader_entry_count(), reader_entries.size()) << "step " << step;
+    ASSERT_EQ(map.reader_count(), readers) << "step " << step;
+  };
   TaskId next_writer = 0;
+  std::size_t coalesced = 0;  // reads that joined a live reader entry
   // Records a write in the map (through `prepared` when given) and in the model.
   // Reads (record_read) drop nothing; writes drop every entry of either kind they cover.
   auto record = [&](const Tensor& t, const TensorMap::Prepared* prepared, bool reads, int step) {
@@ -554,14 +581,18 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
         return m.addr == buf.addr && region_covers(region, m.region);
       });
     }
-    for (const Model& m : model) ASSERT_NE(m.entry, entry) << "a live entry id was reused";
+    bool joined = false;
+    for (const Model& m : model) {
+      if (m.entry == entry) {
+        ASSERT_TRUE(reads && m.reads && m.addr == buf.addr && same_region(m.region, region))
+            << "a live entry id was reused, step " << step;
+        joined = true;
+      }
+    }
+    coalesced += joined;
     model.push_back(Model{buf.addr, region, writer, entry, reads});
     written.emplace_back(entry, writer);
-    ASSERT_EQ(map.entry_count(), model.size()) << "step " << step;
-    ASSERT_EQ(map.reader_entry_count(),
-              static_cast<std::size_t>(std::count_if(model.begin(), model.end(),
-                                                     [](const Model& m) { return m.reads; })))
-        << "step " << step;
+    ASSERT_NO_FATAL_FAILURE(check_counts(step));
   };
   // Retires the oldest writer, as a ring does; a stale id must be refused.
   auto retire_oldest = [&](int step) {
@@ -576,9 +607,16 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
   // One Prepared reused by every step, as an orchestrator reuses its scratch: each lookup must
   // overwrite what an earlier tensor left in it.
   TensorMap::Prepared prepared;
+  std::vector<Tensor> recent;  // views accessed lately: a region is often read by several tasks
   for (int step = 0; step < 6000; ++step) {
-    const DeviceBuffer& buf = buffers[rng() % 3];
-    Tensor t = random_view(buf);
+    Tensor t = !recent.empty() && rng() % 3 == 0 ? recent[rng() % recent.size()]
+                                                 : random_view(buffers[rng() % 3]);
+    const DeviceBuffer buf = t.buffer;
+    if (recent.size() < 12) {
+      recent.push_back(t);
+    } else {
+      recent[rng() % recent.size()] = t;
+    }
     if (rng() % 300 == 0) {
       t.shape[0] = UINT64_MAX;
       t.strides[0] = UINT64_MAX / 2;
@@ -636,13 +674,16 @@ TEST(TensorMap, RingUseMatchesBruteForceScan) {
       std::erase_if(model, [&](const Model& m) { return m.addr == addr; });
       map.erase_buffer(addr);
     }
-    ASSERT_EQ(map.entry_count(), model.size()) << "step " << step;
+    ASSERT_NO_FATAL_FAILURE(check_counts(step));
   }
   for (const DeviceBuffer& buf : buffers) {
-    const auto n = static_cast<std::size_t>(std::count_if(
-        model.begin(), model.end(), [&](const Model& m) { return m.addr == buf.addr; }));
-    EXPECT_EQ(map.entries_of(buf.addr), n);
+    std::set<uint32_t> entries;
+    for (const Model& m : model) {
+      if (m.addr == buf.addr) entries.insert(m.entry);
+    }
+    EXPECT_EQ(map.entries_of(buf.addr), entries.size());
   }
+  EXPECT_GT(coalesced, 50u) << "few identical views were read: coalescing barely tested";
 }
 
 // Rewriting the same view reuses its entry for the new writer: the old writer's erase_entry is
@@ -917,10 +958,11 @@ TEST(TensorMap, ReadersAreReportedToWritesOnly) {
   const Tensor bottom = t.view({4, 16}, {4, 0});
   map.record_write(t, 1);
   EXPECT_NE(map.record_read(top, 2), TensorMap::kNoEntry);
-  map.record_read(top, 3);                          // the same view again: its own entry
+  map.record_read(top, 3);                          // the same view again: shares 2's entry
   map.record_read(bottom.view({1, 4}, {1, 2}), 4);  // row 5
-  EXPECT_EQ(map.entry_count(), 4u);
-  EXPECT_EQ(map.reader_entry_count(), 3u);
+  EXPECT_EQ(map.entry_count(), 3u);
+  EXPECT_EQ(map.reader_entry_count(), 2u);
+  EXPECT_EQ(map.reader_count(), 3u);
   EXPECT_EQ(tasks_of(map, top, false), (std::vector<TaskId>{1}));
   EXPECT_EQ(tasks_of(map, top, true), (std::vector<TaskId>{1, 2, 3}));
   EXPECT_EQ(tasks_of(map, bottom, true), (std::vector<TaskId>{1, 4}));
@@ -928,7 +970,8 @@ TEST(TensorMap, ReadersAreReportedToWritesOnly) {
   EXPECT_EQ(tasks_of(map, t, true), (std::vector<TaskId>{1, 2, 3, 4}));
   // Readers do not drop each other: a read of the whole buffer keeps every earlier reader.
   map.record_read(t, 5);
-  EXPECT_EQ(map.reader_entry_count(), 4u);
+  EXPECT_EQ(map.reader_entry_count(), 3u);
+  EXPECT_EQ(map.reader_count(), 4u);
   EXPECT_EQ(tasks_of(map, bottom, true), (std::vector<TaskId>{1, 4, 5}));
   Tensor empty = t;
   empty.shape[0] = 0;
@@ -937,6 +980,7 @@ TEST(TensorMap, ReadersAreReportedToWritesOnly) {
 
 // W, then 1000 readers of one tile, then W': W' waits for all of them and its covering write
 // drops them, so the next write of the tile waits for W' alone and the map is back to one entry.
+// The readers of the one view share entries, kEntryReaders to an entry.
 TEST(TensorMap, CoveringWriteDropsTheReadersItWaitedFor) {
   TensorMap map;
   const Tensor tile = matrix(16, 16).view({4, 4}, {4, 8});
@@ -945,13 +989,15 @@ TEST(TensorMap, CoveringWriteDropsTheReadersItWaitedFor) {
     ASSERT_EQ(tasks_of(map, tile, false), (std::vector<TaskId>{0}));
     map.record_read(tile, r);
   }
-  EXPECT_EQ(map.entry_count(), 1001u);
+  EXPECT_EQ(map.entry_count(), 1u + 1000u / TensorMap::kEntryReaders);
+  EXPECT_EQ(map.reader_count(), 1000u);
   std::vector<TaskId> expected(1001);
   for (TaskId i = 0; i <= 1000; ++i) expected[static_cast<std::size_t>(i)] = i;
   EXPECT_EQ(tasks_of(map, tile, true), expected);
   map.record_write(tile, 2000);
   EXPECT_EQ(map.entry_count(), 1u);
   EXPECT_EQ(map.reader_entry_count(), 0u);
+  EXPECT_EQ(map.reader_count(), 0u);
   EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{2000}));
   // Readers of sub-views are covered by a write of the whole matrix, too (through a read
   // lookup's Prepared, which must not let the write skip its search for entries to drop).
@@ -965,6 +1011,72 @@ TEST(TensorMap, CoveringWriteDropsTheReadersItWaitedFor) {
   map.record_write(m, 4000, prepared);
   EXPECT_EQ(map.entry_count(), 1u);
   EXPECT_EQ(map.reader_entry_count(), 0u);
+}
+
+// Readers of the identical view share one entry id; erasing one reader (a ring retiring it)
+// keeps the others reported, the entry goes with its last reader, and a write of the view drops
+// the entry with all its readers (their later erase_entry is refused).
+TEST(TensorMap, ReadersOfOneViewShareAnEntry) {
+  TensorMap map;
+  const Tensor tile = matrix(16, 16).view({4, 4}, {4, 8});
+  map.record_write(tile, 1);
+  const uint32_t a = map.record_read(tile, 2);
+  EXPECT_EQ(map.record_read(tile, 3), a);
+  EXPECT_EQ(map.record_read(tile, 3), a);  // the task's second read of the view: not added twice
+  EXPECT_EQ(map.record_read(tile, 4), a);
+  EXPECT_EQ(map.reader_entry_count(), 1u);
+  EXPECT_EQ(map.reader_count(), 3u);
+  EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{1, 2, 3, 4}));
+  EXPECT_TRUE(tasks_of(map, tile, false) == (std::vector<TaskId>{1}));
+  EXPECT_FALSE(map.erase_entry(a, 5));  // not one of its readers
+  EXPECT_TRUE(map.erase_entry(a, 3));
+  EXPECT_FALSE(map.erase_entry(a, 3));
+  EXPECT_EQ(map.reader_count(), 2u);
+  EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{1, 2, 4}));
+  EXPECT_EQ(map.record_read(tile, 6), a);  // room again
+  EXPECT_TRUE(map.erase_entry(a, 2));
+  EXPECT_TRUE(map.erase_entry(a, 4));
+  EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{1, 6}));
+  EXPECT_TRUE(map.erase_entry(a, 6));
+  EXPECT_EQ(map.reader_entry_count(), 0u);
+  EXPECT_EQ(map.entry_count(), 1u);
+  // A full entry is followed by a new entry of the same view; a write of the view drops both.
+  std::set<uint32_t> ids;
+  for (TaskId r = 10; r < 10 + 2 * TensorMap::kEntryReaders; ++r)
+    ids.insert(map.record_read(tile, r));
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(map.reader_count(), 2 * TensorMap::kEntryReaders);
+  map.record_write(tile, 100);
+  EXPECT_EQ(map.entry_count(), 1u);
+  EXPECT_EQ(map.reader_count(), 0u);
+  EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{100}));
+  for (const uint32_t id : ids) EXPECT_FALSE(map.erase_entry(id, 10));
+  EXPECT_EQ(map.entry_count(), 1u);
+}
+
+// Only the identical view of the same buffer shares an entry: other buffers, other views, and
+// the same bytes seen with another element type or shape each get their own.
+TEST(TensorMap, ReadersOfOtherViewsDoNotShare) {
+  TensorMap map;
+  const DeviceBuffer other{0x900000, 1 << 20};
+  const Tensor m = matrix(16, 16);
+  const Tensor tile = m.view({4, 4}, {4, 8});
+  std::set<uint32_t> ids;
+  ids.insert(map.record_read(tile, 1));
+  ids.insert(map.record_read(Tensor::make(other, {16, 16}, DataType::F32).view({4, 4}, {4, 8}), 2));
+  ids.insert(map.record_read(m.view({4, 4}, {4, 4}), 3));  // the neighbouring tile
+  ids.insert(map.record_read(m.view({3, 4}, {4, 8}), 4));  // a part of it
+  ids.insert(map.record_read(matrix(16, 64, DataType::U8).view({4, 16}, {4, 32}), 5));  // bytes
+  ids.insert(map.record_read(m.slice(1, 8, 12, 1).slice(0, 4, 8, 1).transpose(0, 1), 6));
+  EXPECT_EQ(ids.size(), 6u);
+  EXPECT_EQ(map.reader_entry_count(), 6u);
+  EXPECT_EQ(map.reader_count(), 6u);
+  EXPECT_EQ(tasks_of(map, tile, true), (std::vector<TaskId>{1, 4, 5, 6}));
+  // Identical non-exact views (interleaved columns) share, too.
+  const uint32_t odd = map.record_read(m.slice(1, 1, 16, 2), 7);
+  EXPECT_EQ(map.record_read(m.slice(1, 1, 16, 2), 8), odd);
+  EXPECT_NE(map.record_read(m.slice(1, 0, 16, 2), 9), odd);
+  EXPECT_EQ(map.reader_count(), 9u);
 }
 
 // A write that covers a reader only in part leaves it: a later write of the rest still waits.
@@ -996,7 +1108,7 @@ TEST(TensorMap, EraseEntryDropsReaderEntries) {
   unbounded.shape[0] = UINT64_MAX;
   unbounded.strides[0] = UINT64_MAX / 2;
   const uint32_t a = map.record_read(t.view({4, 4}, {0, 0}), 1);
-  const uint32_t b = map.record_read(t.view({4, 4}, {0, 0}), 2);
+  const uint32_t b = map.record_read(t.view({4, 4}, {4, 4}), 2);
   const uint32_t c = map.record_read(unbounded, 3);
   EXPECT_EQ(tasks_of(map, t.view({1, 1}, {7, 15}), true), (std::vector<TaskId>{3}));
   EXPECT_TRUE(tasks_of(map, t, false).empty());
@@ -1072,7 +1184,9 @@ TEST(TensorMap, TileGridReadersKeepOperationsBounded) {
   // second sweep dropped every other first-sweep read.
   const uint64_t interior = (kTiles - 1) * (kTiles - 1);
   EXPECT_EQ(map.entry_count() - map.reader_entry_count(), interior);
-  EXPECT_EQ(map.reader_entry_count(), 2 * interior + 2 * (kTiles - 1));
+  EXPECT_EQ(map.reader_count(), 2 * interior + 2 * (kTiles - 1));
+  // A tile's readers share its one reader entry: every tile but two corners is read.
+  EXPECT_EQ(map.reader_entry_count(), kTiles * kTiles - 2);
 }
 
 }  // namespace

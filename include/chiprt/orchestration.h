@@ -50,8 +50,9 @@ struct TaskSpec {
   CoreType core = CoreType::AIV;
   int32_t func_id = -1;  // AIC / AIV tasks; ignored for MIX
   MixKernels mix;        // MIX tasks only
-  // SPMD: the kernel runs block_num times (MIX: on block_num clusters), each with its block
-  // index in [0, block_num) after the scalars; the task completes when every block finished.
+  // SPMD: the kernel runs block_num times (MIX: on block_num clusters), each reading its block
+  // index in [0, block_num) with kernel::block_idx(args); the task completes when every block
+  // finished.
   // More blocks than cores is fine: blocks are dispatched as cores free up. Limit kMaxBlockNum.
   uint32_t block_num = 1;
 

@@ -48,6 +48,8 @@ uint64_t thread_cpu_ns() {
 void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
               common::SharedPrefix* prefix, HandshakeCell& cell, uint32_t core, uint32_t task) {
   const common::DispatchPayload payload = cell.running_payload;
+  // Messages name the task by its public id, not by the index the scheduler hands the core.
+  const auto task_id = static_cast<unsigned long long>(payload.task_id);
   // The start time serves the watchdog's report, which never looks while a serial launch runs a
   // kernel (the kernel runs inline on the only scheduler thread): reading the clock per task is
   // skipped. The start count is progress to every watchdog, the host's too (common/progress.h).
@@ -58,14 +60,14 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
   cell.executing.store(task, std::memory_order_release);  // ack
   if (payload.kernel_addr == 0) {
     common::latch_chip_error(&args->result, StatusCode::UnknownFuncId,
-                             "task %u names func_id %d, but the kernel table of this run has no "
+                             "task %llu names func_id %d, but the kernel table of this run has no "
                              "kernel for it (core %u)",
-                             task, payload.func_id, core);
+                             task_id, payload.func_id, core);
     common::ring_all_doorbells(prefix, services.park_wake);
   } else if (payload.arg_count > kMaxKernelArgs) {
     common::latch_chip_error(&args->result, StatusCode::InternalError,
-                             "task %u dispatched with %u arguments, above the limit %u (core %u)",
-                             task, payload.arg_count, kMaxKernelArgs, core);
+                             "task %llu dispatched with %u arguments, above the limit %u (core %u)",
+                             task_id, payload.arg_count, kMaxKernelArgs, core);
     common::ring_all_doorbells(prefix, services.park_wake);
   } else {
     // The kernel takes its argument block (common/kernel_block.h). A task whose stored block
@@ -83,7 +85,8 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
     }
     const auto entry = reinterpret_cast<KernelEntry>(static_cast<uintptr_t>(payload.kernel_addr));
     // Names the kernel to a host API call it makes (refused, see common/run_context.h).
-    const common::RunContextScope context({common::RunRole::Kernel, payload.func_id, task, core});
+    const common::RunContextScope context(
+        {common::RunRole::Kernel, payload.func_id, payload.task_id, core});
     try {
       if (args->measure_kernel_time) {
         const uint64_t start = thread_cpu_ns();
@@ -98,14 +101,14 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
     } catch (const std::exception& e) {
       // The exception's text, bounded so that the location always fits the result detail.
       common::latch_chip_error(&args->result, StatusCode::KernelFault,
-                               "kernel func_id %d of task %u threw an exception on core %u: %.*s",
-                               payload.func_id, task, core, kMaxExceptionText, e.what());
+                               "kernel func_id %d of task %llu threw an exception on core %u: %.*s",
+                               payload.func_id, task_id, core, kMaxExceptionText, e.what());
       common::ring_all_doorbells(prefix, services.park_wake);
     } catch (...) {
       common::latch_chip_error(&args->result, StatusCode::KernelFault,
-                               "kernel func_id %d of task %u threw an exception on core %u: a "
+                               "kernel func_id %d of task %llu threw an exception on core %u: a "
                                "non-std exception (not derived from std::exception: no text)",
-                               payload.func_id, task, core);
+                               payload.func_id, task_id, core);
       common::ring_all_doorbells(prefix, services.park_wake);
     }
   }

@@ -75,6 +75,10 @@ struct DispatchPayload {
   uint16_t args_in_place;  // 1: the stored context is complete (kTaskFlagArgsInPlace)
   uint32_t block_idx;
   uint32_t block_num;
+  // The task's public TaskId (what the user's submit returned), which messages name: the task
+  // index the core is handed counts host_build_graph's scope fences and is a slot on
+  // tensormap_ringbuffer.
+  uint64_t task_id;
 };
 
 struct alignas(64) HandshakeCell {

@@ -30,7 +30,7 @@ enum class RunRole : uint8_t {
 struct RunContext {
   RunRole role = RunRole::None;
   int32_t func_id = -1;
-  uint32_t task = 0;
+  uint64_t task = 0;  // Kernel: the task's public TaskId
   uint32_t unit = 0;
 };
 

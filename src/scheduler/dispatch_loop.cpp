@@ -189,6 +189,7 @@ common::DispatchPayload SchedulerThread::payload_of(uint32_t task, int32_t func_
   payload.args_in_place = (record.flags & common::kTaskFlagArgsInPlace) != 0 ? 1 : 0;
   payload.block_idx = block;
   payload.block_num = record.block_num;
+  payload.task_id = static_cast<uint64_t>(view_.public_id(task));
   return payload;
 }
 

@@ -329,9 +329,16 @@ void view_out_of_bounds(Orchestration& o, const TaskArgs& run) {
   args.in(bad).output_existing(y_of(run)).scalar(0.0f);
   o.submit(kAdd, CoreType::AIV, args);
 }
+// Host memory that no device allocation can cover: an address made up by the orchestration.
+// (x + 1 MiB was used before and landed in the output heap on some machines.)
+alignas(64) std::array<float, kN * 4> g_not_device_memory{};
+uint64_t made_up_address() {
+  return reinterpret_cast<uintptr_t>(g_not_device_memory.data());
+}
+
 void made_up_buffer(Orchestration& o, const TaskArgs& run) {
   Tensor bad = x_of(run);
-  bad.buffer.addr += 1 << 20;
+  bad.buffer.addr = made_up_address();
   TaskArgs args;
   args.in(bad).output_existing(y_of(run)).scalar(0.0f);
   o.submit(kAdd, CoreType::AIV, args);
@@ -343,7 +350,7 @@ void float_predicate(Orchestration& o, const TaskArgs& run) {
 }
 void predicate_made_up_buffer(Orchestration& o, const TaskArgs& run) {
   Tensor flag = flag_of(run, 1);
-  flag.buffer.addr += 1 << 20;
+  flag.buffer.addr = made_up_address();
   TaskArgs args;
   args.inout(y_of(run)).when(flag);
   o.submit(kIncrement, CoreType::AIV, args);
@@ -419,7 +426,7 @@ void get_out_of_bounds(Orchestration& o, const TaskArgs& run) {
 }
 void get_made_up_buffer(Orchestration& o, const TaskArgs& run) {
   Tensor bad = x_of(run);
-  bad.buffer.addr += 1 << 20;
+  bad.buffer.addr = made_up_address();
   std::array<float, kN> x{};
   o.get_tensor_data(bad, x.data(), kBytes);
 }

@@ -42,7 +42,7 @@ namespace chiprt {
   X(InvalidConfig, 13, "a CallConfig or WorkerOptions field is invalid",                          \
     "fix the field named in the message")                                                         \
   X(DeviceFaulted, 14, "the device faulted earlier and its resources were abandoned",             \
-    "reset the device: close the Worker and create a new one")                                    \
+    "call Worker::reset() (device memory is lost, callables stay registered)")                    \
   X(LoadFailed, 15, "a chip object (kernel or orchestration) could not be loaded",                \
     "rebuild the shared object for this platform; the message names the bad ELF field or "        \
     "carries the loader error")                                                                   \
@@ -85,7 +85,14 @@ namespace chiprt {
     "a Worker method was called from inside a run (an orchestration function "                    \
     "or a kernel)",                                                                               \
     "call Worker methods from a host thread outside orchestration functions and kernels; inside " \
-    "an orchestration function use its Orchestration (submit, allocate, get/set_tensor_data)")
+    "an orchestration function use its Orchestration (submit, allocate, get/set_tensor_data)")    \
+  X(KernelCrashed, 35,                                                                            \
+    "code on the device (a kernel, or the chip-side orchestration) crashed its device process",   \
+    "fix the kernel named in the message (the signal and faulting address say how it failed), "   \
+    "then call Worker::reset()")                                                                  \
+  X(OpExecuteTimeout, 36, "a kernel ran longer than the op execute timeout and was stopped",      \
+    "fix the kernel named in the message or raise CHIPRT_OP_EXECUTE_TIMEOUT_US, then call "       \
+    "Worker::reset()")
 
 enum class StatusCode : int32_t {
 #define CHIPRT_STATUS_ENUM(name, value, detail, hint) name = value,

@@ -3,8 +3,8 @@
 // Lifetime: construct, init() once, register callables, run() any number of times, close() (also
 // done by the destructor). Every call before init or after close throws Error(NotInitialized /
 // AlreadyClosed). A Worker owns its device context and every device resource it created; device
-// buffers from malloc() are freed by free() or at close. After a device fault the Worker refuses
-// further runs (DeviceFaulted) until it is closed and a new one created.
+// buffers from malloc() are freed by free() or at close. After a device fault (a kernel that
+// crashed or hung, a stuck launch) the Worker refuses device work (DeviceFaulted) until reset().
 //
 // Threading: a Worker is used from one thread at a time (calls are serialised internally by a
 // mutex, so concurrent calls are safe but not parallel: a call from another thread while a run is
@@ -100,6 +100,18 @@ class Worker {
   void copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src_offset = 0);
   void memset(DeviceBuffer dst, int value, uint64_t bytes);
   uint64_t device_bytes_in_use() const;
+
+  // Resets the device, as a hardware reset would: with SimIsolation::Process a fresh device
+  // process replaces the old one (killed if it still runs); in process, the chip's threads and
+  // memory are replaced (a thread stuck in a kernel is left behind, still running). Every device
+  // buffer is lost: its memory is gone and a later use of it fails with InvalidDevicePointer
+  // saying so (malloc new ones). Callables stay registered (the Worker keeps their containers and
+  // loads them on the new device); options and host state are kept. Allowed at any time between
+  // runs, needed after a device fault. Throws NotInitialized before init, AlreadyClosed after
+  // close, and the platform's error when the new device cannot start.
+  void reset();
+  // How many times reset() replaced the device.
+  uint64_t reset_count() const;
 
   void close();
 

@@ -18,6 +18,7 @@
 #include "chiprt/status.h"
 #include "chiprt/types.h"
 #include "common/chip_services.h"
+#include "common/run_context.h"
 
 namespace chiprt::platform {
 
@@ -57,6 +58,33 @@ struct LaunchRequest {
   // Run this launch serially (one host thread, cores run inline on kick) even when the platform
   // was created threaded; requires aicpu_threads == 1. A serial platform runs every launch so.
   bool serial = false;
+};
+
+// What ended a device that runs in its own process (an isolated platform), as the platform saw it.
+// The host turns it into KernelCrashed / OpExecuteTimeout, adding what only it knows (the kernel's
+// symbol, the block from the launch's handshake cells).
+struct DeviceFault {
+  enum class Kind : uint8_t {
+    None = 0,
+    Signal,  // the device process died of `signal` (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, ...)
+    Exit,    // code on the device called exit(`exit_code`) (or the process exited unasked)
+    Killed,  // the host killed it (kill_device: an op-execute timeout, a stuck launch)
+  };
+  Kind kind = Kind::None;
+  int signal = 0;
+  int signal_code = 0;  // siginfo si_code
+  int exit_code = 0;
+  bool has_fault_addr = false;  // SIGSEGV / SIGBUS / SIGILL / SIGFPE: the faulting address
+  uint64_t fault_addr = 0;
+  // What the faulting thread was running (common::RunContext at the fault), when the device
+  // process recorded it before dying (false: it died without a word, e.g. SIGKILL).
+  bool context_known = false;
+  common::RunRole role = common::RunRole::None;
+  int32_t func_id = -1;
+  uint64_t task_id = 0;  // role Kernel: the task's public TaskId
+  uint32_t unit = 0;     // role Kernel: the core; AicpuThread / ChipOrchestration: the thread
+  int pid = 0;           // the device process
+  std::string reason;    // Killed: why the host killed it
 };
 
 // A loaded chip object (shared object image).
@@ -122,6 +150,28 @@ class Platform {
   // returns Ok; DeviceFaulted while it is still running (a stuck kernel) or when the streams had
   // to abandon stuck threads.
   virtual Status recover() = 0;
+
+  // --- device isolation (platforms whose device runs in its own process) -----------------------
+  // True when the chip runs in another process: a crash there ends in device_fault(), not in the
+  // host's death, and kill_device() can stop a stuck kernel.
+  virtual bool isolated() const { return false; }
+  // Set once the device process died or was killed (Kind None while it lives, and always on an
+  // in-process platform). While set, launch and wait calls return KernelCrashed (or
+  // OpExecuteTimeout after a kill for that reason); memory calls keep working on the memory the
+  // host still maps, until reset_device().
+  virtual DeviceFault device_fault() const { return {}; }
+  // Kills the device process at once (SIGKILL) with `reason` recorded (DeviceFault::Killed).
+  // UnsupportedFeature on an in-process platform.
+  virtual Status kill_device(const std::string& reason) {
+    (void)reason;
+    return Status(StatusCode::UnsupportedFeature, "kill_device: the device runs in this process");
+  }
+  // Replaces the device by a fresh one, as a hardware reset does: every allocation, loaded object
+  // and launch is gone (device addresses of the old device are never valid again), the streams
+  // are stopped, the attachment is kept. An isolated platform kills its device process (if it
+  // still runs) and starts a new one; the in-process sim replaces memory, objects and threads
+  // (threads stuck in a kernel are left behind).
+  virtual Status reset_device() = 0;
 };
 
 }  // namespace chiprt::platform

@@ -77,19 +77,30 @@ SimPlatform::SimPlatform(const SimOptions& config, const SimTuning& tuning) : op
   geometry_.default_aicpu_threads = config.serial ? 1 : config.aicpu_threads;
   geometry_.clock_hz = 1'000'000'000;  // cycles are steady_clock nanoseconds
 
-  memory_ = std::make_shared<DeviceMemory>(config.memory_bytes);
+  engine_options_.cores = geometry_.cores();
+  engine_options_.max_aicpu_threads = kMaxAicpuThreads;
+  engine_options_.executor_threads = resolve_host_threads(config.host_threads);
+  engine_options_.serial = config.serial;
+  engine_options_.kernels_on_aicpu = resolve_core_execution(config) == SimCoreExecution::Aicpu;
+  geometry_.kicks_run_kernels = engine_options_.kernels_on_aicpu;
+  engine_options_.stop_grace_ms = tuning.stop_grace_ms;
+  create_device();
+}
+
+void SimPlatform::create_device() {
+  memory_ = std::make_shared<DeviceMemory>(options_.memory_bytes);
   objects_ = std::make_shared<ObjectLoader>();
-  LaunchEngine::Options options;
-  options.cores = geometry_.cores();
-  options.max_aicpu_threads = kMaxAicpuThreads;
-  options.executor_threads = resolve_host_threads(config.host_threads);
-  options.serial = config.serial;
-  options.kernels_on_aicpu = resolve_core_execution(config) == SimCoreExecution::Aicpu;
-  geometry_.kicks_run_kernels = options.kernels_on_aicpu;
-  options.stop_grace_ms = tuning.stop_grace_ms;
-  engine_ = std::make_shared<LaunchEngine>(options);
+  engine_ = std::make_shared<LaunchEngine>(engine_options_);
   engine_->keep_alive(memory_);
   engine_->keep_alive(objects_);
+}
+
+Status SimPlatform::reset_device() {
+  // Threads stuck in a kernel keep the old engine, memory and objects alive (keep_alive) until
+  // they return; the new device starts with the whole capacity.
+  engine_->stop();
+  create_device();
+  return Status::ok();
 }
 
 SimPlatform::~SimPlatform() {

@@ -81,6 +81,7 @@ class SimPlatform final : public Platform {
   Status wait_aicpu(uint64_t timeout_ms) override;
   void abandon_launch() override;
   Status recover() override;
+  Status reset_device() override;
 
   // Introspection for tests and diagnostics.
   uint64_t ignored_kicks() const noexcept { return engine_->ignored_kicks(); }
@@ -91,8 +92,12 @@ class SimPlatform final : public Platform {
   uint32_t object_refcount(LoadedObject object) const { return objects_->refcount(object.handle); }
 
  private:
+  // The device's memory, objects and threads, afresh (construction, reset_device).
+  void create_device();
+
   const SimOptions options_;
   Geometry geometry_;
+  LaunchEngine::Options engine_options_;
   LaunchPrograms chip_runtime_{};  // entries only; set by load_chip_runtime
   std::optional<int> attached_device_;
   std::shared_ptr<DeviceMemory> memory_;

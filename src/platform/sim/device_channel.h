@@ -4,9 +4,10 @@
 // The host (IsolatedPlatform) writes one command at a time into the mailbox and publishes it by
 // bumping `command_seq`; the device process (device_process.h) runs it and answers by setting
 // `reply_seq` to the same number, both words waited on and woken with shared futexes
-// (futex.h, FutexScope::Shared). The device publishes its ChipServices once at start (`ready`),
-// and its fault handlers write the fault record (first fault wins) and wake `reply_seq`, so a host
-// waiting for a reply sees the death at once.
+// (futex.h, FutexScope::Shared); each side polls briefly before it sleeps and wakes the other only
+// when it sleeps, since commands come in bursts (launch, wait_aicpu, wait). The device publishes
+// its ChipServices once at start (`ready`), and its fault handlers write the fault record (first
+// fault wins) and wake `reply_seq`, so a host waiting for a reply sees the death at once.
 //
 // Lifetime: lives as long as the memory file (one per device process; a reset makes a new one).
 // Threading: the mailbox is written by the host's calling thread only while no command is
@@ -72,6 +73,9 @@ struct DeviceChannel {
 
   // --- mailbox: host -> device ------------------------------------------------------------------
   alignas(64) std::atomic<uint32_t> command_seq{0};
+  // 1 while the device's server sleeps on command_seq: only then does the host pay for a wake
+  // (a Dekker handshake: both sides publish, then look, sequentially consistent).
+  std::atomic<uint32_t> server_parked{0};
   DeviceCommand command = DeviceCommand::None;
   // Launch: the programs (addresses valid in the device process, which is forked from the host).
   uint64_t ctx = 0;
@@ -90,6 +94,8 @@ struct DeviceChannel {
 
   // --- reply: device -> host --------------------------------------------------------------------
   alignas(64) std::atomic<uint32_t> reply_seq{0};
+  // 1 while the host sleeps on reply_seq (the same handshake the other way).
+  std::atomic<uint32_t> host_parked{0};
   int32_t reply_code = 0;  // a StatusCode
   uint64_t reply_value = 0;
   char reply_message[kChannelMessageBytes] = {};

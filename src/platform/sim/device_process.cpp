@@ -1,5 +1,6 @@
 #include "platform/sim/device_process.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -7,12 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/run_context.h"
 #include "platform/sim/futex.h"
@@ -30,6 +33,9 @@ constexpr std::size_t kAltStackBytes = 64 * 1024;
 // How often the idle server looks whether the host still lives (PR_SET_PDEATHSIG does the work;
 // this covers a host that died before the child set it).
 constexpr int64_t kIdleCheckNs = 1'000'000'000;
+// How long the idle server polls for the next command before it sleeps: a run's commands follow
+// each other within microseconds.
+constexpr auto kServerPoll = std::chrono::microseconds(50);
 
 // Async-signal-safe: atomics, plain stores, raw system calls.
 void record_end(DeviceEndKind kind, int signal, int code, uint64_t addr, int exit_code) noexcept {
@@ -111,7 +117,15 @@ void install_fault_recorders() {
   action.sa_sigaction = &on_fault;
   action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
-  for (int signal : kFaultSignals) sigaction(signal, &action, nullptr);
+  sigset_t fault_signals;
+  sigemptyset(&fault_signals);
+  for (int signal : kFaultSignals) {
+    sigaction(signal, &action, nullptr);
+    sigaddset(&fault_signals, signal);
+  }
+  // The forking thread's mask is inherited (and passed on to the chip threads): a blocked
+  // synchronous fault signal would kill the process without a record.
+  pthread_sigmask(SIG_UNBLOCK, &fault_signals, nullptr);
   on_exit(&on_device_exit, nullptr);
   install_alt_stack();
 }
@@ -123,8 +137,28 @@ void reply(DeviceChannel* channel, uint32_t seq, const Status& status, uint64_t 
   const std::size_t length = std::min(message.size(), kChannelMessageBytes - 1);
   std::memcpy(channel->reply_message, message.data(), length);
   channel->reply_message[length] = '\0';
-  channel->reply_seq.store(seq, std::memory_order_release);
-  futex_wake(&channel->reply_seq, INT_MAX, FutexScope::Shared);
+  channel->reply_seq.store(seq, std::memory_order_seq_cst);
+  if (channel->host_parked.load(std::memory_order_seq_cst) != 0) {
+    futex_wake(&channel->reply_seq, INT_MAX, FutexScope::Shared);
+  }
+}
+
+// The next command's sequence number (!= seen): polled for a moment, then slept for.
+uint32_t next_command(DeviceChannel* channel, uint32_t seen, pid_t host_pid) {
+  const auto poll_until = std::chrono::steady_clock::now() + kServerPoll;
+  for (;;) {
+    uint32_t seq = channel->command_seq.load(std::memory_order_acquire);
+    if (seq != seen) return seq;
+    if (std::chrono::steady_clock::now() < poll_until) {
+      std::this_thread::yield();
+      continue;
+    }
+    channel->server_parked.store(1, std::memory_order_seq_cst);
+    seq = channel->command_seq.load(std::memory_order_seq_cst);
+    if (seq == seen) futex_wait(&channel->command_seq, seen, kIdleCheckNs, FutexScope::Shared);
+    channel->server_parked.store(0, std::memory_order_relaxed);
+    if (getppid() != host_pid) _exit(0);
+  }
 }
 
 template <typename T>
@@ -147,12 +181,7 @@ T* pointer(uint64_t value) {
   futex_wake(&channel->ready, INT_MAX, FutexScope::Shared);
 
   for (;;) {
-    const uint32_t seq = channel->command_seq.load(std::memory_order_acquire);
-    if (seq == seen) {
-      futex_wait(&channel->command_seq, seen, kIdleCheckNs, FutexScope::Shared);
-      if (getppid() != start.host_pid) _exit(0);
-      continue;
-    }
+    const uint32_t seq = next_command(channel, seen, start.host_pid);
     seen = seq;
     LaunchEngine& chip = **engine;
     switch (channel->command) {

@@ -353,6 +353,12 @@ bool IsolatedPlatform::device_alive() {
     reaped(status, {});
     return false;
   }
+  if (got < 0 && errno == ECHILD) {
+    // Someone else reaped it (a SIGCHLD handler of the application's): it is gone, its end
+    // status with it; the record still says what it was doing.
+    reaped(0, {});
+    return false;
+  }
   return true;
 }
 
@@ -453,8 +459,10 @@ Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint
   DeviceChannel* ch = channel();
   const uint32_t seq = ++seq_;
   ch->command = command;
-  ch->command_seq.store(seq, std::memory_order_release);
-  futex_wake(&ch->command_seq, INT_MAX, FutexScope::Shared);
+  ch->command_seq.store(seq, std::memory_order_seq_cst);
+  if (ch->server_parked.load(std::memory_order_seq_cst) != 0) {
+    futex_wake(&ch->command_seq, INT_MAX, FutexScope::Shared);
+  }
   for (int spin = 0; spin < kReplySpins; ++spin) {
     if (ch->reply_seq.load(std::memory_order_acquire) == seq) break;
     std::this_thread::yield();
@@ -476,7 +484,11 @@ Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint
                         std::to_string(budget_ms) + " ms");
       return dead_status(operation);
     }
-    futex_wait(&ch->reply_seq, observed, kReplySliceNs, FutexScope::Shared);
+    ch->host_parked.store(1, std::memory_order_seq_cst);
+    if (ch->reply_seq.load(std::memory_order_seq_cst) == observed) {
+      futex_wait(&ch->reply_seq, observed, kReplySliceNs, FutexScope::Shared);
+    }
+    ch->host_parked.store(0, std::memory_order_relaxed);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +88,8 @@ struct TestBlock {
   return quotient;
 }
 
+constexpr int kBurstLines = 2000;
+
 constexpr common::RunContext kKernelContext{common::RunRole::Kernel, 7, 42, 3};
 
 void act(TestBlock* block, Action action, uint32_t index) {
@@ -146,6 +149,8 @@ void act(TestBlock* block, Action action, uint32_t index) {
       std::fprintf(stderr, "a warning from the device\n");
       return;
     case Action::PrintAbort:
+      // Enough that the host forwards it only after the device died: the fault must wait for it.
+      for (int line = 0; line < kBurstLines; ++line) std::printf("line %d of a burst\n", line);
       std::printf("last words\n");
       std::abort();
     case Action::KickCore:
@@ -489,27 +494,76 @@ std::string drain_pipe(int fd) {
   return text;
 }
 
+// Reads a pipe slowly (1 KiB a millisecond), so a writer of a burst waits for it.
+class SlowReader {
+ public:
+  explicit SlowReader(int fd) : fd_(fd) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    thread_ = std::thread([this] {
+      char buffer[1024];
+      for (;;) {
+        {
+          std::lock_guard lock(mutex_);
+          if (stop_) return;
+          const ssize_t n = ::read(fd_, buffer, sizeof(buffer));
+          if (n > 0) text_.append(buffer, static_cast<std::size_t>(n));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  }
+  ~SlowReader() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+  // Everything written so far: what was read and what waits in the pipe.
+  std::string written() {
+    std::lock_guard lock(mutex_);
+    return text_ + drain_pipe(fd_);
+  }
+
+ private:
+  const int fd_;
+  std::mutex mutex_;
+  bool stop_ = false;
+  std::string text_;
+  std::thread thread_;
+};
+
 TEST_F(IsolatedPlatformTest, DeviceOutputIsForwardedWithAPrefix) {
   int out[2];
   int err[2];
-  ASSERT_EQ(pipe2(out, O_NONBLOCK | O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
   ASSERT_EQ(pipe2(err, O_NONBLOCK | O_CLOEXEC), 0);
   sim::IsolationTuning tuning;
   tuning.stdout_fd = out[1];
   tuning.stderr_fd = err[1];
-  platform_.reset();
-  platform_ = std::make_unique<sim::IsolatedPlatform>(small_config(), tuning);
-  ASSERT_TRUE(platform_->attach(5).is_ok());
-  ASSERT_TRUE(platform_->start_streams().is_ok());
-  ASSERT_TRUE(platform_->alloc(sizeof(TestBlock), 64, &block_).is_ok());
-  ASSERT_TRUE(run(Action::Print).is_ok());
-  // A crash: what the kernel printed before it is on the host's stream when the fault is reported.
-  const Status crashed = run(Action::PrintAbort);
-  ASSERT_EQ(crashed.code(), StatusCode::KernelCrashed);
-  const std::string stdout_text = drain_pipe(out[0]);
-  EXPECT_EQ(stdout_text, "[chiprt device 5] hello from the device\n[chiprt device 5] last words\n");
-  EXPECT_EQ(drain_pipe(err[0]), "[chiprt device 5] a warning from the device\n");
-  platform_.reset();
+  {
+    SlowReader reader(out[0]);
+    platform_.reset();
+    platform_ = std::make_unique<sim::IsolatedPlatform>(small_config(), tuning);
+    ASSERT_TRUE(platform_->attach(5).is_ok());
+    ASSERT_TRUE(platform_->start_streams().is_ok());
+    ASSERT_TRUE(platform_->alloc(sizeof(TestBlock), 64, &block_).is_ok());
+    ASSERT_TRUE(run(Action::Print).is_ok());
+    // A crash: everything the kernel printed before it is on the host's stream when the fault is
+    // reported, though the host's stream is slower than the kernel.
+    const Status crashed = run(Action::PrintAbort);
+    ASSERT_EQ(crashed.code(), StatusCode::KernelCrashed);
+    const std::string stdout_text = reader.written();
+    std::string expected = "[chiprt device 5] hello from the device\n";
+    for (int line = 0; line < kBurstLines; ++line) {
+      expected += "[chiprt device 5] line " + std::to_string(line) + " of a burst\n";
+    }
+    expected += "[chiprt device 5] last words\n";
+    EXPECT_EQ(stdout_text.size(), expected.size());
+    EXPECT_TRUE(stdout_text == expected) << stdout_text.substr(0, 200);
+    EXPECT_EQ(drain_pipe(err[0]), "[chiprt device 5] a warning from the device\n");
+    platform_.reset();
+  }
   for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
 }
 

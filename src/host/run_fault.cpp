@@ -108,17 +108,16 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
   const LaunchWait& wait = prepared.wait;
   const platform::DeviceFault fault = platform_->device_fault();
   const std::string callable = "callable id " + std::to_string(prepared.callable_id);
-  const std::string pid =
-      fault.pid > 0 ? "; device process pid " + std::to_string(fault.pid) : std::string();
+  const std::string pid = fault.pid > 0 ? " (pid " + std::to_string(fault.pid) + ")" : "";
   StatusCode code = StatusCode::KernelCrashed;
   std::string body;
   if (wait.op_timeout_core >= 0) {
     code = StatusCode::OpExecuteTimeout;
     body = callable + ": " +
            describe_core_task(prepared, static_cast<uint32_t>(wait.op_timeout_core)) +
-           " ran longer than the op execute timeout (" +
+           ", ran longer than the op execute timeout (" +
            std::to_string(prepared.plan.op_execute_timeout_us) +
-           " us, CHIPRT_OP_EXECUTE_TIMEOUT_US); the device process was killed" + pid;
+           " us, CHIPRT_OP_EXECUTE_TIMEOUT_US); the device process" + pid + " was killed";
     if (!chip_detail.empty()) body += "; the scheduler watchdog reported first: " + chip_detail;
   } else if (fault.kind == platform::DeviceFault::Kind::None ||
              fault.kind == platform::DeviceFault::Kind::Killed) {
@@ -133,7 +132,7 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
     std::string executing_then;
     switch (fault.context_known ? fault.role : common::RunRole::None) {
       case common::RunRole::Kernel:
-        subject = describe_core_task(prepared, fault.unit, &fault.task_id, &fault.func_id);
+        subject = describe_core_task(prepared, fault.unit, &fault.task_id, &fault.func_id) + ",";
         break;
       case common::RunRole::ChipOrchestration:
         subject = "the orchestration function of callable " + std::to_string(prepared.callable_id) +
@@ -167,8 +166,8 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
         break;
       }
     }
-    body =
-        callable + ": device crash: " + subject + " " + fault_event(fault) + executing_then + pid;
+    body = callable + ": device crash: " + subject + " " + fault_event(fault) + executing_then +
+           (fault.pid > 0 ? " (device process pid " + std::to_string(fault.pid) + ")" : "");
   }
   abandon_after_fault(body);
   throw Error(code, body + kResetTail);

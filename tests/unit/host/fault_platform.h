@@ -5,7 +5,9 @@
 // RunContext as the device's signal handler would), every wait and launch returns KernelCrashed
 // and device_fault() the record; kill_device records Killed and makes them return
 // DeviceFaulted; reset_device forwards to the sim and brings the device back. Memory calls always
-// forward, as the host's mapping of a dead device's memory keeps working.
+// forward, as the host's mapping of a dead device's memory keeps working. Like the fixed-size
+// shared memory of a device process, memory abandoned after a fault stays unavailable
+// (quarantined: counted in bytes_in_use, refused to alloc) until reset_device.
 //
 // The in-process chip cannot really die: the test's "crashing" code must block until the test
 // releases it (after its assertions), so that the handshake cells still show what it executes
@@ -108,6 +110,11 @@ class FaultPlatform : public platform::Platform {
   void detach() override { inner_->detach(); }
 
   Status alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) override {
+    if (bytes > inner_->capacity() - bytes_in_use()) {
+      return Status(StatusCode::OutOfDeviceMemory,
+                    "alloc: requested " + std::to_string(bytes) + " bytes, " +
+                        std::to_string(quarantined_bytes_) + " bytes quarantined by a fault");
+    }
     return inner_->alloc(bytes, align, out);
   }
   Status free(uint64_t addr) override { return inner_->free(addr); }
@@ -123,9 +130,12 @@ class FaultPlatform : public platform::Platform {
   Status load_device_word(uint64_t src, uint32_t* out) override {
     return inner_->load_device_word(src, out);
   }
-  uint64_t bytes_in_use() const override { return inner_->bytes_in_use(); }
+  uint64_t bytes_in_use() const override { return inner_->bytes_in_use() + quarantined_bytes_; }
   uint64_t capacity() const override { return inner_->capacity(); }
-  void abandon_memory() override { inner_->abandon_memory(); }
+  void abandon_memory() override {
+    quarantined_bytes_ += inner_->bytes_in_use();
+    inner_->abandon_memory();
+  }
 
   Status load_object(std::span<const uint8_t> image, platform::LoadedObject* out) override {
     return inner_->load_object(image, out);
@@ -171,12 +181,14 @@ class FaultPlatform : public platform::Platform {
   Status reset_device() override {
     control_->resets.fetch_add(1);
     control_->revive();
+    quarantined_bytes_ = 0;
     return inner_->reset_device();
   }
 
  private:
   std::unique_ptr<platform::Platform> inner_;
   std::shared_ptr<FaultControl> control_;
+  uint64_t quarantined_bytes_ = 0;
 };
 
 }  // namespace chiprt::host::test

@@ -131,6 +131,12 @@ bool DeviceRunner::poll(PreparedLaunch& prepared) {
     return isolated ? std::min(std::max<uint64_t>(rest, 1), kAicpuWaitSliceMs) : rest;
   };
   auto finish = [&]() {
+    // A platform that answered otherwise but reports its device dead: the device's end wins.
+    if (isolated && !state.waited.is_ok() && !state.device_lost && state.op_timeout_core < 0 &&
+        !state.killed_stuck &&
+        platform_->device_fault().kind != platform::DeviceFault::Kind::None) {
+      state.device_lost = true;
+    }
     prepared.report.device_wall_ns = ns_between(prepared.t_launch, RunClock::now());
     prepared.stage = LaunchStage::Finished;
     if (!state.waited.is_ok() && state.waited.code() != StatusCode::StreamSyncTimeout &&
@@ -151,7 +157,12 @@ bool DeviceRunner::poll(PreparedLaunch& prepared) {
     return finish();
   };
 
-  if (isolated && enforce_op_execute(prepared, since_launch_ms())) return finish();
+  // The op-execute check samples from the first slice on: a launch that ends within it (an empty
+  // or short run) pays nothing for it, and a stuck kernel is seen at most one slice late.
+  if (isolated) {
+    const uint64_t now_ms = since_launch_ms();
+    if (now_ms >= kAicpuWaitSliceMs && enforce_op_execute(prepared, now_ms)) return finish();
+  }
   if (state.phase == WaitPhase::Aicpu) {
     // AICPU threads first, then the cores. Once the chip latched an error (a scheduler gave up on
     // a stuck task) the rest gets only a short grace instead of the whole stream-sync timeout: the

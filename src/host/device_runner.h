@@ -190,7 +190,9 @@ class DeviceRunner {
 
  private:
   void require_usable(const char* what) const;
-  void throw_if(const Status& status) const;
+  // Throws `status` unless Ok; a device lost under the call (isolated platforms: KernelCrashed or
+  // DeviceFaulted) is abandoned first.
+  void throw_if(const Status& status);
   void check_range(uint64_t addr, uint64_t bytes, const char* what) const;
   void check_signature(const RegisteredCallable& callable, const TaskArgs& args) const;
   // Every tensor argument the caller provides (all but Out) must lie in a live allocation.

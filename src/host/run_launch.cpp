@@ -77,13 +77,14 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
   prepared.t_launch = RunClock::now();
   prepared.report.host_prepare_ns = ns_between(prepared.t_entry, prepared.t_launch);
   const Status launched = platform_->launch(request);
-  if (launched.code() == StatusCode::KernelCrashed ||
-      launched.code() == StatusCode::DeviceFaulted) {
-    // The device process died between runs (or was killed): nothing of it is usable any more.
-    abandon_after_fault("the device was lost before the launch: " + launched.message());
-    throw Error(launched.code(), "callable id " + std::to_string(prepared.callable_id) +
-                                     ": the launch found the device lost (" + launched.message() +
-                                     "); device memory is lost; call Worker::reset()");
+  if (platform_->isolated() && (launched.code() == StatusCode::KernelCrashed ||
+                                launched.code() == StatusCode::DeviceFaulted)) {
+    // The device died while taking the launch (a chip-side orchestration function that crashed
+    // at once): the run ends as if its wait had seen it.
+    prepared.stage = LaunchStage::Finished;
+    prepared.wait.device_lost = true;
+    prepared.wait.waited = launched;
+    throw_device_fault(prepared, {});
   }
   throw_if(launched);
   ++launches_;

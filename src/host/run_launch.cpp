@@ -1,5 +1,7 @@
 // The launch and wait steps of a run: start the chip-side programs on the prepared launch
-// arguments, then wait for the launch as long as it makes progress (common/progress.h).
+// arguments, then wait for the launch as long as it makes progress (common/progress.h). On an
+// isolated platform the wait also enforces the op execute timeout (host-side samples of the
+// cores' handshake cells between ~20 ms slices, no allocation) and kills a device it gives up on.
 #include <algorithm>
 #include <cstddef>
 #include <string>

@@ -3,8 +3,22 @@
 // Lifetime: construct, init() once, register callables, run() any number of times, close() (also
 // done by the destructor). Every call before init or after close throws Error(NotInitialized /
 // AlreadyClosed). A Worker owns its device context and every device resource it created; device
-// buffers from malloc() are freed by free() or at close. After a device fault (a kernel that
-// crashed or hung, a stuck launch) the Worker refuses device work (DeviceFaulted) until reset().
+// buffers from malloc() are freed by free() or at close.
+//
+// Device faults. With SimIsolation::Process the chip runs in a device process: a kernel that
+// crashes (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, exit()) ends the run with KernelCrashed,
+// naming the task, its kernel (func_id, symbol where known), core and block, the signal and (for
+// SIGSEGV / SIGBUS) the faulting address; a kernel that runs longer than
+// CHIPRT_OP_EXECUTE_TIMEOUT_US gets the device process killed and the run ends with
+// OpExecuteTimeout naming it. The orchestration function of a tensormap_ringbuffer run runs on
+// the chip, so its crash is a device fault like a kernel's (KernelCrashed naming the
+// orchestration function). The orchestration function of a host_build_graph run runs on the host,
+// inside run(): it is user host code, and a crash there is a crash of the host process (an
+// exception it throws fails the run instead). In process (the default) a crash takes the host
+// process down, and a kernel that never returns is reported by the scheduler watchdog
+// (SchedulerTimeout) but its thread cannot be stopped. After any device fault (these, or a stuck
+// launch) the Worker refuses device work with DeviceFaulted, saying what faulted, until reset():
+// device memory is lost with the device, the Worker's host state and callables are kept.
 //
 // Threading: a Worker is used from one thread at a time (calls are serialised internally by a
 // mutex, so concurrent calls are safe but not parallel: a call from another thread while a run is
@@ -104,8 +118,10 @@ class Worker {
   // Resets the device, as a hardware reset would: with SimIsolation::Process a fresh device
   // process replaces the old one (killed if it still runs); in process, the chip's threads and
   // memory are replaced (a thread stuck in a kernel is left behind, still running). Every device
-  // buffer is lost: its memory is gone and a later use of it fails with InvalidDevicePointer
-  // saying so (malloc new ones). Callables stay registered (the Worker keeps their containers and
+  // buffer is lost: its memory is gone and a later use of it (free, copies, memset, a run
+  // argument) fails with InvalidDevicePointer saying "device buffer 0x.. (N bytes) was lost when
+  // the device was reset (reset K); allocate a new one" (malloc new ones). Memory a fault left
+  // quarantined is returned. Callables stay registered (the Worker keeps their containers and
   // loads them on the new device); options and host state are kept. Allowed at any time between
   // runs, needed after a device fault. Throws NotInitialized before init, AlreadyClosed after
   // close, and the platform's error when the new device cannot start.

@@ -20,13 +20,13 @@ const RegisteredCallable* CallableRegistry::find(int32_t id) const noexcept {
   return it == callables_.end() ? nullptr : &it->second;
 }
 
-Status CallableRegistry::acquire_upload(std::span<const uint8_t> bytes, uint64_t hash,
-                                        uint64_t* device_addr) {
+Status CallableRegistry::acquire_upload(const Bytes& shared, uint64_t hash, uint64_t* device_addr) {
+  const std::vector<uint8_t>& bytes = *shared;
   auto [first, last] = uploads_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     Upload& upload = it->second;
-    if (upload.bytes.size() == bytes.size() &&
-        std::memcmp(upload.bytes.data(), bytes.data(), bytes.size()) == 0) {
+    if (upload.bytes->size() == bytes.size() &&
+        std::memcmp(upload.bytes->data(), bytes.data(), bytes.size()) == 0) {
       ++upload.refcount;
       *device_addr = upload.device.addr;
       return Status::ok();
@@ -41,7 +41,7 @@ Status CallableRegistry::acquire_upload(std::span<const uint8_t> bytes, uint64_t
     (void)memory_->free(upload.device.addr, AllocationOwner::Runtime);
     return status;
   }
-  upload.bytes.assign(bytes.begin(), bytes.end());
+  upload.bytes = shared;
   upload.refcount = 1;
   *device_addr = upload.device.addr;
   uploads_.emplace(hash, std::move(upload));
@@ -147,11 +147,18 @@ Status CallableRegistry::check_registered(int32_t id) const {
 Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> container,
                                            RuntimeVariant variant) {
   if (Status status = check_id_range(id); !status.is_ok()) return status;
-  if (callables_.count(id) != 0) {
+  if (kept_.count(id) != 0) {
     return Status(StatusCode::DuplicateCallable,
                   "callable id " + std::to_string(id) +
                       " is already registered; unregister it first or use another id");
   }
+  return register_container(
+      id, std::make_shared<const std::vector<uint8_t>>(container.begin(), container.end()),
+      variant);
+}
+
+Status CallableRegistry::register_container(int32_t id, Bytes shared, RuntimeVariant variant) {
+  const std::span<const uint8_t> container(*shared);
   if (container.empty()) {
     return Status(StatusCode::EmptyCallable,
                   "callable id " + std::to_string(id) + ": the container is empty (0 bytes)");
@@ -175,7 +182,7 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
   reg.orchestration_signature = parsed.orchestration_signature;
 
   uint64_t device_addr = 0;
-  status = acquire_upload(container, parsed.content_hash, &device_addr);
+  status = acquire_upload(shared, parsed.content_hash, &device_addr);
   if (!status.is_ok()) return status;
   reg.device_copy = DeviceBuffer{device_addr, container.size()};
 
@@ -198,6 +205,7 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
         &reg, &slot.entry);
     if (!status.is_ok()) break;
     slot.present = true;
+    slot.symbol = kernel.object.kind == ObjectKind::SharedObject ? kKernelSymbol : nullptr;
     slot.core = kernel.core;
     slot.signature = kernel.signature;
     ++reg.kernel_count;
@@ -208,6 +216,11 @@ Status CallableRegistry::register_callable(int32_t id, std::span<const uint8_t> 
   }
   CHIPRT_LOG_INFO("registered callable id %d: %d kernels, content hash 0x%016llx", id,
                   reg.kernel_count, static_cast<unsigned long long>(reg.content_hash));
+  KeptRegistration& kept = kept_[id];
+  kept.container = std::move(shared);
+  kept.variant = variant;
+  kept.host_entry = reg.orchestration != nullptr;
+  kept.device_entry = reg.device_orchestration != 0;
   callables_.emplace(id, std::move(reg));
   return Status::ok();
 }
@@ -216,7 +229,7 @@ std::span<const uint8_t> CallableRegistry::retained_bytes(uint64_t hash,
                                                           uint64_t device_addr) const noexcept {
   auto [first, last] = uploads_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
-    if (it->second.device.addr == device_addr) return it->second.bytes;
+    if (it->second.device.addr == device_addr) return *it->second.bytes;
   }
   return {};
 }
@@ -255,8 +268,13 @@ Status CallableRegistry::prepare_orchestration(int32_t id, RuntimeVariant varian
   }
   ParsedCallable parsed;
   Status status = parse_callable(retained_bytes(reg.content_hash, reg.device_copy.addr), &parsed);
-  if (!status.is_ok()) return status;
-  return load_orchestration(parsed, variant, &reg);
+  if (status.is_ok()) status = load_orchestration(parsed, variant, &reg);
+  if (status.is_ok()) {
+    KeptRegistration& kept = kept_.at(id);
+    kept.host_entry = reg.orchestration != nullptr;
+    kept.device_entry = reg.device_orchestration != 0;
+  }
+  return status;
 }
 
 Status CallableRegistry::unregister_callable(int32_t id) {
@@ -264,6 +282,7 @@ Status CallableRegistry::unregister_callable(int32_t id) {
   auto it = callables_.find(id);
   RegisteredCallable reg = std::move(it->second);
   callables_.erase(it);
+  kept_.erase(id);
   release_registration(reg);
   return Status::ok();
 }
@@ -291,6 +310,7 @@ Status CallableRegistry::bind(int32_t id, uint64_t table_addr, common::KernelTab
 Status CallableRegistry::release_all() {
   for (auto& [id, reg] : callables_) release_registration(reg);
   callables_.clear();
+  kept_.clear();
   Status first;
   // Anything still cached is unreferenced by registrations; drop it too.
   for (auto& [handle, entry] : objects_) {
@@ -312,6 +332,30 @@ void CallableRegistry::abandon() noexcept {
   objects_.clear();
   object_by_hash_.clear();
   uploads_.clear();
+}
+
+void CallableRegistry::forget_registrations() noexcept {
+  abandon();
+  kept_.clear();
+}
+
+Status CallableRegistry::reregister_all() {
+  for (const auto& [id, kept] : kept_) {
+    if (callables_.count(id) != 0) continue;  // a retry after a partial failure
+    Status status = register_container(id, kept.container, kept.variant);
+    // Both entries it had: a run of the other variant loaded its entry on the old device.
+    if (status.is_ok() && kept.host_entry) {
+      status = prepare_orchestration(id, RuntimeVariant::HostBuildGraph);
+    }
+    if (status.is_ok() && kept.device_entry) {
+      status = prepare_orchestration(id, RuntimeVariant::TensormapRingbuffer);
+    }
+    if (!status.is_ok()) {
+      return Status(status.code(), "re-registering callable id " + std::to_string(id) +
+                                       " on the new device failed: " + status.message());
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace chiprt::host

@@ -8,7 +8,9 @@
 // missing entry on first use (prepare_orchestration), so one registration serves both variants.
 // Kernel and orchestration shared objects are loaded once per distinct image and reference
 // counted too. bind() rewrites the device kernel address table with exactly one callable's
-// kernels. Owned by a DeviceRunner; one thread at a time.
+// kernels. The host keeps every registered container (shared with its upload's host copy), so
+// that after a device reset reregister_all() loads the same registrations on the new device.
+// Owned by a DeviceRunner; one thread at a time.
 #pragma once
 
 #include <array>
@@ -33,6 +35,9 @@ namespace chiprt::host {
 struct RegisteredKernel {
   bool present = false;
   uint64_t entry = 0;  // address the core calls (kernel_entry)
+  // The symbol `entry` was resolved as (kKernelSymbol of a shared object); null for an in-process
+  // function kernel (CallableBuilder::kernel_function), which has no symbol the runtime knows.
+  const char* symbol = nullptr;
   CoreType core = CoreType::AIC;
   ArgSignature signature;
 };
@@ -77,7 +82,8 @@ class CallableRegistry {
   Status prepare_orchestration(int32_t id, RuntimeVariant variant);
   // CallableIdOutOfRange / UnknownCallable (check_registered).
   Status unregister_callable(int32_t id);
-  bool has(int32_t id) const noexcept { return callables_.count(id) != 0; }
+  // Registered with the host (also while its device state is abandoned, until reregister_all).
+  bool has(int32_t id) const noexcept { return kept_.count(id) != 0; }
   const RegisteredCallable* find(int32_t id) const noexcept;
 
   // Clears the kernel address table at `table_addr` (uint64_t[kMaxFuncId]) and writes exactly the
@@ -93,14 +99,22 @@ class CallableRegistry {
 
   // Unloads every object and frees every upload (device alive).
   Status release_all();
-  // Forgets everything without touching the device. Loaded objects are deliberately not
+  // Forgets every device resource (uploads, loaded objects, entries) without touching the device;
+  // the registered containers stay kept for reregister_all. Loaded objects are deliberately not
   // unloaded: a kernel may still be executing on a stuck chip thread, and unmapping its code
   // would turn a reported fault into a crash. Their mappings live until process exit.
   void abandon() noexcept;
+  // Forgets the kept containers too (nothing stays registered).
+  void forget_registrations() noexcept;
+  // After abandon() and a device reset: registers every kept container again under its id with
+  // its variant, loading the orchestration entries it had loaded. On failure nothing is lost from
+  // the kept set (a later call may retry) and the error names the callable id.
+  Status reregister_all();
 
  private:
+  using Bytes = std::shared_ptr<const std::vector<uint8_t>>;
   struct Upload {
-    std::vector<uint8_t> bytes;  // host copy: exact dedup check; object images are loaded from it
+    Bytes bytes;  // host copy: exact dedup check; object images are loaded from it
     DeviceBuffer device;
     uint32_t refcount = 0;
   };
@@ -111,9 +125,20 @@ class CallableRegistry {
     uint32_t refcount = 0;
   };
 
+  // What the host keeps of a registration to load it again after a device reset.
+  struct KeptRegistration {
+    Bytes container;
+    RuntimeVariant variant = RuntimeVariant::HostBuildGraph;
+    bool host_entry = false;    // the host_build_graph entry was loaded
+    bool device_entry = false;  // the tensormap_ringbuffer entry was loaded
+  };
+
+  // register_callable with the container already held by the host (a new registration copies
+  // the caller's span once; reregister_all passes the kept copy).
+  Status register_container(int32_t id, Bytes container, RuntimeVariant variant);
   // Both caches are keyed by content hash; entries with the same hash but different content
   // (a collision) coexist, told apart by their device address / object handle.
-  Status acquire_upload(std::span<const uint8_t> bytes, uint64_t hash, uint64_t* device_addr);
+  Status acquire_upload(const Bytes& bytes, uint64_t hash, uint64_t* device_addr);
   void release_upload(uint64_t hash, uint64_t device_addr);
   Status load_entry(const ParsedObject& object, const char* symbol, const std::string& what,
                     RegisteredCallable* reg, uint64_t* entry);
@@ -128,6 +153,7 @@ class CallableRegistry {
   platform::Platform* platform_;
   DeviceMemory* memory_;
   std::map<int32_t, RegisteredCallable> callables_;
+  std::map<int32_t, KeptRegistration> kept_;
   std::unordered_multimap<uint64_t, Upload> uploads_;
   std::unordered_map<uint64_t, LoadedObjectEntry> objects_;     // by handle
   std::unordered_multimap<uint64_t, uint64_t> object_by_hash_;  // content hash -> handle

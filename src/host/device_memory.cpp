@@ -14,6 +14,13 @@ Status DeviceMemory::allocate(uint64_t bytes, uint64_t align, AllocationOwner ow
   Status status = platform_->alloc(bytes, align, &buffer);
   if (!status.is_ok()) return status;
   allocations_[buffer.addr] = Allocation{bytes, owner};
+  if (!lost_.empty()) {
+    // The new device handed the range out again: a buffer lost there is live memory now.
+    const uint64_t end = buffer.addr + bytes;
+    std::erase_if(lost_, [&](const LostBuffer& lost) {
+      return lost.addr < end && buffer.addr < lost.addr + lost.size;
+    });
+  }
   buffer.size = bytes;
   *out = buffer;
   return Status::ok();
@@ -21,6 +28,11 @@ Status DeviceMemory::allocate(uint64_t bytes, uint64_t align, AllocationOwner ow
 
 Status DeviceMemory::free(uint64_t addr, AllocationOwner owner) {
   auto it = allocations_.find(addr);
+  if (it == allocations_.end() && owner == AllocationOwner::User) {
+    if (std::string lost = lost_buffer_text(addr); !lost.empty()) {
+      return Status(StatusCode::InvalidDevicePointer, lost);
+    }
+  }
   if (it == allocations_.end() || it->second.owner != owner) {
     char text[64];
     std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(addr));
@@ -92,6 +104,36 @@ Status DeviceMemory::release_all() {
 
 void DeviceMemory::abandon() noexcept {
   allocations_.clear();
+}
+
+void DeviceMemory::forget_as_lost(uint64_t reset_number) {
+  for (const auto& [addr, allocation] : allocations_) {
+    if (allocation.owner != AllocationOwner::User) continue;
+    if (lost_.size() == kLostHistory) lost_.pop_front();
+    lost_.push_back(LostBuffer{addr, allocation.size, reset_number});
+  }
+  abandon();
+}
+
+bool DeviceMemory::lost_buffer(uint64_t addr, LostBuffer* out) const {
+  // Newest first: an address two resets reused names the latest loss.
+  for (auto it = lost_.rbegin(); it != lost_.rend(); ++it) {
+    if (addr >= it->addr && addr - it->addr < it->size) {
+      if (out != nullptr) *out = *it;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string DeviceMemory::lost_buffer_text(uint64_t addr) const {
+  LostBuffer lost;
+  if (!lost_buffer(addr, &lost)) return {};
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(lost.addr));
+  return std::string("device buffer ") + text + " (" + std::to_string(lost.size) +
+         " bytes) was lost when the device was reset (reset " + std::to_string(lost.reset_number) +
+         "); allocate a new one";
 }
 
 }  // namespace chiprt::host

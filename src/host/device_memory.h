@@ -2,12 +2,16 @@
 //
 // All host-side device allocations (user tensors, arenas, staging and graph-definition buffers,
 // uploaded callables, launch blocks) go through one DeviceMemory so that finalize can free what
-// is left and abandon can forget it. Owned by a DeviceRunner and used by one thread at a time
+// is left and abandon can forget it. A device reset loses every buffer: the user's buffers of the
+// old device are kept in a bounded history (forget_as_lost), so that a later use of one is told
+// apart from a bad pointer (lost_buffer). Owned by a DeviceRunner and used by one thread at a time
 // (the runner's caller); it never dereferences device addresses.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <string>
 
 #include "chiprt/status.h"
 #include "chiprt/types.h"
@@ -46,6 +50,22 @@ class DeviceMemory {
   Status release_all();
   // Forgets every allocation without touching the device.
   void abandon() noexcept;
+  // abandon(), first noting every user allocation as lost by reset number `reset_number` (the
+  // reset that replaces this device). The history keeps the newest kLostHistory buffers.
+  void forget_as_lost(uint64_t reset_number);
+
+  struct LostBuffer {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+    uint64_t reset_number = 0;
+  };
+  static constexpr std::size_t kLostHistory = 4096;
+  // The lost user buffer containing `addr`, if any (a later allocation at its address makes it
+  // live again, and no longer lost).
+  bool lost_buffer(uint64_t addr, LostBuffer* out) const;
+  // "device buffer 0x1000 (256 bytes) was lost when the device was reset (reset 1); allocate a new
+  // one" for a lost buffer containing `addr`; empty when `addr` is in none.
+  std::string lost_buffer_text(uint64_t addr) const;
 
  private:
   struct Allocation {
@@ -54,6 +74,7 @@ class DeviceMemory {
   };
   platform::Platform* platform_;
   std::map<uint64_t, Allocation> allocations_;  // by start address
+  std::deque<LostBuffer> lost_;                 // oldest first, at most kLostHistory
 };
 
 }  // namespace chiprt::host

@@ -59,8 +59,10 @@ void DeviceRunner::require_usable(const char* what) const {
   if (faulted_) {
     throw Error(StatusCode::DeviceFaulted,
                 std::string(what) + ": device " + std::to_string(device_id_) +
-                    " faulted earlier and its resources were abandoned; reset the runner (close "
-                    "the Worker and create a new one)");
+                    " faulted earlier and its resources were abandoned" +
+                    (fault_description_.empty() ? "" : " (" + fault_description_ + ")") +
+                    "; call Worker::reset() to start a fresh device (device buffers are lost, "
+                    "callables stay registered)");
   }
   if (device_id_ < 0) {
     throw Error(StatusCode::NotInitialized,
@@ -158,6 +160,9 @@ void DeviceRunner::free(uint64_t addr) {
 
 void DeviceRunner::check_range(uint64_t addr, uint64_t bytes, const char* what) const {
   if (!memory_.contains(addr, bytes)) {
+    if (std::string lost = memory_.lost_buffer_text(addr); !lost.empty()) {
+      throw Error(StatusCode::InvalidDevicePointer, std::string(what) + ": " + lost);
+    }
     throw Error(StatusCode::InvalidDevicePointer,
                 std::string(what) + ": [" + hex(addr) + ", +" + std::to_string(bytes) +
                     ") is not inside a live allocation of device " + std::to_string(device_id_));
@@ -251,6 +256,11 @@ void DeviceRunner::check_argument_buffers(const TaskArgs& args) const {
     if (args.tag(i) == ArgTag::Out) continue;  // the runtime allocates it
     const DeviceBuffer& buffer = args.tensor(i).buffer;
     if (buffer.size != 0 && memory_.contains(buffer.addr, buffer.size, &user)) continue;
+    if (std::string lost = memory_.lost_buffer_text(buffer.addr); !lost.empty()) {
+      throw Error(StatusCode::InvalidDevicePointer, "argument " + std::to_string(i) + " (" +
+                                                        std::string(arg_tag_name(args.tag(i))) +
+                                                        "): " + lost);
+    }
     throw Error(StatusCode::InvalidDevicePointer,
                 "argument " + std::to_string(i) + " (" + std::string(arg_tag_name(args.tag(i))) +
                     "): buffer " + hex(buffer.addr) + " of " + std::to_string(buffer.size) +
@@ -343,30 +353,42 @@ void DeviceRunner::finalize() {
   prebuilt_image_resident_ = false;
   if (!was_faulted) {
     release_device_resources();
+  } else {
+    callables_.forget_registrations();
   }
   device_id_ = -1;
   platform_->detach();
 }
 
-void DeviceRunner::abandon_after_fault() noexcept {
-  faulted_ = true;
+void DeviceRunner::forget_device_resources() noexcept {
   initialized_ = false;
   chip_init_done_ = false;
-  // The device may still be executing (a stuck kernel): nothing here touches it, and stopping
-  // the streams later does not wait for that launch.
-  platform_->abandon_launch();
-  platform_->abandon_memory();
   callables_.abandon();
   arenas_.abandon();
   graph_buffers_.abandon();
   staging_.abandon();
-  memory_.abandon();
   status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
   prebuilt_image_resident_ = false;
+}
+
+void DeviceRunner::abandon_after_fault(std::string what_faulted) noexcept {
+  faulted_ = true;
+  fault_description_ = std::move(what_faulted);
+  // The device may still be executing (a stuck kernel): nothing here touches it, and stopping
+  // the streams later does not wait for that launch.
+  platform_->abandon_launch();
+  platform_->abandon_memory();
+  forget_device_resources();
+  try {
+    // The user's buffers are lost by the reset that will replace this device.
+    memory_.forget_as_lost(reset_count_ + 1);
+  } catch (...) {
+    memory_.abandon();  // no history for them (out of memory): they read as unknown addresses
+  }
   // Streams are left as they are: stopping them would wait for the stuck launch.
   CHIPRT_LOG_WARN(
-      "device %d faulted: resources abandoned without device calls; runs refused "
-      "until reset",
+      "device %d faulted: resources abandoned without device calls; runs refused until "
+      "Worker::reset()",
       device_id_);
 }
 
@@ -381,11 +403,49 @@ void DeviceRunner::reset() {
     }
     // The streams stay started and drained; ensure_initialized finds them running.
     faulted_ = false;
+    fault_description_.clear();
+    callables_.forget_registrations();
     device_id_ = -1;
     platform_->detach();
     return;
   }
   finalize();
+}
+
+void DeviceRunner::reset_device() {
+  if (device_id_ < 0) {
+    throw Error(StatusCode::NotInitialized,
+                "reset: the runner is not attached to a device; call attach first");
+  }
+  if (run_active_.load(std::memory_order_acquire)) {
+    throw Error(StatusCode::InvalidArgument, "reset: a run is in progress; wait for it");
+  }
+  // The old device's memory goes with it: forget every record of it without device calls (a
+  // faulted device may be dead; a healthy one is discarded whole by the platform's reset).
+  const uint64_t reset_number = reset_count_ + 1;
+  forget_device_resources();
+  memory_.forget_as_lost(reset_number);
+  streams_started_ = false;  // reset_device stops them
+  faulted_ = true;           // until the new device is up and every callable is back
+  Status status = platform_->reset_device();
+  if (!status.is_ok()) {
+    fault_description_ = "the device reset failed: " + status.message();
+    throw Error(status.code(), "reset: replacing device " + std::to_string(device_id_) +
+                                   " failed: " + status.message());
+  }
+  reset_count_ = reset_number;
+  faulted_ = false;
+  fault_description_.clear();
+  try {
+    ensure_initialized();
+    throw_if(callables_.reregister_all());
+  } catch (const Error& e) {
+    abandon_after_fault("reset " + std::to_string(reset_number) +
+                        " did not complete: " + e.message());
+    throw Error(e.code(), "reset: " + e.message());
+  }
+  CHIPRT_LOG_INFO("device %d reset (reset %llu): %zu callables registered again", device_id_,
+                  static_cast<unsigned long long>(reset_number), callables_.size());
 }
 
 }  // namespace chiprt::host

@@ -4,8 +4,9 @@
 // One runner per device context; it owns its Platform. Lifetime: construct with a platform,
 // attach(device_id), then use; initialisation of the chip side happens lazily on the first call
 // that needs it. finalize() releases everything while the device is alive and allows attach
-// again; after a device fault (scheduler watchdog, stream sync timeout) the runner abandons its
-// device resources without touching them and refuses work with DeviceFaulted until reset().
+// again; after a device fault (scheduler watchdog, stream sync timeout, a crashed or killed
+// device process) the runner abandons its device resources without touching them and refuses
+// work with DeviceFaulted until reset_device() (Worker::reset) replaces the device.
 // A run is a plan (host/run_plan.h) and four steps over one PreparedLaunch
 // (host/prepared_launch.h): prepare, launch, poll / wait, collect.
 //
@@ -165,12 +166,25 @@ class DeviceRunner {
   // Releases everything in dependency order; idempotent. After a fault it only forgets.
   void finalize();
   // Forgets every device resource without touching the device and refuses further work
-  // (DeviceFaulted) until reset().
-  void abandon_after_fault() noexcept;
+  // (DeviceFaulted, naming `what_faulted`) until reset_device() or reset(). User buffers become
+  // lost buffers of the next reset (DeviceMemory::forget_as_lost).
+  void abandon_after_fault(std::string what_faulted = {}) noexcept;
   // finalize (or the forgetting already done by a fault) and allow attach again. After a fault
   // the platform must first recover the launch: DeviceFaulted (the runner stays faulted) while a
-  // stuck kernel still runs; call reset again once it has returned.
+  // stuck kernel still runs; call reset again once it has returned. Registrations are dropped.
   void reset();
+  // Worker::reset (include/chiprt/worker.h): replaces the device by a fresh one
+  // (Platform::reset_device), forgets every host-side record of the old device's memory (arenas,
+  // staging, graph buffers, replay cache, kernel table, status block, uploads and loaded objects),
+  // initialises the new device and registers every callable again with the same ids and
+  // variants. User buffers of the old device are lost (a later use names the reset). Allowed
+  // faulted or not; NotInitialized when not attached. When the platform or a re-registration
+  // fails the runner stays faulted with that error (call it again to retry).
+  void reset_device();
+  // How many times reset_device() replaced the device.
+  uint64_t reset_count() const noexcept { return reset_count_; }
+  // What faulted the device (empty while it is usable).
+  const std::string& fault_description() const noexcept { return fault_description_; }
 
   platform::Platform& platform() noexcept { return *platform_; }
 
@@ -230,6 +244,28 @@ class DeviceRunner {
   // the shared region at shared_addr, after the launch completed.
   uint64_t read_kernel_ns(uint64_t shared_addr, uint32_t cores);
   void release_device_resources();
+  // Forgets every host-side record of device resources (abandon, reset_device).
+  void forget_device_resources() noexcept;
+
+  // --- device faults (run_fault.cpp; isolated platforms) -------------------------------------
+  // The op-execute check of one poll slice: samples every core's (executing, starts) from its
+  // handshake cell; a core whose task has not changed for longer than the plan's op execute
+  // timeout gets the device killed. True when it killed (the wait is over).
+  bool enforce_op_execute(PreparedLaunch& prepared, uint64_t now_ms);
+  // Whether the last op-execute sample saw a core executing a kernel.
+  bool any_core_executing(const LaunchWait& state) const;
+  // The wait gave up on a launch whose chip threads are stuck: kill the device process.
+  void kill_stuck_device(PreparedLaunch& prepared);
+  // "task 5 (kernel func_id 2, symbol kernel_entry) on core 3 (AIV, cluster 0), block 1 of 2",
+  // from the launch's handshake cell of `core` (the device's memory outlives its process).
+  // `task` / `func_id` when the caller knows them (a recorded run context), else the cell's.
+  std::string describe_core_task(const PreparedLaunch& prepared, uint32_t core,
+                                 const uint64_t* task = nullptr, const int32_t* func_id = nullptr);
+  // The run's end after the device died, was killed or ran a kernel past the op execute timeout:
+  // composes the message (one place), abandons the device and throws KernelCrashed,
+  // OpExecuteTimeout or DeviceFaulted. `chip_detail`: what the chip latched (the watchdog's
+  // report), or empty.
+  [[noreturn]] void throw_device_fault(PreparedLaunch& prepared, const std::string& chip_detail);
 
   std::unique_ptr<platform::Platform> platform_;
   RunnerOptions options_;
@@ -248,6 +284,8 @@ class DeviceRunner {
   bool initialized_ = false;
   bool chip_init_done_ = false;
   bool faulted_ = false;
+  std::string fault_description_;
+  uint64_t reset_count_ = 0;
   platform::Geometry geometry_;
   // Device status block: the ChipServices copy and the kernel address table.
   uint64_t status_block_addr_ = 0;

@@ -15,6 +15,7 @@
 // a step threw. Movable, not copyable. Threading: used by the one thread driving the run.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
 #include "common/chip_launch.h"
+#include "common/handshake.h"
 #include "common/progress.h"
 #include "host/run_plan.h"
 
@@ -35,6 +37,18 @@ enum class LaunchStage : uint8_t {
   Collected = 3,
 };
 
+// Which part of the launch the wait is in: its AICPU threads; their grace after the chip latched
+// an error; the drain of the cores after the AICPU threads returned.
+enum class WaitPhase : uint8_t { Aicpu, AicpuGrace, Drain };
+
+// What the host last saw a core execute (isolated platforms: the op-execute check), and since
+// when (ms after the launch).
+struct CoreWatch {
+  uint32_t executing = common::kTaskIdle;
+  uint32_t starts = 0;
+  uint64_t since_ms = 0;
+};
+
 // The host's wait for a launch (common/progress.h): the progress watch and what the wait found.
 struct LaunchWait {
   common::ProgressWatch watch;
@@ -44,6 +58,18 @@ struct LaunchWait {
   // the chip latched an error) was given.
   uint64_t drain_budget_ms = 0;
   bool chip_failed = false;  // the chip latched an error while its AICPU threads ran
+  WaitPhase phase = WaitPhase::Aicpu;
+  uint64_t phase_deadline_ms = 0;  // ms after the launch: the end of the grace or drain budget
+  // The platform reported the device dead (KernelCrashed) or killed (DeviceFaulted): `waited`
+  // holds its status, Platform::device_fault() the record.
+  bool device_lost = false;
+  // Isolated platforms: the core whose kernel ran past the op execute timeout (the host killed
+  // the device), or -1.
+  int32_t op_timeout_core = -1;
+  // Isolated platforms: the host killed the device because chip threads were still stuck when
+  // the wait gave up on the launch.
+  bool killed_stuck = false;
+  std::array<CoreWatch, common::kMaxCores> cores{};  // isolated platforms only
 };
 
 // host_build_graph: what the collect step does with the replay cache.

@@ -33,6 +33,14 @@ RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
               .is_ok()
           ? static_cast<StatusCode>(result.result.code.load(std::memory_order_acquire))
           : StatusCode::Ok;
+  if (wait.device_lost || wait.op_timeout_core >= 0) {
+    std::string chip_detail;
+    if (code != StatusCode::Ok) {
+      const char* detail = result.result.detail;
+      chip_detail.assign(detail, strnlen(detail, common::kResultDetailBytes));
+    }
+    throw_device_fault(prepared, chip_detail);
+  }
   const bool stream_timed_out = !wait.waited.is_ok();
   if (code != StatusCode::Ok || stream_timed_out) {
     // An orchestrator error reads as host_build_graph reports it (no launch prefix).
@@ -64,9 +72,10 @@ RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
     // Error with any code, SchedulerTimeout included, and that fails the run like on
     // host_build_graph.
     if (stream_timed_out || (code == StatusCode::SchedulerTimeout && !orchestration_error)) {
-      abandon_after_fault();
+      if (wait.killed_stuck) message += "; the device process was killed";
+      abandon_after_fault(message);
       message += "; device " + std::to_string(device_id_) +
-                 " abandoned, further runs are refused until reset";
+                 " abandoned, further runs are refused until Worker::reset()";
     }
     throw Error(thrown, message);
   }

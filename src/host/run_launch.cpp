@@ -1,10 +1,12 @@
 // The launch and wait steps of a run: start the chip-side programs on the prepared launch
 // arguments, then wait for the launch as long as it makes progress (common/progress.h).
 #include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "common/handshake.h"
 #include "host/device_runner.h"
+#include "host/log.h"
 #include "host/run_steps.h"
 
 namespace chiprt::host {
@@ -74,7 +76,16 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
 
   prepared.t_launch = RunClock::now();
   prepared.report.host_prepare_ns = ns_between(prepared.t_entry, prepared.t_launch);
-  throw_if(platform_->launch(request));
+  const Status launched = platform_->launch(request);
+  if (launched.code() == StatusCode::KernelCrashed ||
+      launched.code() == StatusCode::DeviceFaulted) {
+    // The device process died between runs (or was killed): nothing of it is usable any more.
+    abandon_after_fault("the device was lost before the launch: " + launched.message());
+    throw Error(launched.code(), "callable id " + std::to_string(prepared.callable_id) +
+                                     ": the launch found the device lost (" + launched.message() +
+                                     "); device memory is lost; call Worker::reset()");
+  }
+  throw_if(launched);
   ++launches_;
   prepared.stage = LaunchStage::Launched;
   // The stream-sync timeout bounds a launch that stopped progressing, not a long one: the
@@ -84,10 +95,21 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
   prepared.wait.drain_budget_ms = plan.stream_sync_timeout_ms;
 }
 
+namespace {
+
+// What a platform wait answers once the device is gone: it died (KernelCrashed) or was killed
+// (DeviceFaulted); either way nothing more will run, so the wait is over.
+bool device_gone(const Status& waited) {
+  return waited.code() == StatusCode::KernelCrashed || waited.code() == StatusCode::DeviceFaulted;
+}
+
+}  // namespace
+
 bool DeviceRunner::poll(PreparedLaunch& prepared) {
   require_stage(prepared, LaunchStage::Launched, "poll");
   LaunchWait& state = prepared.wait;
   const uint64_t timeout_ms = prepared.plan.stream_sync_timeout_ms;
+  const bool isolated = platform_->isolated();
   auto since_launch_ms = [&]() {
     return ns_between(prepared.t_launch, RunClock::now()) / 1'000'000;
   };
@@ -97,35 +119,153 @@ bool DeviceRunner::poll(PreparedLaunch& prepared) {
     const uint64_t deadline = state.watch.since() + timeout_ms;
     return now < deadline ? deadline - now : 0;
   };
-  // AICPU threads first, then the cores. Once the chip latched an error (a scheduler gave up on a
-  // stuck task) the rest gets only a short grace instead of the whole stream-sync timeout: the
-  // cores, and, when kernels run on the AICPU threads, the thread stuck in that kernel. So the
-  // AICPU threads are waited for in slices, reading the chip's status between them.
-  // Samples before every verdict: a stall is declared only after a look at the counters.
-  if (!state.watch.stalled(since_launch_ms(), [&] { return read_progress(prepared); })) {
+  auto enter = [&](WaitPhase phase) {
+    state.phase = phase;
+    state.phase_deadline_ms = since_launch_ms() + state.drain_budget_ms;
+  };
+  // The wait of the current grace or drain phase: in process one wait for the whole budget; on an
+  // isolated platform slices of at most kAicpuWaitSliceMs, so the op-execute check runs between.
+  auto phase_wait_ms = [&]() -> uint64_t {
+    const uint64_t now = since_launch_ms();
+    const uint64_t rest = state.phase_deadline_ms > now ? state.phase_deadline_ms - now : 0;
+    return isolated ? std::min(std::max<uint64_t>(rest, 1), kAicpuWaitSliceMs) : rest;
+  };
+  auto finish = [&]() {
+    // A platform that answered otherwise but reports its device dead: the device's end wins.
+    if (isolated && !state.waited.is_ok() && !state.device_lost && state.op_timeout_core < 0 &&
+        !state.killed_stuck &&
+        platform_->device_fault().kind != platform::DeviceFault::Kind::None) {
+      state.device_lost = true;
+    }
+    prepared.report.device_wall_ns = ns_between(prepared.t_launch, RunClock::now());
+    prepared.stage = LaunchStage::Finished;
+    if (!state.waited.is_ok() && state.waited.code() != StatusCode::StreamSyncTimeout &&
+        !state.device_lost && state.op_timeout_core < 0) {
+      throw Error(state.waited);
+    }
+    return true;
+  };
+  // A grace or drain wait timed out: an isolated platform waits on while its budget lasts, and
+  // past it while a core still executes a kernel (its op-execute deadline ends the wait, with the
+  // kernel named); then the launch is given up, and on an isolated platform the device is killed
+  // so that no stuck thread keeps spinning.
+  auto timed_out = [&]() {
+    if (isolated && (since_launch_ms() < state.phase_deadline_ms || any_core_executing(state))) {
+      return false;
+    }
+    if (isolated) kill_stuck_device(prepared);
+    return finish();
+  };
+
+  // The op-execute check samples from the first slice on: a launch that ends within it (an empty
+  // or short run) pays nothing for it, and a stuck kernel is seen at most one slice late.
+  if (isolated) {
+    const uint64_t now_ms = since_launch_ms();
+    if (now_ms >= kAicpuWaitSliceMs && enforce_op_execute(prepared, now_ms)) return finish();
+  }
+  if (state.phase == WaitPhase::Aicpu) {
+    // AICPU threads first, then the cores. Once the chip latched an error (a scheduler gave up on
+    // a stuck task) the rest gets only a short grace instead of the whole stream-sync timeout: the
+    // cores, and, when kernels run on the AICPU threads, the thread stuck in that kernel. So the
+    // AICPU threads are waited for in slices, reading the chip's status between them.
+    // Samples before every verdict: a stall is declared only after a look at the counters.
+    if (state.watch.stalled(since_launch_ms(), [&] { return read_progress(prepared); })) {
+      if (isolated) kill_stuck_device(prepared);
+      return finish();
+    }
     state.waited =
         platform_->wait_aicpu(std::min(std::max<uint64_t>(left_ms(), 1), kAicpuWaitSliceMs));
+    if (device_gone(state.waited)) {
+      state.device_lost = true;
+      return finish();
+    }
     if (state.waited.code() == StatusCode::StreamSyncTimeout) {
       if (peek_chip_code(prepared) == StatusCode::Ok) return false;  // still running
       state.chip_failed = true;
       state.drain_budget_ms = std::min(left_ms(), kFaultDrainGraceMs);
-      state.waited = platform_->wait_aicpu(state.drain_budget_ms);
-    }
-  }
-  if (state.waited.is_ok()) {
-    if (!state.chip_failed) {
+      enter(WaitPhase::AicpuGrace);
+    } else if (state.waited.is_ok()) {
       state.drain_budget_ms = peek_chip_code(prepared) != StatusCode::Ok
                                   ? std::min(left_ms(), kFaultDrainGraceMs)
                                   : left_ms();
+      enter(WaitPhase::Drain);
+    } else {
+      return finish();
     }
-    state.waited = platform_->wait(state.drain_budget_ms);
   }
-  prepared.report.device_wall_ns = ns_between(prepared.t_launch, RunClock::now());
-  prepared.stage = LaunchStage::Finished;
-  if (!state.waited.is_ok() && state.waited.code() != StatusCode::StreamSyncTimeout) {
-    throw Error(state.waited);
+  if (state.phase == WaitPhase::AicpuGrace) {
+    state.waited = platform_->wait_aicpu(phase_wait_ms());
+    if (device_gone(state.waited)) {
+      state.device_lost = true;
+      return finish();
+    }
+    if (state.waited.code() == StatusCode::StreamSyncTimeout) return timed_out();
+    if (!state.waited.is_ok()) return finish();
+    enter(WaitPhase::Drain);  // the same grace again, for the cores
   }
-  return true;
+  state.waited = platform_->wait(phase_wait_ms());
+  if (device_gone(state.waited)) {
+    state.device_lost = true;
+    return finish();
+  }
+  if (state.waited.code() == StatusCode::StreamSyncTimeout) return timed_out();
+  return finish();
+}
+
+bool DeviceRunner::any_core_executing(const LaunchWait& state) const {
+  for (uint32_t core = 0; core < std::min(geometry_.cores(), common::kMaxCores); ++core) {
+    if (state.cores[core].executing != common::kTaskIdle) return true;
+  }
+  return false;
+}
+
+bool DeviceRunner::enforce_op_execute(PreparedLaunch& prepared, uint64_t now_ms) {
+  LaunchWait& state = prepared.wait;
+  const uint64_t limit_us = prepared.plan.op_execute_timeout_us;
+  for (uint32_t core = 0; core < std::min(geometry_.cores(), common::kMaxCores); ++core) {
+    const uint64_t cell = common::core_cell_addr(prepared.shared_addr, core);
+    uint32_t executing = common::kTaskIdle;
+    uint32_t starts = 0;
+    if (!platform_->load_device_word(cell + offsetof(common::HandshakeCell, executing), &executing)
+             .is_ok() ||
+        !platform_->load_device_word(common::core_starts_addr(prepared.shared_addr, core), &starts)
+             .is_ok()) {
+      continue;
+    }
+    CoreWatch& watch = state.cores[core];
+    if (executing == common::kTaskIdle || executing == common::kTaskExit) {
+      watch.executing = common::kTaskIdle;
+      continue;
+    }
+    // A new task, or the same slot's next kernel start: its time counts from now.
+    if (executing != watch.executing || starts != watch.starts) {
+      watch = CoreWatch{executing, starts, now_ms};
+      continue;
+    }
+    if ((now_ms - watch.since_ms) * 1000 <= limit_us) continue;
+    // Cold path from here: the run ends with OpExecuteTimeout (composed in collect).
+    state.op_timeout_core = static_cast<int32_t>(core);
+    const std::string reason = "op execute timeout: core " + std::to_string(core) +
+                               " ran one kernel longer than " + std::to_string(limit_us) + " us";
+    state.waited = Status(StatusCode::OpExecuteTimeout, reason);
+    const Status killed = platform_->kill_device(reason);
+    if (!killed.is_ok()) {
+      CHIPRT_LOG_WARN("killing the device after an op execute timeout: %s",
+                      killed.to_string().c_str());
+    }
+    return true;
+  }
+  return false;
+}
+
+void DeviceRunner::kill_stuck_device(PreparedLaunch& prepared) {
+  prepared.wait.killed_stuck = true;
+  const Status killed = platform_->kill_device("the host gave up on the launch of callable id " +
+                                               std::to_string(prepared.callable_id) +
+                                               " with chip threads still stuck");
+  if (!killed.is_ok()) {
+    CHIPRT_LOG_WARN("killing the stuck device: %s", killed.to_string().c_str());
+  }
 }
 
 void DeviceRunner::wait(PreparedLaunch& prepared) {

@@ -59,6 +59,7 @@ struct RunPlan {
   RingSizeResolution rings;  // tensormap_ringbuffer only
   uint32_t scheduler_timeout_ms = 0;
   uint32_t stream_sync_timeout_ms = 0;
+  uint64_t op_execute_timeout_us = 0;  // enforced by the host on isolated platforms
 };
 
 // The limits a config is validated against on a device of this geometry.

@@ -12,6 +12,7 @@
 #include "common/chip_launch.h"
 #include "common/kernel_table.h"
 #include "common/task_args_wire.h"
+#include "host/device_memory.h"  // kDeviceAlign
 
 namespace chiprt::host {
 

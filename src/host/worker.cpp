@@ -197,6 +197,16 @@ uint64_t Worker::device_bytes_in_use() const {
   return impl_->ready("device_bytes_in_use").bytes_in_use();
 }
 
+void Worker::reset() {
+  const auto lock = impl_->enter("reset");
+  impl_->ready("reset").reset_device();
+}
+
+uint64_t Worker::reset_count() const {
+  const auto lock = impl_->enter("reset_count");
+  return impl_->ready("reset_count").reset_count();
+}
+
 void Worker::close() {
   const auto lock = impl_->enter("close");
   if (impl_->state == Impl::State::Closed) return;

@@ -1,5 +1,6 @@
 #include "platform/sim/device_memory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -24,13 +25,83 @@ std::string describe(uint64_t addr, uint64_t size) {
 
 }  // namespace
 
+DeviceMemory::DeviceMemory(const DeviceRegion& region) : capacity_(region.bytes), region_(region) {
+  if (region.bytes != 0) free_ranges_.emplace(region.device_base, region.bytes);
+}
+
 DeviceMemory::~DeviceMemory() {
+  if (region_backed()) return;  // the region's mapping is its owner's to release
   for (const auto& [addr, allocation] : live_) release(addr, allocation);
   for (const Quarantined& q : quarantine_) release(q.addr, q.allocation);
 }
 
+void* DeviceMemory::host_view(uint64_t addr) const noexcept {
+  if (!region_backed()) return reinterpret_cast<void*>(addr);
+  return region_.host_base + (addr - region_.device_base);
+}
+
+Status DeviceMemory::reserve(uint64_t bytes, uint64_t align, uint64_t* addr,
+                             Allocation* allocation) {
+  const uint64_t host_align = align < kMinHostAlign ? kMinHostAlign : align;
+  if (!region_backed()) {
+    void* memory = ::operator new(bytes, std::align_val_t(host_align), std::nothrow);
+    if (memory == nullptr) {
+      return Status(StatusCode::OutOfDeviceMemory,
+                    "alloc: the host could not provide " + std::to_string(bytes) +
+                        " bytes for the simulated device (capacity " + std::to_string(capacity_) +
+                        " bytes is larger than the host can back); lower SimOptions.memory_bytes");
+    }
+    *addr = reinterpret_cast<uint64_t>(memory);
+    *allocation = Allocation{bytes, host_align, 0};
+    return Status::ok();
+  }
+  // First fit; sizes are rounded to whole cache lines, like the heap's alignment, so chip-side
+  // atomics never share a line with another allocation.
+  const uint64_t reserved = (bytes + kMinHostAlign - 1) / kMinHostAlign * kMinHostAlign;
+  uint64_t largest = 0;
+  for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
+    const uint64_t start = it->first;
+    const uint64_t end = start + it->second;
+    const uint64_t aligned = (start + host_align - 1) / host_align * host_align;
+    largest = std::max(largest, it->second);
+    if (aligned > end || end - aligned < reserved) continue;
+    free_ranges_.erase(it);
+    if (aligned > start) free_ranges_.emplace(start, aligned - start);
+    if (aligned + reserved < end)
+      free_ranges_.emplace(aligned + reserved, end - aligned - reserved);
+    *addr = aligned;
+    *allocation = Allocation{bytes, host_align, reserved};
+    return Status::ok();
+  }
+  return Status(StatusCode::OutOfDeviceMemory,
+                "alloc: no free range of the device memory holds " + std::to_string(bytes) +
+                    " bytes aligned to " + std::to_string(host_align) + " (largest free range " +
+                    std::to_string(largest) +
+                    " bytes; memory of a faulted launch stays "
+                    "quarantined until the device is reset)");
+}
+
 void DeviceMemory::release(uint64_t addr, const Allocation& allocation) noexcept {
-  ::operator delete(reinterpret_cast<void*>(addr), std::align_val_t(allocation.host_align));
+  if (!region_backed()) {
+    ::operator delete(reinterpret_cast<void*>(addr), std::align_val_t(allocation.host_align));
+    return;
+  }
+  uint64_t start = addr;
+  uint64_t bytes = allocation.reserved;
+  auto next = free_ranges_.lower_bound(start);
+  if (next != free_ranges_.end() && start + bytes == next->first) {
+    bytes += next->second;
+    next = free_ranges_.erase(next);
+  }
+  if (next != free_ranges_.begin()) {
+    auto previous = std::prev(next);
+    if (previous->first + previous->second == start) {
+      start = previous->first;
+      bytes += previous->second;
+      free_ranges_.erase(previous);
+    }
+  }
+  free_ranges_.emplace(start, bytes);
 }
 
 Status DeviceMemory::alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) {
@@ -51,16 +122,10 @@ Status DeviceMemory::alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) {
                                                      std::to_string(available) + " of capacity " +
                                                      std::to_string(capacity_) + " bytes");
   }
-  const uint64_t host_align = align < kMinHostAlign ? kMinHostAlign : align;
-  void* memory = ::operator new(bytes, std::align_val_t(host_align), std::nothrow);
-  if (memory == nullptr) {
-    return Status(StatusCode::OutOfDeviceMemory,
-                  "alloc: the host could not provide " + std::to_string(bytes) +
-                      " bytes for the simulated device (capacity " + std::to_string(capacity_) +
-                      " bytes is larger than the host can back); lower SimOptions.memory_bytes");
-  }
-  const auto addr = reinterpret_cast<uint64_t>(memory);
-  live_.emplace(addr, Allocation{bytes, host_align});
+  uint64_t addr = 0;
+  Allocation allocation;
+  if (Status status = reserve(bytes, align, &addr, &allocation); !status) return status;
+  live_.emplace(addr, allocation);
   in_use_ += bytes;
   // A reused address is live again: a later free of it is not a double free.
   if (freed_.erase(addr) != 0) {
@@ -133,7 +198,7 @@ Status DeviceMemory::copy_to_device(uint64_t dst, const void* src, uint64_t byte
   }
   std::lock_guard lock(mutex_);
   if (Status status = check_range("copy_to_device", dst, bytes); !status) return status;
-  if (bytes != 0) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  if (bytes != 0) std::memcpy(host_view(dst), src, bytes);
   return Status::ok();
 }
 
@@ -144,7 +209,7 @@ Status DeviceMemory::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
   }
   std::lock_guard lock(mutex_);
   if (Status status = check_range("copy_from_device", src, bytes); !status) return status;
-  if (bytes != 0) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  if (bytes != 0) std::memcpy(dst, host_view(src), bytes);
   return Status::ok();
 }
 
@@ -156,15 +221,15 @@ Status DeviceMemory::load_word(uint64_t src, uint32_t* out) {
   }
   std::lock_guard lock(mutex_);
   if (Status status = check_range("load_word", src, sizeof(uint32_t)); !status) return status;
-  *out =
-      std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(src)).load(std::memory_order_acquire);
+  *out = std::atomic_ref<uint32_t>(*static_cast<uint32_t*>(host_view(src)))
+             .load(std::memory_order_acquire);
   return Status::ok();
 }
 
 Status DeviceMemory::memset(uint64_t dst, int value, uint64_t bytes) {
   std::lock_guard lock(mutex_);
   if (Status status = check_range("memset", dst, bytes); !status) return status;
-  if (bytes != 0) std::memset(reinterpret_cast<void*>(dst), value, bytes);
+  if (bytes != 0) std::memset(host_view(dst), value, bytes);
   return Status::ok();
 }
 

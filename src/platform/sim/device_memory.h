@@ -1,11 +1,18 @@
-// DeviceMemory: the simulated chip's device memory, a tracked allocator over real host memory.
+// DeviceMemory: the simulated chip's device memory, a tracked allocator over one of two backings.
 //
-// Every allocation is recorded (address -> size) against a fixed capacity; device addresses are
-// host pointers so chip-side code can dereference them directly. Host-side operations (alloc,
-// free, copies, memset) validate addresses and ranges and report errors as Status, never crash.
+// - Heap (the in-process sim): each allocation is its own block of host memory; device addresses
+//   are host pointers, so chip-side code dereferences them directly.
+// - Region (the isolated sim, isolated_platform.h): a carve-out of one mapped range with a
+//   first-fit free list. Device addresses lie in `DeviceRegion::device_base` (where the device
+//   process maps the memory); the host reaches the same bytes at `host_base`, and every host-side
+//   operation translates.
+// Either way every allocation is recorded (address -> size) against a fixed capacity, and
+// host-side operations (alloc, free, copies, memset) validate addresses and ranges and report
+// errors as Status, never crash.
 // Lifetime: owned by the platform (and kept alive by stuck stream threads, see launch_engine.h);
-// the destructor releases live and abandoned allocations. Threading: every method is thread-safe
-// (one mutex; these are host-side calls, not the chip's hot path).
+// the destructor releases live and abandoned heap allocations (a region's mapping belongs to
+// whoever mapped it). Threading: every method is thread-safe (one mutex; these are host-side calls,
+// not the chip's hot path).
 #pragma once
 
 #include <cstdint>
@@ -21,13 +28,24 @@
 
 namespace chiprt::platform::sim {
 
+// A mapped range that a region-backed DeviceMemory carves allocations from: `bytes` at
+// `host_base` in this process, named by device addresses from `device_base`.
+struct DeviceRegion {
+  uint8_t* host_base = nullptr;
+  uint64_t device_base = 0;
+  uint64_t bytes = 0;
+};
+
 class DeviceMemory {
  public:
   static constexpr uint64_t kMaxAlign = 4096;
   // How many freed addresses are remembered to tell a double free from an unknown pointer.
   static constexpr std::size_t kFreedHistory = 4096;
 
+  // Heap-backed: `capacity_bytes` of host memory at most, allocated per allocation.
   explicit DeviceMemory(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+  // Region-backed: allocations are carved from `region` (its bytes are the capacity).
+  explicit DeviceMemory(const DeviceRegion& region);
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -45,11 +63,14 @@ class DeviceMemory {
   // Forgets every allocation without freeing it: the memory moves to a quarantine released only by
   // the destructor (after a device fault, chip threads may still touch it).
   void abandon();
+  // True when allocations are carved from a DeviceRegion.
+  bool region_backed() const noexcept { return region_.host_base != nullptr; }
 
  private:
   struct Allocation {
     uint64_t size = 0;
-    uint64_t host_align = 0;  // alignment passed to the host allocator (needed to release it)
+    uint64_t host_align = 0;  // heap: alignment passed to the host allocator (to release it)
+    uint64_t reserved = 0;    // region: bytes taken from the free list (size rounded up)
   };
   struct Quarantined {
     uint64_t addr = 0;
@@ -58,10 +79,16 @@ class DeviceMemory {
   // Checks that [addr, addr + bytes) lies inside one live allocation. Caller holds mutex_.
   Status check_range(const char* operation, uint64_t addr, uint64_t bytes) const;
   void remember_freed(uint64_t addr);
-  static void release(uint64_t addr, const Allocation& allocation) noexcept;
+  // Takes the memory of a new allocation from the backing (caller holds mutex_).
+  Status reserve(uint64_t bytes, uint64_t align, uint64_t* addr, Allocation* allocation);
+  // Gives a freed allocation's memory back to the backing (heap: the host; region: the free list).
+  void release(uint64_t addr, const Allocation& allocation) noexcept;
+  void* host_view(uint64_t addr) const noexcept;
 
   const uint64_t capacity_;
+  const DeviceRegion region_{};
   mutable std::mutex mutex_;
+  std::map<uint64_t, uint64_t> free_ranges_;  // region: device address -> bytes, coalesced
   std::map<uint64_t, Allocation> live_;  // ordered: range checks look up the enclosing allocation
   uint64_t in_use_ = 0;
   std::deque<uint64_t> freed_order_;

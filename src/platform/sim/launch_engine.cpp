@@ -41,8 +41,8 @@ LaunchEngine::LaunchEngine(const Options& options)
   services_.ctx = this;
   services_.kick_core = &kick_core_thunk;
   services_.cycles = &cycles_thunk;
-  // Chip threads share this process's memory: private futexes.
-  services_.park_wake = sim_park_wake(FutexScope::Private);
+  // Private futexes unless the chip's memory is shared with another process.
+  services_.park_wake = sim_park_wake(options.park_scope);
 }
 
 LaunchEngine::~LaunchEngine() {
@@ -119,6 +119,7 @@ void LaunchEngine::thread_exited(HostThread* self) {
 
 void LaunchEngine::aicpu_main(uint32_t index, uint64_t seen_generation, HostThread* self) {
   // This thread runs only chip code: host API calls from it are refused (common/run_context.h).
+  if (options_.thread_start != nullptr) options_.thread_start();
   common::t_run_context = {common::RunRole::AicpuThread, -1, 0, index};
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -141,6 +142,7 @@ void LaunchEngine::aicpu_main(uint32_t index, uint64_t seen_generation, HostThre
 }
 
 void LaunchEngine::executor_main(uint32_t index, HostThread* self) {
+  if (options_.thread_start != nullptr) options_.thread_start();
   common::t_run_context = {common::RunRole::CoreExecutor, -1, 0, index};
   uint32_t core = 0;
   while (!stopping_flag_.load(std::memory_order_acquire)) {

@@ -41,6 +41,7 @@
 #include "chiprt/status.h"
 #include "platform/platform.h"
 #include "platform/sim/core_queue.h"
+#include "platform/sim/futex.h"
 
 namespace chiprt::platform::sim {
 
@@ -68,6 +69,12 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
     bool kernels_on_aicpu = false;
     // How long stop() waits for a running launch and for threads to exit before detaching them.
     uint64_t stop_grace_ms = 2000;
+    // How chip threads park (ChipServices::park_wake): Shared when the chip's memory is mapped by
+    // another process as well (the isolated sim's device process).
+    FutexScope park_scope = FutexScope::Private;
+    // Run first on every host thread the engine starts (the device process installs its
+    // alternate signal stack there); nullptr: nothing.
+    void (*thread_start)() = nullptr;
   };
 
   explicit LaunchEngine(const Options& options);

@@ -47,9 +47,62 @@ SimCoreExecution resolve_sim_core_execution(const SimOptions& options) {
   return platform::sim::resolve_core_execution(requested);
 }
 
+std::string_view sim_isolation_name(SimIsolation mode) noexcept {
+  switch (mode) {
+    case SimIsolation::Default:
+      return "default";
+    case SimIsolation::None:
+      return "none";
+    case SimIsolation::Process:
+      return "process";
+  }
+  return "unknown";
+}
+
+bool parse_sim_isolation(std::string_view name, SimIsolation* out) noexcept {
+  for (const SimIsolation mode :
+       {SimIsolation::Default, SimIsolation::None, SimIsolation::Process}) {
+    if (name == sim_isolation_name(mode)) {
+      *out = mode;
+      return true;
+    }
+  }
+  return false;
+}
+
+SimIsolation resolve_sim_isolation(const SimOptions& options) {
+  if (options.isolation != SimIsolation::Default && options.isolation != SimIsolation::None &&
+      options.isolation != SimIsolation::Process) {
+    throw Error(StatusCode::InvalidConfig, "SimOptions.isolation " +
+                                               std::to_string(static_cast<int>(options.isolation)) +
+                                               " is unknown; use Default, None or Process");
+  }
+  SimOptions requested = options;
+  throw_if_error(platform::sim::apply_isolation_env(&requested));
+  // In-process stays the default: it is what a debugger steps through most easily.
+  return requested.isolation == SimIsolation::Default ? SimIsolation::None : requested.isolation;
+}
+
 }  // namespace chiprt
 
 namespace chiprt::platform::sim {
+
+Status apply_isolation_env(SimOptions* options) {
+  // An explicit (or unknown: validate_sim_options names it) mode is kept.
+  if (options->isolation != SimIsolation::Default) return Status::ok();
+  const char* text = std::getenv("CHIPRT_SIM_ISOLATION");
+  if (text == nullptr || *text == '\0') return Status::ok();
+  const std::string_view name(text);
+  if (name == "process") {
+    options->isolation = SimIsolation::Process;
+  } else if (name == "none") {
+    options->isolation = SimIsolation::None;
+  } else {
+    return Status(StatusCode::InvalidConfig,
+                  std::string("CHIPRT_SIM_ISOLATION='") + text + "' is not one of process, none");
+  }
+  return Status::ok();
+}
 
 Status apply_core_execution_env(SimOptions* options) {
   // An explicit (or unknown: validate_sim_options names it) mode is kept.

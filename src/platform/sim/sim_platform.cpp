@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "aicore/core_executor.h"
+#include "platform/sim/isolated_platform.h"
 #include "scheduler/chip_entry.h"
 
 namespace chiprt::platform::sim {
@@ -41,6 +42,11 @@ Status validate_sim_options(const SimOptions& config) {
     return out_of_range("core_execution", static_cast<uint64_t>(config.core_execution),
                         "0 (auto), 1 (aicpu) or 2 (executors)");
   }
+  if (config.isolation != SimIsolation::Default && config.isolation != SimIsolation::None &&
+      config.isolation != SimIsolation::Process) {
+    return out_of_range("isolation", static_cast<uint64_t>(config.isolation),
+                        "0 (default), 1 (none) or 2 (process)");
+  }
   if (config.memory_bytes < kMinMemoryBytes) {
     return out_of_range("memory_bytes", config.memory_bytes,
                         "at least " + std::to_string(kMinMemoryBytes) + " (1 MiB)");
@@ -65,12 +71,22 @@ Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>*
   }
   SimOptions requested = options;
   if (Status status = apply_core_execution_env(&requested); !status) return status;
+  if (Status status = apply_isolation_env(&requested); !status) return status;
   if (Status status = validate_sim_options(requested); !status) return status;
-  *out = std::make_unique<SimPlatform>(requested);
+  if (requested.isolation == SimIsolation::Process) {
+    try {
+      *out = std::make_unique<IsolatedPlatform>(requested);
+    } catch (const Error& error) {
+      return Status(error.code(), error.message());
+    }
+  } else {
+    *out = std::make_unique<SimPlatform>(requested);
+  }
   return Status::ok();
 }
 
-SimPlatform::SimPlatform(const SimOptions& config, const SimTuning& tuning) : options_(config) {
+SimPlatformBase::SimPlatformBase(const SimOptions& config, const SimTuning& tuning)
+    : options_(config) {
   geometry_.clusters = config.clusters;
   geometry_.max_aicpu_threads = kMaxAicpuThreads;
   // A serial chip runs exactly one AICPU thread, so that is its default shape.
@@ -84,6 +100,77 @@ SimPlatform::SimPlatform(const SimOptions& config, const SimTuning& tuning) : op
   engine_options_.kernels_on_aicpu = resolve_core_execution(config) == SimCoreExecution::Aicpu;
   geometry_.kicks_run_kernels = engine_options_.kernels_on_aicpu;
   engine_options_.stop_grace_ms = tuning.stop_grace_ms;
+}
+
+Status SimPlatformBase::attach(int device_id) {
+  if (device_id < 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "attach: device_id must be >= 0 (got " + std::to_string(device_id) + ")");
+  }
+  if (attached_device_ && *attached_device_ != device_id) {
+    return Status(StatusCode::DeviceMismatch,
+                  "attach: already attached to device " + std::to_string(*attached_device_) +
+                      "; finalize before attaching to device " + std::to_string(device_id));
+  }
+  attached_device_ = device_id;
+  return Status::ok();
+}
+
+Status SimPlatformBase::alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) {
+  return memory_->alloc(bytes, align, out);
+}
+Status SimPlatformBase::free(uint64_t addr) {
+  return memory_->free(addr);
+}
+Status SimPlatformBase::copy_to_device(uint64_t dst, const void* src, uint64_t bytes) {
+  return memory_->copy_to_device(dst, src, bytes);
+}
+Status SimPlatformBase::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
+  return memory_->copy_from_device(dst, src, bytes);
+}
+Status SimPlatformBase::load_device_word(uint64_t src, uint32_t* out) {
+  return memory_->load_word(src, out);
+}
+Status SimPlatformBase::memset(uint64_t dst, int value, uint64_t bytes) {
+  return memory_->memset(dst, value, bytes);
+}
+uint64_t SimPlatformBase::bytes_in_use() const {
+  return memory_->bytes_in_use();
+}
+uint64_t SimPlatformBase::capacity() const {
+  return memory_->capacity();
+}
+void SimPlatformBase::abandon_memory() {
+  memory_->abandon();
+}
+
+LaunchPrograms linked_chip_runtime() noexcept {
+  LaunchPrograms runtime;
+  runtime.aicpu_entry = &scheduler::aicpu_entry;
+  runtime.core_service = &aicore::core_service;
+  return runtime;
+}
+
+Status chip_runtime_launch(const LaunchPrograms& runtime, const LaunchRequest& request,
+                           LaunchPrograms* out) {
+  if (runtime.aicpu_entry == nullptr) {
+    return Status(StatusCode::NotInitialized,
+                  "launch: no chip runtime is loaded; call load_chip_runtime() first");
+  }
+  if (request.launch_args_addr == 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "launch: LaunchRequest::launch_args_addr must name the launch arguments");
+  }
+  *out = runtime;
+  out->ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(request.launch_args_addr));
+  out->aicpu_threads = request.aicpu_threads;
+  out->cores = request.cores;
+  out->serial = request.serial;
+  return Status::ok();
+}
+
+SimPlatform::SimPlatform(const SimOptions& config, const SimTuning& tuning)
+    : SimPlatformBase(config, tuning) {
   create_device();
 }
 
@@ -105,48 +192,6 @@ Status SimPlatform::reset_device() {
 
 SimPlatform::~SimPlatform() {
   engine_->stop();
-}
-
-Status SimPlatform::attach(int device_id) {
-  if (device_id < 0) {
-    return Status(StatusCode::InvalidArgument,
-                  "attach: device_id must be >= 0 (got " + std::to_string(device_id) + ")");
-  }
-  if (attached_device_ && *attached_device_ != device_id) {
-    return Status(StatusCode::DeviceMismatch,
-                  "attach: already attached to device " + std::to_string(*attached_device_) +
-                      "; finalize before attaching to device " + std::to_string(device_id));
-  }
-  attached_device_ = device_id;
-  return Status::ok();
-}
-
-Status SimPlatform::alloc(uint64_t bytes, uint64_t align, DeviceBuffer* out) {
-  return memory_->alloc(bytes, align, out);
-}
-Status SimPlatform::free(uint64_t addr) {
-  return memory_->free(addr);
-}
-Status SimPlatform::copy_to_device(uint64_t dst, const void* src, uint64_t bytes) {
-  return memory_->copy_to_device(dst, src, bytes);
-}
-Status SimPlatform::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
-  return memory_->copy_from_device(dst, src, bytes);
-}
-Status SimPlatform::load_device_word(uint64_t src, uint32_t* out) {
-  return memory_->load_word(src, out);
-}
-Status SimPlatform::memset(uint64_t dst, int value, uint64_t bytes) {
-  return memory_->memset(dst, value, bytes);
-}
-uint64_t SimPlatform::bytes_in_use() const {
-  return memory_->bytes_in_use();
-}
-uint64_t SimPlatform::capacity() const {
-  return memory_->capacity();
-}
-void SimPlatform::abandon_memory() {
-  memory_->abandon();
 }
 
 Status SimPlatform::load_object(std::span<const uint8_t> image, LoadedObject* out) {
@@ -173,25 +218,14 @@ void SimPlatform::abandon_launch() {
 }
 Status SimPlatform::load_chip_runtime() {
   // The chip shares this process: its runtime is linked in.
-  chip_runtime_.aicpu_entry = &scheduler::aicpu_entry;
-  chip_runtime_.core_service = &aicore::core_service;
+  chip_runtime_ = linked_chip_runtime();
   return Status::ok();
 }
 Status SimPlatform::launch(const LaunchRequest& request) {
-  if (chip_runtime_.aicpu_entry == nullptr) {
-    return Status(StatusCode::NotInitialized,
-                  "launch: no chip runtime is loaded; call load_chip_runtime() first");
+  LaunchPrograms programs;
+  if (Status status = chip_runtime_launch(chip_runtime_, request, &programs); !status) {
+    return status;
   }
-  if (request.launch_args_addr == 0) {
-    return Status(StatusCode::InvalidArgument,
-                  "launch: LaunchRequest::launch_args_addr must name the launch arguments");
-  }
-  LaunchPrograms programs = chip_runtime_;
-  // The chip shares the host's address space: the device address is the pointer.
-  programs.ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(request.launch_args_addr));
-  programs.aicpu_threads = request.aicpu_threads;
-  programs.cores = request.cores;
-  programs.serial = request.serial;
   return engine_->launch(programs);
 }
 Status SimPlatform::launch_programs(const LaunchPrograms& programs) {

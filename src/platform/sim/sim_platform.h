@@ -38,17 +38,27 @@ Status apply_core_execution_env(SimOptions* options);
 // read). `hardware_threads` 0 = this host's.
 SimCoreExecution resolve_core_execution(const SimOptions& options, unsigned hardware_threads = 0);
 
-// Platform "sim": CHIPRT_SIM_CORES applied (apply_core_execution_env), the options validated.
+// Applies CHIPRT_SIM_ISOLATION when options->isolation is Default (InvalidConfig for a bad value).
+Status apply_isolation_env(SimOptions* options);
+
+// Platform "sim": CHIPRT_SIM_CORES and CHIPRT_SIM_ISOLATION applied (apply_core_execution_env,
+// apply_isolation_env), the options validated; an IsolatedPlatform (isolated_platform.h) when the
+// isolation resolves to Process, else a SimPlatform.
 Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>* out);
 
-class SimPlatform final : public Platform {
- public:
-  // `options` must have passed validate_sim_options.
-  explicit SimPlatform(const SimOptions& options, const SimTuning& tuning = {});
-  ~SimPlatform() override;
-  SimPlatform(const SimPlatform&) = delete;
-  SimPlatform& operator=(const SimPlatform&) = delete;
+// The programs of a launch of the loaded chip `runtime` (its entries) on `request`: the launch
+// arguments are at the device address, which is a pointer where the chip runs. NotInitialized
+// before the runtime is loaded, InvalidArgument without launch arguments.
+Status chip_runtime_launch(const LaunchPrograms& runtime, const LaunchRequest& request,
+                           LaunchPrograms* out);
+// The scheduler's AICPU entry and the aicore loop, linked into this library.
+LaunchPrograms linked_chip_runtime() noexcept;
 
+// What both sim platforms (SimPlatform, IsolatedPlatform) share: the options and what they derive
+// (geometry, the engine's options), the attachment, and device memory, whose every operation runs
+// in the host process on the platform's DeviceMemory (heap- or region-backed).
+class SimPlatformBase : public Platform {
+ public:
   std::string name() const override { return "sim"; }
   Geometry geometry() const override { return geometry_; }
   bool serial() const override { return options_.serial; }
@@ -64,6 +74,27 @@ class SimPlatform final : public Platform {
   uint64_t bytes_in_use() const override;
   uint64_t capacity() const override;
   void abandon_memory() override;
+
+  std::size_t live_allocations() const { return memory_->live_allocations(); }
+
+ protected:
+  // `options` must have passed validate_sim_options.
+  SimPlatformBase(const SimOptions& options, const SimTuning& tuning);
+
+  const SimOptions options_;
+  Geometry geometry_;
+  LaunchEngine::Options engine_options_;
+  std::optional<int> attached_device_;
+  std::shared_ptr<DeviceMemory> memory_;
+};
+
+class SimPlatform final : public SimPlatformBase {
+ public:
+  // `options` must have passed validate_sim_options.
+  explicit SimPlatform(const SimOptions& options, const SimTuning& tuning = {});
+  ~SimPlatform() override;
+  SimPlatform(const SimPlatform&) = delete;
+  SimPlatform& operator=(const SimPlatform&) = delete;
 
   Status load_object(std::span<const uint8_t> image, LoadedObject* out) override;
   Status resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) override;
@@ -87,7 +118,6 @@ class SimPlatform final : public Platform {
   uint64_t ignored_kicks() const noexcept { return engine_->ignored_kicks(); }
   bool streams_faulted() const { return engine_->faulted(); }
   uint32_t executor_threads() const noexcept { return engine_->executor_threads(); }
-  std::size_t live_allocations() const { return memory_->live_allocations(); }
   std::size_t loaded_objects() const { return objects_->loaded_count(); }
   uint32_t object_refcount(LoadedObject object) const { return objects_->refcount(object.handle); }
 
@@ -95,12 +125,7 @@ class SimPlatform final : public Platform {
   // The device's memory, objects and threads, afresh (construction, reset_device).
   void create_device();
 
-  const SimOptions options_;
-  Geometry geometry_;
-  LaunchEngine::Options engine_options_;
   LaunchPrograms chip_runtime_{};  // entries only; set by load_chip_runtime
-  std::optional<int> attached_device_;
-  std::shared_ptr<DeviceMemory> memory_;
   std::shared_ptr<ObjectLoader> objects_;
   std::shared_ptr<LaunchEngine> engine_;
 };

@@ -547,16 +547,7 @@ TEST(GraphExport, ToDotLabelsMixSpmdAndPredicatedTasks) {
   EXPECT_EQ(GraphExport{}.to_dot(), "digraph chiprt {\n}\n");
 }
 
-// Runs `call` and returns the Error it throws (fails the test when it does not throw).
-Error error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return Error(StatusCode::Ok, "");
-}
+using host::test::error_of;
 
 // run's message with its operation prefix replaced by export_graph's.
 std::string as_export_message(const std::string& run_message) {

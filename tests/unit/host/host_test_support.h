@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +72,17 @@ struct VariantCaseName {
            std::get<1>(info.param).name;
   }
 };
+
+// Runs `call` and returns the Error it throws (fails the test when it does not throw).
+inline Error error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return Error(StatusCode::Ok, "");
+}
 
 // A 1 MiB output heap and room for `max_tasks` tasks.
 inline CallConfig small_call_config(uint64_t max_tasks) {

@@ -50,15 +50,7 @@ struct PlanFixture {
   }
 };
 
-Error error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error";
-  return Error(StatusCode::Ok, "");
-}
+using test::error_of;
 
 TEST(RunPlanTest, DefaultsResolveOnce) {
   PlanFixture fixture;

@@ -10,20 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "libm_image.h"
 #include "platform/sim/sim_platform.h"
 
 namespace chiprt::platform {
 namespace {
-
-// The bytes of the libm this process runs with (found through the address of cos, so no path
-// is assumed).
-std::vector<uint8_t> libm_image() {
-  Dl_info info{};
-  double (*cos_fn)(double) = &::cos;
-  if (dladdr(reinterpret_cast<void*>(cos_fn), &info) == 0 || info.dli_fname == nullptr) return {};
-  std::ifstream file(info.dli_fname, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(file), {});
-}
 
 bool contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;

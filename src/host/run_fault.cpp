@@ -1,0 +1,176 @@
+// The end of a run whose device was lost (isolated platforms): the kernel, orchestration function
+// or runtime thread that crashed, the kernel that ran past the op execute timeout, and the one
+// place their messages are composed. The launch's handshake cells are read back through the
+// platform (the device's memory outlives its process) to name the core's task and block.
+#include <csignal>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "common/handshake.h"
+#include "host/device_runner.h"
+#include "host/run_steps.h"
+
+namespace chiprt::host {
+namespace {
+
+// "SIGSEGV (invalid memory reference)".
+std::string signal_text(int signal) {
+  switch (signal) {
+    case SIGSEGV:
+      return "SIGSEGV (invalid memory reference)";
+    case SIGBUS:
+      return "SIGBUS (bus error: misaligned access or memory past the end of a mapping)";
+    case SIGILL:
+      return "SIGILL (illegal instruction)";
+    case SIGFPE:
+      return "SIGFPE (arithmetic fault, e.g. integer division by zero)";
+    case SIGABRT:
+      return "SIGABRT (abort() or a failed assert)";
+    case SIGKILL:
+      return "SIGKILL (killed)";
+    default:
+      break;
+  }
+  const char* name = sigabbrev_np(signal);
+  return name != nullptr ? "SIG" + std::string(name) + " (signal " + std::to_string(signal) + ")"
+                         : "signal " + std::to_string(signal);
+}
+
+// "raised SIGSEGV (invalid memory reference) at address 0x10", "called exit(3)".
+std::string fault_event(const platform::DeviceFault& fault) {
+  switch (fault.kind) {
+    case platform::DeviceFault::Kind::Signal: {
+      std::string text = "raised " + signal_text(fault.signal);
+      if (fault.has_fault_addr && (fault.signal == SIGSEGV || fault.signal == SIGBUS)) {
+        text += " at address " + hex(fault.fault_addr);
+      }
+      return text;
+    }
+    case platform::DeviceFault::Kind::Exit:
+      return "called exit(" + std::to_string(fault.exit_code) + ")";
+    case platform::DeviceFault::Kind::Killed:
+      return "was killed by the host (" + fault.reason + ")";
+    case platform::DeviceFault::Kind::None:
+      break;
+  }
+  return "stopped";
+}
+
+constexpr char kResetTail[] = "; device memory is lost; call Worker::reset()";
+
+}  // namespace
+
+std::string DeviceRunner::describe_core_task(const PreparedLaunch& prepared, uint32_t core,
+                                             const uint64_t* task, const int32_t* func_id) {
+  common::DispatchPayload payload{};
+  uint32_t executing = common::kTaskIdle;
+  const uint64_t cell = common::core_cell_addr(prepared.shared_addr, core);
+  const bool cell_read =
+      core < common::kMaxCores &&
+      platform_->load_device_word(cell + offsetof(common::HandshakeCell, executing), &executing)
+          .is_ok() &&
+      platform_
+          ->copy_from_device(&payload, cell + offsetof(common::HandshakeCell, running_payload),
+                             sizeof(payload))
+          .is_ok();
+  // The cell describes the task when the core was executing one and it is the task named.
+  const bool cell_valid = cell_read && executing != common::kTaskIdle &&
+                          executing != common::kTaskExit &&
+                          (task == nullptr || payload.task_id == *task) &&
+                          (func_id == nullptr || payload.func_id == *func_id);
+  const uint64_t task_id = task != nullptr ? *task : payload.task_id;
+  const int32_t kernel = func_id != nullptr ? *func_id : payload.func_id;
+
+  std::string text =
+      "task " + std::to_string(task_id) + " (kernel func_id " + std::to_string(kernel);
+  const RegisteredCallable* callable = callables_.find(prepared.callable_id);
+  if (callable != nullptr && kernel >= 0 && kernel < kMaxFuncId &&
+      callable->kernels[static_cast<std::size_t>(kernel)].present) {
+    const char* symbol = callable->kernels[static_cast<std::size_t>(kernel)].symbol;
+    text += symbol != nullptr ? ", symbol " + std::string(symbol) : ", function kernel";
+  }
+  text += ") on core " + std::to_string(core);
+  if (core < geometry_.cores()) {
+    const bool aic = platform::core_type_of(geometry_, core) == CoreType::AIC;
+    const uint32_t cluster = aic ? core : (core - geometry_.clusters) / 2;
+    text +=
+        std::string(" (") + (aic ? "AIC" : "AIV") + ", cluster " + std::to_string(cluster) + ")";
+  }
+  if (cell_valid) {
+    text +=
+        ", block " + std::to_string(payload.block_idx) + " of " + std::to_string(payload.block_num);
+  }
+  return text;
+}
+
+void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::string& chip_detail) {
+  const LaunchWait& wait = prepared.wait;
+  const platform::DeviceFault fault = platform_->device_fault();
+  const std::string callable = "callable id " + std::to_string(prepared.callable_id);
+  const std::string pid = fault.pid > 0 ? " (pid " + std::to_string(fault.pid) + ")" : "";
+  StatusCode code = StatusCode::KernelCrashed;
+  std::string body;
+  if (wait.op_timeout_core >= 0) {
+    code = StatusCode::OpExecuteTimeout;
+    body = callable + ": " +
+           describe_core_task(prepared, static_cast<uint32_t>(wait.op_timeout_core)) +
+           ", ran longer than the op execute timeout (" +
+           std::to_string(prepared.plan.op_execute_timeout_us) +
+           " us, CHIPRT_OP_EXECUTE_TIMEOUT_US); the device process" + pid + " was killed";
+    if (!chip_detail.empty()) body += "; the scheduler watchdog reported first: " + chip_detail;
+  } else if (fault.kind == platform::DeviceFault::Kind::None ||
+             fault.kind == platform::DeviceFault::Kind::Killed) {
+    // Killed by someone else than this wait, or a platform that reported the loss without a
+    // record: its own summary is all there is.
+    code = wait.waited.code() == StatusCode::KernelCrashed ? StatusCode::KernelCrashed
+                                                           : StatusCode::DeviceFaulted;
+    body = callable + ": the device was lost: " + wait.waited.message();
+    if (fault.kind == platform::DeviceFault::Kind::Killed) body += " (" + fault.reason + ")";
+  } else {
+    std::string subject;
+    std::string executing_then;
+    switch (fault.context_known ? fault.role : common::RunRole::None) {
+      case common::RunRole::Kernel:
+        subject = describe_core_task(prepared, fault.unit, &fault.task_id, &fault.func_id) + ",";
+        break;
+      case common::RunRole::ChipOrchestration:
+        subject = "the orchestration function of callable " + std::to_string(prepared.callable_id) +
+                  " on AICPU thread " + std::to_string(fault.unit);
+        break;
+      case common::RunRole::AicpuThread:
+        subject = "AICPU thread " + std::to_string(fault.unit) +
+                  ", in the chip's runtime (outside the orchestration function and any kernel),";
+        break;
+      case common::RunRole::CoreExecutor:
+        subject = "core executor thread " + std::to_string(fault.unit) + ", outside any kernel,";
+        break;
+      default: {
+        // Nothing recorded which thread died: name every core that was executing a task.
+        subject = "the device process";
+        for (uint32_t core = 0; core < std::min(geometry_.cores(), common::kMaxCores); ++core) {
+          uint32_t executing = common::kTaskIdle;
+          const uint64_t cell = common::core_cell_addr(prepared.shared_addr, core);
+          if (!platform_
+                   ->load_device_word(cell + offsetof(common::HandshakeCell, executing), &executing)
+                   .is_ok() ||
+              executing == common::kTaskIdle || executing == common::kTaskExit) {
+            continue;
+          }
+          executing_then +=
+              (executing_then.empty() ? "" : "; ") + describe_core_task(prepared, core);
+        }
+        executing_then = executing_then.empty()
+                             ? "; it recorded no thread, and no core was executing a task"
+                             : "; it recorded no thread; executing then: " + executing_then;
+        break;
+      }
+    }
+    body = callable + ": device crash: " + subject + " " + fault_event(fault) + executing_then +
+           (fault.pid > 0 ? " (device process pid " + std::to_string(fault.pid) + ")" : "");
+  }
+  abandon_after_fault(body);
+  throw Error(code, body + kResetTail);
+}
+
+}  // namespace chiprt::host

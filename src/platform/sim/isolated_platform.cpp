@@ -1,0 +1,650 @@
+#include "platform/sim/isolated_platform.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "platform/sim/device_process.h"
+#include "platform/sim/futex.h"
+
+namespace chiprt::platform::sim {
+
+// Forwards the device process's stdout and stderr to the host's, line by line, each line prefixed.
+// One thread, parked in poll; it ends when told to stop (a pipe of its own). drain() waits until
+// both pipes reached end of file (the device and everything it wrote are gone).
+class OutputForwarder {
+ public:
+  OutputForwarder(int stdout_read, int stderr_read, int stdout_target, int stderr_target,
+                  std::string prefix)
+      : prefix_(std::move(prefix)) {
+    streams_[0] = {stdout_read, stdout_target, {}, false};
+    streams_[1] = {stderr_read, stderr_target, {}, false};
+    if (pipe2(stop_, O_CLOEXEC) != 0) stop_[0] = stop_[1] = -1;
+    thread_ = std::thread([this] { run(); });
+  }
+  ~OutputForwarder() {
+    if (stop_[1] >= 0) {
+      const char byte = 0;
+      while (::write(stop_[1], &byte, 1) < 0 && errno == EINTR) {
+      }
+    }
+    thread_.join();
+    for (Stream& stream : streams_) {
+      if (!stream.pending.empty()) emit(stream, stream.pending + "\n");
+      ::close(stream.fd);
+    }
+    for (int fd : stop_) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  OutputForwarder(const OutputForwarder&) = delete;
+  OutputForwarder& operator=(const OutputForwarder&) = delete;
+
+  bool drain(uint64_t timeout_ms) {
+    std::unique_lock lock(mutex_);
+    return eof_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                            [&] { return streams_[0].eof && streams_[1].eof; });
+  }
+
+ private:
+  struct Stream {
+    int fd = -1;
+    int target = -1;
+    std::string pending;  // a line not yet ended
+    bool eof = false;     // guarded by mutex_
+  };
+
+  void emit(const Stream& stream, const std::string& text) {
+    std::size_t written = 0;
+    while (written < text.size()) {
+      const ssize_t n = ::write(stream.target, text.data() + written, text.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the host's stream is gone: drop the output, never block the device
+      written += static_cast<std::size_t>(n);
+    }
+  }
+
+  void forward(Stream& stream, const char* data, std::size_t bytes) {
+    stream.pending.append(data, bytes);
+    std::string lines;
+    std::size_t start = 0;
+    for (std::size_t newline; (newline = stream.pending.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      lines += prefix_;
+      lines.append(stream.pending, start, newline + 1 - start);
+    }
+    stream.pending.erase(0, start);
+    if (!lines.empty()) emit(stream, lines);
+  }
+
+  void run() {
+    char buffer[16384];
+    for (;;) {
+      pollfd fds[3];
+      nfds_t count = 0;
+      Stream* polled[2] = {};
+      for (Stream& stream : streams_) {
+        bool eof = false;
+        {
+          std::lock_guard lock(mutex_);
+          eof = stream.eof;
+        }
+        if (eof) continue;
+        polled[count] = &stream;
+        fds[count++] = {stream.fd, POLLIN, 0};
+      }
+      const nfds_t stop_index = count;
+      fds[count++] = {stop_[0], POLLIN, 0};
+      if (::poll(fds, count, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      for (nfds_t i = 0; i < stop_index; ++i) {
+        if (fds[i].revents == 0) continue;
+        Stream& stream = *polled[i];
+        const ssize_t n = ::read(stream.fd, buffer, sizeof(buffer));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n > 0) {
+          forward(stream, buffer, static_cast<std::size_t>(n));
+          continue;
+        }
+        if (!stream.pending.empty()) {
+          emit(stream, prefix_ + stream.pending + "\n");
+          stream.pending.clear();
+        }
+        std::lock_guard lock(mutex_);
+        stream.eof = true;
+        eof_cv_.notify_all();
+      }
+      if (fds[stop_index].revents != 0 || stop_[0] < 0) return;
+    }
+  }
+
+  const std::string prefix_;
+  Stream streams_[2];
+  int stop_[2] = {-1, -1};
+  std::mutex mutex_;
+  std::condition_variable eof_cv_;
+  std::thread thread_;
+};
+
+namespace {
+
+// Replies to ordinary commands come within microseconds; a budget only bounds a device that
+// stopped answering.
+constexpr uint64_t kCommandBudgetMs = 10'000;
+// Added to a command's own timeout (wait, stop) for its reply to arrive.
+constexpr uint64_t kReplyMarginMs = 5'000;
+// The host waits for a reply in slices this long, checking between them that the device lives.
+constexpr int64_t kReplySliceNs = 2'000'000;
+// Polls of the reply word before the first futex wait (an answer usually comes that fast).
+constexpr int kReplySpins = 64;
+// A device that recorded a fault is dying; how long it may take before it is killed.
+constexpr uint64_t kDyingGraceMs = 2'000;
+// How long the output of a dead device may take to reach the host's streams.
+constexpr uint64_t kDrainMs = 1'000;
+
+uint64_t saturating_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+std::string hex(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof(buffer), "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+std::string signal_text(int signal) {
+  switch (signal) {
+    case SIGSEGV:
+      return "SIGSEGV (invalid memory reference)";
+    case SIGBUS:
+      return "SIGBUS (bus error: access to memory that does not exist)";
+    case SIGILL:
+      return "SIGILL (illegal instruction)";
+    case SIGFPE:
+      return "SIGFPE (arithmetic exception, e.g. an integer division by zero)";
+    case SIGABRT:
+      return "SIGABRT (aborted, e.g. abort() or a failed assert)";
+    case SIGTRAP:
+      return "SIGTRAP (trace/breakpoint trap)";
+    case SIGKILL:
+      return "SIGKILL (killed)";
+    default:
+      break;
+  }
+  const char* name = sigabbrev_np(signal);
+  return name != nullptr ? "SIG" + std::string(name) : "signal " + std::to_string(signal);
+}
+
+bool has_fault_address(int signal, int code) {
+  // Only the kernel's own reports (si_code > 0) carry an address; a kill() does not.
+  return code > 0 &&
+         (signal == SIGSEGV || signal == SIGBUS || signal == SIGILL || signal == SIGFPE);
+}
+
+std::string summary(const DeviceFault& fault) {
+  std::string text = "the device process (pid " + std::to_string(fault.pid) + ")";
+  switch (fault.kind) {
+    case DeviceFault::Kind::Signal:
+      text += " died of " + signal_text(fault.signal);
+      if (fault.has_fault_addr) text += " at " + hex(fault.fault_addr);
+      break;
+    case DeviceFault::Kind::Exit:
+      text += " exited with code " + std::to_string(fault.exit_code);
+      break;
+    case DeviceFault::Kind::Killed:
+      return text + " was killed by the host: " + fault.reason;
+    case DeviceFault::Kind::None:
+      return text + " is running";
+  }
+  if (fault.context_known) {
+    common::RunContext context;
+    context.role = fault.role;
+    context.func_id = fault.func_id;
+    context.task = fault.task_id;
+    context.unit = fault.unit;
+    text += " in " + common::describe(context);
+  } else {
+    text += " without recording what it was running";
+  }
+  return text;
+}
+
+}  // namespace
+
+IsolatedPlatform::IsolatedPlatform(const SimOptions& options, const IsolationTuning& tuning)
+    : SimPlatformBase(options, tuning.sim), tuning_(tuning) {
+  throw_if_error(make_region(options.memory_bytes, &region_));
+  memory_ = region_memory(region_, options.memory_bytes);
+}
+
+std::shared_ptr<DeviceMemory> IsolatedPlatform::region_memory(const Region& region,
+                                                              uint64_t memory_bytes) {
+  return std::make_shared<DeviceMemory>(DeviceRegion{
+      region.host_view + kDeviceChannelBytes,
+      reinterpret_cast<uint64_t>(region.device_view) + kDeviceChannelBytes, memory_bytes});
+}
+
+IsolatedPlatform::~IsolatedPlatform() {
+  end_device(/*graceful=*/true);
+  memory_.reset();
+  release_region(&region_);
+}
+
+Status IsolatedPlatform::make_region(uint64_t memory_bytes, Region* out) {
+  const uint64_t bytes = kDeviceChannelBytes + memory_bytes;
+  Region region;
+  region.bytes = bytes;
+  auto failed = [&](const char* what) {
+    const int error = errno;
+    release_region(&region);
+    return Status(StatusCode::InternalError,
+                  std::string("isolated sim: ") + what + " for " + std::to_string(bytes) +
+                      " bytes of device memory failed: " + std::strerror(error));
+  };
+  region.memfd = memfd_create("chiprt-device-memory", MFD_CLOEXEC);
+  if (region.memfd < 0) return failed("memfd_create");
+  if (ftruncate(region.memfd, static_cast<off_t>(bytes)) != 0) return failed("ftruncate");
+  void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, region.memfd, 0);
+  if (host == MAP_FAILED) return failed("mapping the memory file");
+  region.host_view = static_cast<uint8_t*>(host);
+  void* device =
+      mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (device == MAP_FAILED) return failed("reserving the device range");
+  region.device_view = static_cast<uint8_t*>(device);
+  auto* channel = new (region.host_view) DeviceChannel();
+  channel->magic = kDeviceChannelMagic;
+  channel->version = kDeviceChannelVersion;
+  *out = region;
+  return Status::ok();
+}
+
+void IsolatedPlatform::release_region(Region* region) noexcept {
+  if (region->host_view != nullptr) munmap(region->host_view, region->bytes);
+  if (region->device_view != nullptr) munmap(region->device_view, region->bytes);
+  if (region->memfd >= 0) ::close(region->memfd);
+  *region = Region{};
+}
+
+// --- the device process ------------------------------------------------------------------------
+
+Status IsolatedPlatform::ensure_device(const char* operation) {
+  if (dead_) return dead_status(operation);
+  if (pid_ > 0) return Status::ok();
+  // No thread of this platform runs at a fork (the forwarder belongs to a device process and
+  // ends with it), and unflushed host output must not be written twice.
+  std::fflush(nullptr);
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const int error = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return Status(StatusCode::InternalError,
+                  std::string(operation) +
+                      ": creating the device's output pipes failed: " + std::strerror(error));
+  }
+  DeviceProcessStart start;
+  start.host_pid = getpid();
+  start.memfd = region_.memfd;
+  start.host_view = region_.host_view;
+  start.device_view = region_.device_view;
+  start.bytes = region_.bytes;
+  start.stdout_write = out_pipe[1];
+  start.stderr_write = err_pipe[1];
+  start.stdout_read = out_pipe[0];
+  start.stderr_read = err_pipe[0];
+  start.engine = engine_options_;
+  const pid_t pid = fork();
+  if (pid == 0) run_device_process(start);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (pid < 0) {
+    const int error = errno;
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return Status(
+        StatusCode::InternalError,
+        std::string(operation) + ": starting the device process failed: " + std::strerror(error));
+  }
+  pid_ = pid;
+  const std::string prefix =
+      "[chiprt device " + std::to_string(attached_device_.value_or(0)) + "] ";
+  forwarder_ = std::make_unique<OutputForwarder>(out_pipe[0], err_pipe[0], tuning_.stdout_fd,
+                                                 tuning_.stderr_fd, prefix);
+  DeviceChannel* ch = channel();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kCommandBudgetMs);
+  while (ch->ready.load(std::memory_order_acquire) == 0) {
+    if (!device_alive()) {
+      settle_death({});
+      return dead_status(operation);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      (void)kill_device("the device process did not start within " +
+                        std::to_string(kCommandBudgetMs) + " ms");
+      return dead_status(operation);
+    }
+    futex_wait(&ch->ready, 0, kReplySliceNs, FutexScope::Shared);
+  }
+  services_ = ch->services;
+  return Status::ok();
+}
+
+bool IsolatedPlatform::device_alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  const pid_t got = waitpid(pid_, &status, WNOHANG);
+  if (got == pid_) {
+    reaped(status, {});
+    return false;
+  }
+  if (got < 0 && errno == ECHILD) {
+    // Someone else reaped it (a SIGCHLD handler of the application's): it is gone, its end
+    // status with it; the record still says what it was doing.
+    reaped(0, {});
+    return false;
+  }
+  return true;
+}
+
+void IsolatedPlatform::reaped(int wait_status, const std::string& kill_reason) {
+  DeviceFault fault;
+  fault.pid = pid_;
+  const DeviceChannel* ch = channel();
+  const bool recorded = ch->fault_state.load(std::memory_order_acquire) == 2;
+  const DeviceEndRecord& end = ch->end;
+  if (!kill_reason.empty()) {
+    fault.kind = DeviceFault::Kind::Killed;
+    fault.signal = SIGKILL;
+    fault.reason = kill_reason;
+  } else if (WIFSIGNALED(wait_status)) {
+    fault.kind = DeviceFault::Kind::Signal;
+    fault.signal = WTERMSIG(wait_status);
+  } else {
+    fault.kind = DeviceFault::Kind::Exit;
+    fault.exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
+  }
+  if (recorded && fault.kind != DeviceFault::Kind::Killed) {
+    if (end.kind == DeviceEndKind::Signal && end.signal == fault.signal) {
+      fault.signal_code = end.signal_code;
+      fault.has_fault_addr = has_fault_address(end.signal, end.signal_code);
+      fault.fault_addr = fault.has_fault_addr ? end.fault_addr : 0;
+    }
+    fault.context_known = true;
+    fault.role = static_cast<common::RunRole>(end.role);
+    fault.func_id = end.func_id;
+    fault.task_id = end.task_id;
+    fault.unit = end.unit;
+  }
+  // A device the host shut down or replaced is no fault.
+  fault_ = shutting_down_ ? DeviceFault{} : fault;
+  dead_ = !shutting_down_;
+  pid_ = -1;
+  services_ = {};
+}
+
+void IsolatedPlatform::settle_death(const std::string& kill_reason) {
+  if (pid_ > 0) {
+    // It recorded a fault (or stopped answering): it is about to die; give it a moment.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kDyingGraceMs);
+    while (device_alive() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      reaped(status, kill_reason);
+    }
+  }
+  // A kernel's last printf reaches the host's streams before the fault is reported.
+  if (forwarder_) {
+    forwarder_->drain(kDrainMs);
+    forwarder_.reset();
+  }
+}
+
+void IsolatedPlatform::end_device(bool graceful) {
+  shutting_down_ = true;
+  if (pid_ > 0 && graceful) {
+    DeviceChannel* ch = channel();
+    ch->command = DeviceCommand::Shutdown;
+    ch->command_seq.store(++seq_, std::memory_order_release);
+    futex_wake(&ch->command_seq, INT_MAX, FutexScope::Shared);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(tuning_.shutdown_grace_ms);
+    while (device_alive() && std::chrono::steady_clock::now() < deadline) {
+      futex_wait(&ch->reply_seq, ch->reply_seq.load(), kReplySliceNs, FutexScope::Shared);
+    }
+  }
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped(status, {});
+  }
+  if (forwarder_) {
+    forwarder_->drain(kDrainMs);
+    forwarder_.reset();
+  }
+  shutting_down_ = false;
+}
+
+Status IsolatedPlatform::dead_status(const char* operation) const {
+  const StatusCode code = fault_.kind == DeviceFault::Kind::Killed ? StatusCode::DeviceFaulted
+                                                                   : StatusCode::KernelCrashed;
+  return Status(code,
+                std::string(operation) + ": " + summary(fault_) + "; reset the device to continue");
+}
+
+Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint64_t budget_ms) {
+  DeviceChannel* ch = channel();
+  const uint32_t seq = ++seq_;
+  ch->command = command;
+  ch->command_seq.store(seq, std::memory_order_seq_cst);
+  if (ch->server_parked.load(std::memory_order_seq_cst) != 0) {
+    futex_wake(&ch->command_seq, INT_MAX, FutexScope::Shared);
+  }
+  for (int spin = 0; spin < kReplySpins; ++spin) {
+    if (ch->reply_seq.load(std::memory_order_acquire) == seq) break;
+    std::this_thread::yield();
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::min<uint64_t>(budget_ms, INT32_MAX));
+  for (;;) {
+    const uint32_t observed = ch->reply_seq.load(std::memory_order_acquire);
+    if (observed == seq) {
+      ch->reply_message[kChannelMessageBytes - 1] = '\0';
+      return Status(static_cast<StatusCode>(ch->reply_code), ch->reply_message);
+    }
+    if (ch->fault_state.load(std::memory_order_acquire) != 0 || !device_alive()) {
+      settle_death({});
+      return dead_status(operation);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      (void)kill_device(std::string("the device process did not answer ") + operation + " within " +
+                        std::to_string(budget_ms) + " ms");
+      return dead_status(operation);
+    }
+    ch->host_parked.store(1, std::memory_order_seq_cst);
+    if (ch->reply_seq.load(std::memory_order_seq_cst) == observed) {
+      futex_wait(&ch->reply_seq, observed, kReplySliceNs, FutexScope::Shared);
+    }
+    ch->host_parked.store(0, std::memory_order_relaxed);
+  }
+}
+
+Status IsolatedPlatform::kill_device(const std::string& reason) {
+  if (dead_) return Status::ok();  // the first end is the one reported
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped(status, reason);
+    settle_death(reason);
+    return Status::ok();
+  }
+  // No device process runs yet: the device is as dead as one that was killed.
+  fault_ = DeviceFault{};
+  fault_.kind = DeviceFault::Kind::Killed;
+  fault_.signal = SIGKILL;
+  fault_.reason = reason;
+  dead_ = true;
+  return Status::ok();
+}
+
+Status IsolatedPlatform::reset_device() {
+  end_device(/*graceful=*/false);
+  // The new device range is reserved before the old one is released, so no old device address
+  // ever names memory of the new device.
+  Region fresh;
+  if (Status status = make_region(options_.memory_bytes, &fresh); !status) return status;
+  memory_ = region_memory(fresh, options_.memory_bytes);
+  release_region(&region_);
+  region_ = fresh;
+  dead_ = false;
+  fault_ = DeviceFault{};
+  services_ = {};
+  seq_ = 0;
+  return Status::ok();
+}
+
+// --- commands ----------------------------------------------------------------------------------
+
+Status IsolatedPlatform::load_chip_runtime() {
+  if (Status status = ensure_device("load_chip_runtime"); !status) return status;
+  // The device process is forked from this image: the linked entries are valid there.
+  chip_runtime_ = linked_chip_runtime();
+  return Status::ok();
+}
+
+Status IsolatedPlatform::start_streams() {
+  if (Status status = ensure_device("start_streams"); !status) return status;
+  return call(DeviceCommand::StartStreams, "start_streams", kCommandBudgetMs);
+}
+
+void IsolatedPlatform::stop_streams() {
+  if (dead_ || pid_ <= 0) return;
+  (void)call(DeviceCommand::StopStreams, "stop_streams",
+             saturating_add(2 * tuning_.sim.stop_grace_ms, kReplyMarginMs));
+}
+
+Status IsolatedPlatform::launch(const LaunchRequest& request) {
+  LaunchPrograms programs;
+  if (Status status = chip_runtime_launch(chip_runtime_, request, &programs); !status) {
+    return status;
+  }
+  return send_launch(programs);
+}
+
+Status IsolatedPlatform::launch_programs(const LaunchPrograms& programs) {
+  return send_launch(programs);
+}
+
+Status IsolatedPlatform::send_launch(const LaunchPrograms& programs) {
+  if (Status status = ensure_device("launch"); !status) return status;
+  DeviceChannel* ch = channel();
+  ch->ctx = reinterpret_cast<uint64_t>(programs.ctx);
+  ch->aicpu_entry = reinterpret_cast<uint64_t>(programs.aicpu_entry);
+  ch->core_service = reinterpret_cast<uint64_t>(programs.core_service);
+  ch->aicpu_threads = programs.aicpu_threads;
+  ch->cores = programs.cores;
+  ch->serial = programs.serial ? 1 : 0;
+  return call(DeviceCommand::Launch, "launch", kCommandBudgetMs);
+}
+
+Status IsolatedPlatform::wait(uint64_t timeout_ms) {
+  if (Status status = ensure_device("wait"); !status) return status;
+  channel()->timeout_ms = timeout_ms;
+  return call(DeviceCommand::Wait, "wait", saturating_add(timeout_ms, kReplyMarginMs));
+}
+
+Status IsolatedPlatform::wait_aicpu(uint64_t timeout_ms) {
+  if (Status status = ensure_device("wait_aicpu"); !status) return status;
+  channel()->timeout_ms = timeout_ms;
+  return call(DeviceCommand::WaitAicpu, "wait_aicpu", saturating_add(timeout_ms, kReplyMarginMs));
+}
+
+void IsolatedPlatform::abandon_launch() {
+  if (dead_ || pid_ <= 0) return;
+  (void)call(DeviceCommand::AbandonLaunch, "abandon_launch", kCommandBudgetMs);
+}
+
+Status IsolatedPlatform::recover() {
+  if (dead_) return dead_status("recover");
+  if (pid_ <= 0) return Status::ok();  // no device process yet: nothing ran
+  return call(DeviceCommand::Recover, "recover", kCommandBudgetMs);
+}
+
+Status IsolatedPlatform::load_object(std::span<const uint8_t> image, LoadedObject* out) {
+  if (out == nullptr) {
+    return Status(StatusCode::InvalidArgument, "load_object: out must not be null");
+  }
+  if (image.empty()) {
+    return Status(StatusCode::InvalidArgument, "load_object: the object image is empty (0 bytes)");
+  }
+  if (Status status = ensure_device("load_object"); !status) return status;
+  // The image travels through device memory: staged, loaded by the device, released.
+  DeviceBuffer staging;
+  if (Status status = memory_->alloc(image.size(), 64, &staging); !status) {
+    return Status(status.code(), "load_object: staging the " + std::to_string(image.size()) +
+                                     "-byte image in device memory failed: " + status.message());
+  }
+  Status status = memory_->copy_to_device(staging.addr, image.data(), image.size());
+  if (status.is_ok()) {
+    DeviceChannel* ch = channel();
+    ch->image_addr = staging.addr;
+    ch->image_bytes = image.size();
+    status = call(DeviceCommand::LoadObject, "load_object", kCommandBudgetMs);
+    if (status.is_ok()) out->handle = ch->reply_value;
+  }
+  (void)memory_->free(staging.addr);
+  return status;
+}
+
+Status IsolatedPlatform::resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) {
+  if (symbol == nullptr || addr == nullptr) {
+    return Status(StatusCode::InvalidArgument, "resolve_symbol: symbol and out must not be null");
+  }
+  const std::size_t length = std::strlen(symbol);
+  if (length >= kChannelSymbolBytes) {
+    return Status(StatusCode::InvalidArgument,
+                  "resolve_symbol: the symbol name is " + std::to_string(length) +
+                      " characters; at most " + std::to_string(kChannelSymbolBytes - 1) +
+                      " are supported");
+  }
+  if (Status status = ensure_device("resolve_symbol"); !status) return status;
+  DeviceChannel* ch = channel();
+  ch->handle = object.handle;
+  std::memcpy(ch->symbol, symbol, length + 1);
+  Status status = call(DeviceCommand::ResolveSymbol, "resolve_symbol", kCommandBudgetMs);
+  if (status.is_ok()) *addr = ch->reply_value;
+  return status;
+}
+
+Status IsolatedPlatform::unload_object(LoadedObject object) {
+  if (Status status = ensure_device("unload_object"); !status) return status;
+  channel()->handle = object.handle;
+  return call(DeviceCommand::UnloadObject, "unload_object", kCommandBudgetMs);
+}
+
+}  // namespace chiprt::platform::sim

@@ -79,6 +79,15 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
   const Status launched = platform_->launch(request);
   if (launched.code() == StatusCode::KernelCrashed ||
       launched.code() == StatusCode::DeviceFaulted) {
+    const platform::DeviceFault fault = platform_->device_fault();
+    if (fault.kind == platform::DeviceFault::Kind::Signal ||
+        fault.kind == platform::DeviceFault::Kind::Exit) {
+      // Code of this launch crashed the device before the launch call returned (a kernel that
+      // faults at once): the same message as a crash the wait sees.
+      prepared.wait.waited = launched;
+      prepared.wait.device_lost = true;
+      throw_device_fault(prepared, std::string());
+    }
     // The device process died between runs (or was killed): nothing of it is usable any more.
     abandon_after_fault("the device was lost before the launch: " + launched.message());
     throw Error(launched.code(), "callable id " + std::to_string(prepared.callable_id) +

@@ -29,14 +29,14 @@ extern "C" const char* __tsan_default_options() {
 
 namespace chiprt::isolation_test {
 
-namespace {
-
 void add_kernel(int64_t* args) {
   const float* a = kernel::tensor_arg<const float>(args, 0);
   float* b = kernel::tensor_arg<float>(args, 1);
   const auto f = kernel::scalar_arg<float>(args, 2);
   for (uint64_t i = 0; i < kN; ++i) b[i] = a[i] + f;
 }
+
+namespace {
 void noop_kernel(int64_t*) {}
 void hang_kernel(int64_t*) {
   volatile bool forever = true;
@@ -51,17 +51,13 @@ void suite_orchestration(Orchestration& o, const TaskArgs& run) {
   const auto fault = static_cast<Fault>(run.scalar_bits(2));
   const uint64_t bus = run.scalar_bits(3);
   const Tensor& x = run.tensor(0);
-  const Tensor& y = run.tensor(1);
-  TaskArgs first;
-  first.in(x).out({kN}, DataType::F32).scalar(1.0f);
-  o.submit(kAdd, CoreType::AIV, first);  // task 0
-  const Tensor& tmp = first.output(0);
+  if (scenario == Scenario::Normal) {
+    submit_normal_run(o, x, run.tensor(1));
+    return;
+  }
+  const Tensor tmp = submit_first_task(o, x);
   TaskArgs second;
   switch (scenario) {
-    case Scenario::Normal:
-      second.in(tmp).output_existing(y).scalar(2.0f);
-      o.submit(kAdd, CoreType::AIV, second);
-      return;
     case Scenario::OrchestrationFault:
       raise_fault(fault, bus);
       return;
@@ -69,13 +65,14 @@ void suite_orchestration(Orchestration& o, const TaskArgs& run) {
       second.in(tmp);
       o.submit(kHang, CoreType::AIV, second);
       return;
+    case Scenario::Normal:
     case Scenario::KernelFault:
       break;
   }
   // Task 1 faults; it reads task 0's output, so task 0 completed first.
   second.in(tmp)
       .scalar(static_cast<int64_t>(fault))
-      .scalar(static_cast<int64_t>(kind == TaskKind::Spmd ? kSpmdFaultBlock : -1))
+      .scalar(kind == TaskKind::Spmd ? static_cast<int64_t>(kSpmdFaultBlock) : int64_t{-1})
       .scalar(bus);
   switch (kind) {
     case TaskKind::Aic:

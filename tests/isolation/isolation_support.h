@@ -19,22 +19,26 @@
 #include "chiprt/types.h"
 #include "chiprt/worker.h"
 #include "faults.h"
+#include "normal_run.h"
 
 namespace chiprt::isolation_test {
 
 // Func ids of the suite's callable.
-constexpr int32_t kAdd = 0;       // AIV: in a, out b, scalar f: b = a + f (kN floats)
-constexpr int32_t kFaultAic = 1;  // AIC fault_kernel (faults.h)
-constexpr int32_t kFaultAiv = 2;  // AIV fault_kernel
-constexpr int32_t kNoopAic = 3;   // AIC: nothing (the other parts of a MIX task)
-constexpr int32_t kNoopAiv = 4;   // AIV: nothing
-constexpr int32_t kHang = 5;      // AIV: a loop that never returns
-constexpr int32_t kFaultSo = 6;   // AIV fault kernel from the chip object (callable kSoCallable)
+constexpr int32_t kAdd = kAddFunc;  // AIV: in a, out b, scalar f: b = a + f (kN floats)
+constexpr int32_t kFaultAic = 1;    // AIC fault_kernel (faults.h)
+constexpr int32_t kFaultAiv = 2;    // AIV fault_kernel
+constexpr int32_t kNoopAic = 3;     // AIC: nothing (the other parts of a MIX task)
+constexpr int32_t kNoopAiv = 4;     // AIV: nothing
+constexpr int32_t kHang = 5;        // AIV: a loop that never returns
+constexpr int32_t kFaultSo = 6;     // AIV fault kernel from the chip object (callable kSoCallable)
 
 constexpr int32_t kCallable = 0;    // in-process function kernels only
 constexpr int32_t kSoCallable = 1;  // the same, plus kFaultSo from chip_objects/fault_kernel.cpp
-// The chip object's target (its file is <chip object dir>/<target>.so).
+// The chip objects' targets (each file is <chip object dir>/<target>.so).
 inline constexpr char kFaultObjectTarget[] = "chiprt_isolation_fault_kernel";
+// The normal run's orchestration (normal_run.h) as a chip object: tensors x (In), y
+// (OutputExisting).
+inline constexpr char kOrchestrationObjectTarget[] = "chiprt_isolation_orchestration";
 
 constexpr uint64_t kN = 64;  // floats of x and y
 constexpr uint64_t kBytes = kN * sizeof(float);
@@ -58,6 +62,9 @@ enum class Scenario : int64_t {
 };
 // The task id the faulting / hanging task gets (the second submitted).
 constexpr int64_t kFaultingTask = 1;
+
+// The kAdd kernel (an in-process function).
+void add_kernel(int64_t* args);
 
 // A page mapped beyond the end of its (one page long) memfd: touching it raises SIGBUS. Mapped
 // once, on first use, in this process; device processes forked later inherit the mapping.

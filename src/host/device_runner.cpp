@@ -51,8 +51,16 @@ DeviceRunner::~DeviceRunner() {
   }
 }
 
-void DeviceRunner::throw_if(const Status& status) const {
-  if (!status.is_ok()) throw Error(status);
+void DeviceRunner::throw_if(const Status& status) {
+  if (status.is_ok()) return;
+  if (platform_->isolated() && !faulted_ &&
+      (status.code() == StatusCode::KernelCrashed || status.code() == StatusCode::DeviceFaulted)) {
+    // The device process died (or was killed) under a call outside a run's wait: nothing of it
+    // is usable any more.
+    abandon_after_fault(status.message());
+    throw Error(status.code(), status.message() + "; device memory is lost; call Worker::reset()");
+  }
+  throw Error(status);
 }
 
 void DeviceRunner::require_usable(const char* what) const {
@@ -61,8 +69,7 @@ void DeviceRunner::require_usable(const char* what) const {
                 std::string(what) + ": device " + std::to_string(device_id_) +
                     " faulted earlier and its resources were abandoned" +
                     (fault_description_.empty() ? "" : " (" + fault_description_ + ")") +
-                    "; call Worker::reset() to start a fresh device (device buffers are lost, "
-                    "callables stay registered)");
+                    "; call Worker::reset()");
   }
   if (device_id_ < 0) {
     throw Error(StatusCode::NotInitialized,

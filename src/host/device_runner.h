@@ -144,13 +144,17 @@ class DeviceRunner {
   // Advances the wait for a launched run by one slice (at most about 20 ms while its AICPU threads
   // run, then the drain of its cores): true once the wait is over (the launch drained, the chip
   // latched an error, or it made no progress for the stream-sync timeout), false while it runs.
-  // Throws when the platform's wait fails other than by timing out.
+  // On an isolated platform every slice is at most about 20 ms, the device's death ends the wait,
+  // a kernel past the op execute timeout gets the device killed (also after the watchdog
+  // reported it: the wait goes on to that deadline), and a launch given up with chip threads
+  // still stuck gets the device killed. Throws when the platform's wait fails otherwise.
   bool poll(PreparedLaunch& prepared);
   // poll until the wait is over.
   void wait(PreparedLaunch& prepared);
   // The run's report once the wait is over (or at once when no launch was needed). Throws the
   // chip's error, or StreamSyncTimeout, naming the callable; after a watchdog or stream timeout
-  // the device is abandoned first (abandon_after_fault).
+  // the device is abandoned first (abandon_after_fault). Isolated platforms: a dead device throws
+  // KernelCrashed, a killed one OpExecuteTimeout (throw_device_fault composes both).
   RunReport collect(PreparedLaunch& prepared);
 
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
@@ -190,7 +194,9 @@ class DeviceRunner {
 
  private:
   void require_usable(const char* what) const;
-  void throw_if(const Status& status) const;
+  // Throws `status` unless Ok; a device lost under the call (isolated platforms: KernelCrashed or
+  // DeviceFaulted) is abandoned first.
+  void throw_if(const Status& status);
   void check_range(uint64_t addr, uint64_t bytes, const char* what) const;
   void check_signature(const RegisteredCallable& callable, const TaskArgs& args) const;
   // Every tensor argument the caller provides (all but Out) must lie in a live allocation.

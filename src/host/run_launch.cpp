@@ -1,5 +1,7 @@
 // The launch and wait steps of a run: start the chip-side programs on the prepared launch
-// arguments, then wait for the launch as long as it makes progress (common/progress.h).
+// arguments, then wait for the launch as long as it makes progress (common/progress.h). On an
+// isolated platform the wait also enforces the op execute timeout (host-side samples of the
+// cores' handshake cells between ~20 ms slices, no allocation) and kills a device it gives up on.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -77,22 +79,14 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
   prepared.t_launch = RunClock::now();
   prepared.report.host_prepare_ns = ns_between(prepared.t_entry, prepared.t_launch);
   const Status launched = platform_->launch(request);
-  if (launched.code() == StatusCode::KernelCrashed ||
-      launched.code() == StatusCode::DeviceFaulted) {
-    const platform::DeviceFault fault = platform_->device_fault();
-    if (fault.kind == platform::DeviceFault::Kind::Signal ||
-        fault.kind == platform::DeviceFault::Kind::Exit) {
-      // Code of this launch crashed the device before the launch call returned (a kernel that
-      // faults at once): the same message as a crash the wait sees.
-      prepared.wait.waited = launched;
-      prepared.wait.device_lost = true;
-      throw_device_fault(prepared, std::string());
-    }
-    // The device process died between runs (or was killed): nothing of it is usable any more.
-    abandon_after_fault("the device was lost before the launch: " + launched.message());
-    throw Error(launched.code(), "callable id " + std::to_string(prepared.callable_id) +
-                                     ": the launch found the device lost (" + launched.message() +
-                                     "); device memory is lost; call Worker::reset()");
+  if (platform_->isolated() && (launched.code() == StatusCode::KernelCrashed ||
+                                launched.code() == StatusCode::DeviceFaulted)) {
+    // The device died while taking the launch (a chip-side orchestration function that crashed
+    // at once): the run ends as if its wait had seen it.
+    prepared.stage = LaunchStage::Finished;
+    prepared.wait.device_lost = true;
+    prepared.wait.waited = launched;
+    throw_device_fault(prepared, {});
   }
   throw_if(launched);
   ++launches_;

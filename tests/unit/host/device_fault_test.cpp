@@ -178,6 +178,12 @@ class DeviceFaultTest : public ::testing::Test {
     return Error(StatusCode::Ok, "");
   }
 
+  static CallConfig ring_config() {
+    CallConfig config = test::small_call_config(64);
+    config.runtime = RuntimeVariant::TensormapRingbuffer;
+    return config;
+  }
+
   std::unique_ptr<DeviceRunner> runner_;
   LogLevel saved_level_ = LogLevel::Warn;
 };
@@ -276,14 +282,31 @@ TEST_F(DeviceFaultTest, AChipOrchestrationCrashNamesTheOrchestrationFunction) {
   runner.register_callable(0, callable(&crashing_orchestration),
                            RuntimeVariant::TensormapRingbuffer);
   g_fault = signal_fault(SIGABRT);
-  CallConfig config = test::small_call_config(64);
-  config.runtime = RuntimeVariant::TensormapRingbuffer;
-  const Error e = run_error(0, config);
+  const Error e = run_error(0, ring_config());
   EXPECT_EQ(e.code(), StatusCode::KernelCrashed) << e.what();
   EXPECT_EQ(e.message(),
             "callable id 0: device crash: the orchestration function of callable 0 on AICPU "
             "thread 0 raised SIGABRT (abort() or a failed assert) (device process pid 4242); "
             "device memory is lost; call Worker::reset()");
+}
+
+// The device may die while it takes the launch (an orchestration function that crashes at once):
+// the run ends the same way, with the same message.
+TEST_F(DeviceFaultTest, ACrashDuringTheLaunchEndsTheRunTheSameWay) {
+  DeviceRunner& runner = make_runner();
+  runner.register_callable(0, callable(&stuck_orchestration), RuntimeVariant::TensormapRingbuffer);
+  platform::DeviceFault fault = signal_fault(SIGSEGV, 0, true);
+  fault.context_known = true;
+  fault.role = common::RunRole::ChipOrchestration;
+  g_control->crash_at_next_launch(fault);
+  const Error e = run_error(0, ring_config());
+  EXPECT_EQ(e.code(), StatusCode::KernelCrashed) << e.what();
+  EXPECT_EQ(e.message(),
+            "callable id 0: device crash: the orchestration function of callable 0 on AICPU "
+            "thread 0 raised SIGSEGV (invalid memory reference) at address 0x0 (device process "
+            "pid 4242); device memory is lost; call Worker::reset()");
+  EXPECT_TRUE(runner.faulted());
+  EXPECT_EQ(runner.launches(), 0u);
 }
 
 // --- after the fault: refusal, reset, callables, buffers, capacity ----------------------------
@@ -428,9 +451,7 @@ TEST_F(DeviceFaultTest, AStuckKernelAmongProgressingTasksIsKilledAtItsOpExecuteD
 TEST_F(DeviceFaultTest, StuckChipThreadsOutsideKernelsAreKilledAfterTheGrace) {
   DeviceRunner& runner = make_runner({"100", "300000", "2000"});
   runner.register_callable(0, callable(&stuck_orchestration), RuntimeVariant::TensormapRingbuffer);
-  CallConfig config = test::small_call_config(64);
-  config.runtime = RuntimeVariant::TensormapRingbuffer;
-  const Error e = run_error(0, config);
+  const Error e = run_error(0, ring_config());
   EXPECT_EQ(e.code(), StatusCode::SchedulerTimeout) << e.what();
   EXPECT_THAT(e.message(), HasSubstr("the device process was killed"));
   EXPECT_EQ(g_control->kills.load(), 1);

@@ -49,6 +49,24 @@ struct FaultControl {
     fault.context_known = false;
     record(std::move(fault));
   }
+  // The next launch "dies" while the device takes it (its reply never comes), of `fault`.
+  void crash_at_next_launch(platform::DeviceFault fault) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    launch_fault_ = std::move(fault);
+    launch_crash_armed_ = true;
+  }
+  // Called by the platform's launch: true when it is to die now (the fault is then recorded).
+  bool take_launch_crash() {
+    platform::DeviceFault fault;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!launch_crash_armed_) return false;
+      launch_crash_armed_ = false;
+      fault = launch_fault_;
+    }
+    record(std::move(fault));
+    return true;
+  }
   bool dead() const { return dead_.load(std::memory_order_acquire); }
   platform::DeviceFault fault() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -96,6 +114,8 @@ struct FaultControl {
   mutable std::mutex mutex_;
   std::atomic<bool> dead_{false};
   platform::DeviceFault fault_;
+  bool launch_crash_armed_ = false;
+  platform::DeviceFault launch_fault_;
 };
 
 class FaultPlatform : public platform::Platform {
@@ -153,7 +173,7 @@ class FaultPlatform : public platform::Platform {
   void stop_streams() override { inner_->stop_streams(); }
 
   Status launch(const platform::LaunchRequest& request) override {
-    if (control_->dead()) return control_->dead_status();
+    if (control_->dead() || control_->take_launch_crash()) return control_->dead_status();
     return inner_->launch(request);
   }
   Status wait(uint64_t timeout_ms) override {

@@ -5,12 +5,17 @@
 //   chiprt run <example> [--case NAME] [--runtime host_build_graph|tensormap_ringbuffer]
 //              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
 //              [--ring-window N[,N...]] [--ring-heap N[,N...]] [--ring-dep-pool N[,N...]]
-//              [--graph FILE]
+//              [--graph FILE] [--isolated]
 //   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
-//                [--workloads NAME[,NAME...]] [--scaling [--scaling-sizes N,N[,N...]]]
+//                [--workloads NAME[,NAME...]] [--isolation none|process|both]
+//                [--scaling [--scaling-sizes N,N[,N...]]]
 //
 // --graph exports the first round's task graph (Worker::export_graph: the host_build_graph build
 // of the same call, whatever the runtime), prints its shape and writes it as Graphviz DOT.
+//
+// --isolated runs the simulated chip in a device process of its own (SimIsolation::Process): a
+// kernel that crashes or hangs ends the run with KernelCrashed / OpExecuteTimeout instead of
+// taking chiprt down.
 //
 // The ring options size the tensormap_ringbuffer rings per scope depth 0..3 (CallConfig::rings:
 // one value for every depth, or a list whose last value repeats); unset, the CHIPRT_RING_*
@@ -20,6 +25,10 @@
 // runtimes that were found at configure time, and prints one table of ns per task (the
 // real-kernel rows bgemm and paged_attention: wall time and efficiency; the in-process peers run
 // the graph Worker::export_graph gives for the same call).
+// `bench --isolation process` puts the chiprt columns' chip in a device process; `--isolation
+// both` runs instead the comparison of tools/perf/isolation_compare.h: every chiprt column on every
+// row and an empty run's latency, on the isolated and the in-process chip alternately, with their
+// ratio.
 // `bench --scaling` runs the graph workloads at several sizes instead (tools/perf/scaling.h): ns
 // per task at each size, its growth, and chiprt's memory per in-flight task.
 //
@@ -42,6 +51,7 @@
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
 #include "example.h"
+#include "isolation_compare.h"
 #include "scaling.h"
 #include "suite.h"
 
@@ -68,6 +78,7 @@ struct RunOptions {
   std::string ring_heap;
   std::string ring_dep_pool;
   std::string graph_path;  // --graph: write the first round's graph as Graphviz DOT ("" = no)
+  bool isolated = false;   // --isolated: SimIsolation::Process
 };
 
 void print_list() {
@@ -219,6 +230,7 @@ int run_example(const RunOptions& options) {
   config.serial = options.serial;
   // Checked by CLI11 against the valid names.
   chiprt::parse_sim_core_execution(options.core_execution, &worker_options.sim.core_execution);
+  if (options.isolated) worker_options.sim.isolation = chiprt::SimIsolation::Process;
   const struct {
     const std::string& text;
     const char* option;
@@ -293,13 +305,15 @@ int run_example(const RunOptions& options) {
   if (!all_passed) std::printf("  %s\n", first_failure.c_str());
   const chiprt::SimCoreExecution kernels_on =
       chiprt::resolve_sim_core_execution(worker_options.sim);
-  std::printf("runtime %s, %u cores, %u AICPU threads%s, %d round(s)\n",
+  const bool isolated =
+      chiprt::resolve_sim_isolation(worker_options.sim) == chiprt::SimIsolation::Process;
+  std::printf("runtime %s, %u cores, %u AICPU threads%s%s, %d round(s)\n",
               std::string(chiprt::runtime_variant_name(worker_options.runtime)).c_str(),
               report.cores, report.aicpu_threads,
               report.serial                                   ? ", serial"
               : kernels_on == chiprt::SimCoreExecution::Aicpu ? ", kernels on the AICPU threads"
                                                               : ", kernels on executor threads",
-              options.rounds);
+              isolated ? ", chip in an isolated device process" : "", options.rounds);
   print_timing(reports);
   if (graph.has_value() && !write_graph(*graph, options.graph_path, graph_out)) {
     return kExitFailure;
@@ -317,7 +331,8 @@ struct BenchOptions {
   std::vector<std::string> workloads;  // empty = every row
   bool scaling = false;
   std::vector<std::string>
-      scaling_sizes;  // empty = 10000,100000,1000000 (--quick 1000,10000,100000)
+      scaling_sizes;      // empty = 10000,100000,1000000 (--quick 1000,10000,100000)
+  std::string isolation;  // --isolation: none, process, both ("" = not given: Default)
 };
 
 bool write_json(const std::string& path, const nlohmann::json& json) {
@@ -369,6 +384,25 @@ int run_bench_scaling(const BenchOptions& options) {
   return chiprt::perf::all_scaling_cells_measured(result) ? 0 : kExitFailure;
 }
 
+// --isolation both: the isolated chip against the in-process one, interleaved.
+int run_bench_isolation(const BenchOptions& options, const chiprt::perf::SuiteOptions& suite) {
+  chiprt::perf::IsolationOptions compare;
+  compare.threads = suite.threads;
+  compare.tasks = suite.tasks;
+  compare.repetitions = suite.repetitions;
+  compare.latency_runs = options.quick ? 50 : 200;
+  compare.shapes = suite.shapes;
+  compare.kernel_workloads = suite.kernel_workloads;
+  const chiprt::perf::IsolationResult result =
+      chiprt::perf::run_isolation_comparison(compare, stderr);
+  std::printf("%s", chiprt::perf::format_isolation_table(result).c_str());
+  if (!options.json_path.empty() &&
+      !write_json(options.json_path, chiprt::perf::isolation_to_json(result))) {
+    return kExitFailure;
+  }
+  return chiprt::perf::all_isolation_rows_measured(result) ? 0 : kExitFailure;
+}
+
 int run_bench(const BenchOptions& options) {
   if (options.scaling) return run_bench_scaling(options);
   chiprt::perf::SuiteOptions suite;
@@ -384,6 +418,11 @@ int run_bench(const BenchOptions& options) {
       !chiprt::perf::select_workloads(options.workloads, &suite, &selection_error)) {
     std::fprintf(stderr, "error: --workloads: %s\n", selection_error.c_str());
     return kExitUsage;
+  }
+  // Checked by CLI11 against none, process, both.
+  if (options.isolation == "both") return run_bench_isolation(options, suite);
+  if (!options.isolation.empty()) {
+    chiprt::parse_sim_isolation(options.isolation, &suite.isolation);
   }
   const chiprt::perf::SuiteResult result = chiprt::perf::run_suite(suite, stderr);
   std::printf("%s", chiprt::perf::format_table(result).c_str());
@@ -423,6 +462,10 @@ int main(int argc, char** argv) {
   run->add_option("--graph", options.graph_path,
                   "export the first round's task graph (the host_build_graph build of the call), "
                   "print its shape and write it to FILE as Graphviz DOT");
+  run->add_flag("--isolated", options.isolated,
+                "run the simulated chip in a device process of its own: a kernel that crashes or "
+                "hangs ends the run with a device error (KernelCrashed, OpExecuteTimeout) instead "
+                "of killing chiprt (default: in process, or CHIPRT_SIM_ISOLATION)");
   run->add_option("--ring-window", options.ring_window,
                   "tensormap_ringbuffer task slots per scope depth: N or N,N,... (power of two "
                   "in [16, 1048576]; default 1024 or CHIPRT_RING_TASK_WINDOW)");
@@ -466,6 +509,14 @@ int main(int argc, char** argv) {
                    "10000,100000,1000000; --quick 1000,10000,100000)")
       ->delimiter(',')
       ->needs(scaling_option);
+  bench
+      ->add_option("--isolation", bench_options.isolation,
+                   "where the chiprt columns' chip lives: none (in process), process (an isolated "
+                   "device process), both (instead of the suite: every chiprt column on every row "
+                   "and an empty run's latency, alternately on both, with their ratio); default: "
+                   "CHIPRT_SIM_ISOLATION, else in process")
+      ->check(CLI::IsMember({"none", "process", "both"}))
+      ->excludes(scaling_option);
 
   try {
     app.parse(argc, argv);

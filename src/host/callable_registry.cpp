@@ -64,7 +64,7 @@ void CallableRegistry::release_upload(uint64_t hash, uint64_t device_addr) {
 
 Status CallableRegistry::load_entry(const ParsedObject& object, const char* symbol,
                                     const std::string& what, RegisteredCallable* reg,
-                                    uint64_t* entry) {
+                                    uint64_t* entry, bool host_side) {
   if (object.kind == ObjectKind::InProcess) {
     *entry = object.function_addr();
     if (*entry == 0) {
@@ -76,29 +76,32 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
   uint64_t handle = 0;
   auto [first, last] = object_by_hash_.equal_range(hash);
   for (auto it = first; it != last && handle == 0; ++it) {
-    const std::vector<uint8_t>& cached = objects_.at(it->second).bytes;
-    if (cached.size() == object.bytes.size() &&
+    const LoadedObjectEntry& candidate = objects_.at(it->second);
+    const std::vector<uint8_t>& cached = candidate.bytes;
+    if (candidate.host_side == host_side && cached.size() == object.bytes.size() &&
         std::memcmp(cached.data(), object.bytes.data(), cached.size()) == 0) {
       handle = it->second;
     }
   }
   if (handle == 0) {
     platform::LoadedObject loaded;
-    Status status = platform_->load_object(object.bytes, &loaded);
+    Status status = host_side ? platform_->load_host_object(object.bytes, &loaded)
+                              : platform_->load_object(object.bytes, &loaded);
     if (!status.is_ok()) {
       return Status(StatusCode::LoadFailed, what + ": loading its " +
                                                 std::to_string(object.bytes.size()) +
                                                 "-byte shared object failed: " + status.message());
     }
-    handle = loaded.handle;
+    handle = host_side ? loaded.handle | kHostObjectKey : loaded.handle;
     objects_[handle] = LoadedObjectEntry{
-        loaded, hash, std::vector<uint8_t>(object.bytes.begin(), object.bytes.end()), 0};
+        loaded, host_side, hash, std::vector<uint8_t>(object.bytes.begin(), object.bytes.end()), 0};
     object_by_hash_.emplace(hash, handle);
   }
   LoadedObjectEntry& cached = objects_.at(handle);
   ++cached.refcount;
   reg->object_handles.push_back(handle);
-  Status status = platform_->resolve_symbol(cached.object, symbol, entry);
+  Status status = host_side ? platform_->resolve_host_symbol(cached.object, symbol, entry)
+                            : platform_->resolve_symbol(cached.object, symbol, entry);
   if (!status.is_ok() || *entry == 0) {
     return Status(StatusCode::LoadFailed, what + ": symbol '" + symbol +
                                               "' not found in its shared object" +
@@ -111,7 +114,7 @@ void CallableRegistry::release_object(uint64_t handle) {
   auto it = objects_.find(handle);
   if (it == objects_.end()) return;
   if (--it->second.refcount != 0) return;
-  Status status = platform_->unload_object(it->second.object);
+  Status status = unload(it->second);
   if (!status.is_ok()) CHIPRT_LOG_WARN("object unload: %s", status.to_string().c_str());
   auto [first, last] = object_by_hash_.equal_range(it->second.hash);
   for (auto h = first; h != last; ++h) {
@@ -121,6 +124,11 @@ void CallableRegistry::release_object(uint64_t handle) {
     }
   }
   objects_.erase(it);
+}
+
+Status CallableRegistry::unload(const LoadedObjectEntry& entry) {
+  return entry.host_side ? platform_->unload_host_object(entry.object)
+                         : platform_->unload_object(entry.object);
 }
 
 void CallableRegistry::release_registration(const RegisteredCallable& reg) {
@@ -240,7 +248,9 @@ Status CallableRegistry::load_orchestration(const ParsedCallable& parsed, Runtim
   uint64_t entry = 0;
   if (variant == RuntimeVariant::HostBuildGraph) {
     if (reg->orchestration != nullptr) return Status::ok();
-    Status status = load_entry(parsed.orchestration, kOrchestrationSymbol, what, reg, &entry);
+    // Called by the host: loaded into the host process even when the chip lives in another.
+    Status status = load_entry(parsed.orchestration, kOrchestrationSymbol, what, reg, &entry,
+                               /*host_side=*/true);
     if (status.is_ok()) reg->orchestration = reinterpret_cast<OrchestrationEntry>(entry);
     return status;
   }
@@ -314,7 +324,7 @@ Status CallableRegistry::release_all() {
   Status first;
   // Anything still cached is unreferenced by registrations; drop it too.
   for (auto& [handle, entry] : objects_) {
-    Status status = platform_->unload_object(entry.object);
+    Status status = unload(entry);
     if (!status.is_ok() && first.is_ok()) first = status;
   }
   objects_.clear();

@@ -120,6 +120,7 @@ class CallableRegistry {
   };
   struct LoadedObjectEntry {
     platform::LoadedObject object;
+    bool host_side = false;  // loaded by load_host_object (code the host calls)
     uint64_t hash = 0;
     std::vector<uint8_t> bytes;  // the image, so a hash collision is told apart byte for byte
     uint32_t refcount = 0;
@@ -140,9 +141,15 @@ class CallableRegistry {
   // (a collision) coexist, told apart by their device address / object handle.
   Status acquire_upload(const Bytes& bytes, uint64_t hash, uint64_t* device_addr);
   void release_upload(uint64_t hash, uint64_t device_addr);
+  // `host_side`: the entry is called by the host (host_build_graph orchestration), so a shared
+  // object is loaded with Platform::load_host_object; otherwise by the chip (load_object).
   Status load_entry(const ParsedObject& object, const char* symbol, const std::string& what,
-                    RegisteredCallable* reg, uint64_t* entry);
+                    RegisteredCallable* reg, uint64_t* entry, bool host_side = false);
+  // Cache keys: the platform's handle, with kHostObjectKey set for a host-side object (host and
+  // chip handles are separate numberings).
+  static constexpr uint64_t kHostObjectKey = 1ull << 63;
   void release_object(uint64_t handle);
+  Status unload(const LoadedObjectEntry& entry);
   void release_registration(const RegisteredCallable& reg);
   // Loads reg's orchestration entry for `variant` from `parsed` (the retained container).
   Status load_orchestration(const ParsedCallable& parsed, RuntimeVariant variant,

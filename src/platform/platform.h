@@ -124,6 +124,17 @@ class Platform {
   virtual Status load_object(std::span<const uint8_t> image, LoadedObject* out) = 0;
   virtual Status resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) = 0;
   virtual Status unload_object(LoadedObject object) = 0;
+  // The same for an object whose code runs on the host (host_build_graph's orchestration
+  // function): loaded into the host process, whichever process the chip lives in, so the address
+  // resolve_host_symbol gives is callable by the host. Handles are not those of load_object. By
+  // default the chip shares the host process and these are load_object's.
+  virtual Status load_host_object(std::span<const uint8_t> image, LoadedObject* out) {
+    return load_object(image, out);
+  }
+  virtual Status resolve_host_symbol(LoadedObject object, const char* symbol, uint64_t* addr) {
+    return resolve_symbol(object, symbol, addr);
+  }
+  virtual Status unload_host_object(LoadedObject object) { return unload_object(object); }
 
   virtual const ChipServices& services() const = 0;
 

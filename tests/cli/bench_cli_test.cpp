@@ -272,6 +272,73 @@ TEST(ChiprtBenchCli, RealKernelRowHasPeerCells) {
   EXPECT_EQ(r.output.find("error:"), std::string::npos) << r.output;
 }
 
+// --isolation process: the suite's chiprt columns run on the isolated chip, and say so.
+TEST(ChiprtBenchCli, IsolationProcessRunsTheChiprtColumnsIsolated) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-isolation-process");
+  const CommandResult r = run_bench(
+      "--quick --tasks 100 --repetitions 1 --threads 2 --no-peers --workloads chain "
+      "--isolation process --json " +
+      json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("chip in an isolated device process"), std::string::npos) << r.output;
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
+  EXPECT_EQ(j.at("sim_isolation"), "process");
+  for (const std::string& id : kChiprtColumns) {
+    expect_measured_cell(j.at("rows")[0].at("cells").at(id), false, "chain/" + id);
+  }
+}
+
+// --isolation both: every chiprt column on every selected row, plus an empty run's latency, on both
+// platforms with their ratio; the real-kernel rows report their wall time too.
+TEST(ChiprtBenchCli, IsolationBothComparesEveryChiprtColumnOnBothPlatforms) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-isolation-both");
+  const CommandResult r = run_bench(
+      "--quick --tasks 100 --repetitions 2 --threads 2 --workloads chain,bgemm --isolation both "
+      "--json " +
+      json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ratio = isolated / in process"), std::string::npos) << r.output;
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
+  EXPECT_EQ(j.at("comparison"), "isolation");
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const nlohmann::json& row : j.at("rows")) {
+    const std::string where =
+        row.at("workload").get<std::string>() + "/" + row.at("column").get<std::string>();
+    ASSERT_EQ(row.at("status"), "measured") << where << ": " << row.dump();
+    seen.insert({row.at("kind").get<std::string>(), row.at("column").get<std::string>()});
+    const bool latency = row.at("kind") == "empty_run_latency";
+    EXPECT_EQ(row.at("unit"), latency ? "ns_per_run" : "ns_per_task") << where;
+    EXPECT_EQ(row.at("tasks").get<uint64_t>() == 1, latency) << where;
+    for (const char* platform : {"in_process", "isolated"}) {
+      const nlohmann::json& side = row.at(platform);
+      EXPECT_EQ(side.at("samples").size(), latency ? 50u : 2u) << where << " " << platform;
+      EXPECT_GT(side.at("median").get<double>(), 0.0) << where << " " << platform;
+      if (row.at("kind") == "real_kernels") {
+        EXPECT_GT(side.at("wall_ns").get<double>(), 0.0) << where << " " << platform;
+      }
+    }
+    EXPECT_DOUBLE_EQ(row.at("ratio").get<double>(),
+                     row.at("isolated").at("median").get<double>() /
+                         row.at("in_process").at("median").get<double>())
+        << where;
+  }
+  for (const std::string& id : kChiprtColumns) {
+    for (const char* kind : {"graph", "real_kernels", "empty_run_latency"}) {
+      EXPECT_EQ(seen.count({kind, id}), 1u) << kind << " row of " << id << " missing";
+    }
+  }
+  EXPECT_EQ(j.at("rows").size(), 3 * kChiprtColumns.size());
+}
+
+TEST(ChiprtBenchCli, IsolationOptionIsCheckedAndExcludesScaling) {
+  for (const char* args : {"--isolation sometimes", "--isolation both --scaling"}) {
+    const CommandResult r = run_bench(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  }
+}
+
 TEST(ChiprtBenchCli, RejectsInvalidOptions) {
   for (const char* args : {"--repetitions 0", "--tasks 0", "--threads -1", "--bogus"}) {
     const CommandResult r = run_bench(args);

@@ -154,6 +154,26 @@ TEST_F(ChiprtCli, HelpExitsZero) {
   EXPECT_TRUE(contains(r.output, "--aicpu-threads")) << r.output;
 }
 
+// --isolated: the chip runs in a device process of its own (SimIsolation::Process), on both
+// runtimes, and the run says so.
+TEST_F(ChiprtCli, IsolatedRunsTheExampleInADeviceProcess) {
+  const CommandResult help = run_chiprt("run --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_TRUE(contains(help.output, "--isolated")) << help.output;
+  for (const char* runtime : {"host_build_graph", "tensormap_ringbuffer"}) {
+    SCOPED_TRACE(runtime);
+    const CommandResult r =
+        run_chiprt(std::string("run vector_example --isolated --rounds 2 --runtime ") + runtime);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "PASS vector_example/default")) << r.output;
+    EXPECT_TRUE(contains(r.output, "chip in an isolated device process")) << r.output;
+  }
+  // Without the flag the chip is in process (unless CHIPRT_SIM_ISOLATION says otherwise).
+  const CommandResult in_process = run_chiprt("run vector_example", "CHIPRT_SIM_ISOLATION=none");
+  EXPECT_EQ(in_process.exit_code, 0) << in_process.output;
+  EXPECT_FALSE(contains(in_process.output, "isolated device process")) << in_process.output;
+}
+
 TEST_F(ChiprtCli, RingbufferRuntimeRunsTheExamples) {
   for (const char* example : {"vector_example --case small", "bgemm --case small"}) {
     const CommandResult r =

@@ -15,10 +15,13 @@ namespace chiprt::perf {
 // on this host, see chiprt/worker.h), the chip gets `threads` AICPU threads (at least the 2 a
 // threaded run needs, at most 8) and no executor threads, so it uses exactly as many host threads
 // as the peers; otherwise it keeps its default AICPU threads and runs kernels on `threads`
-// executor threads.
-inline WorkerOptions bench_worker_options(unsigned threads) {
+// executor threads. `isolation`: where the chip lives (SimOptions::isolation; Default lets
+// CHIPRT_SIM_ISOLATION decide).
+inline WorkerOptions bench_worker_options(unsigned threads,
+                                          SimIsolation isolation = SimIsolation::Default) {
   WorkerOptions options;
   options.sim.host_threads = threads;
+  options.sim.isolation = isolation;
   if (resolve_sim_core_execution(options.sim) == SimCoreExecution::Aicpu) {
     options.sim.aicpu_threads = std::clamp(threads, 2u, 8u);
   }
@@ -47,6 +50,14 @@ inline std::string describe_chiprt_threads(unsigned threads) {
   }
   return "chiprt threaded: " + aicpu + " AICPU threads + " + std::to_string(threads) +
          " executor threads running the kernels";
+}
+
+// Where a chip of bench_worker_options(threads, isolation) lives, for the table's header:
+// "in process" or "in an isolated device process".
+inline std::string describe_sim_isolation(SimIsolation isolation) {
+  return resolve_sim_isolation(bench_worker_options(0, isolation).sim) == SimIsolation::Process
+             ? "in an isolated device process"
+             : "in process";
 }
 
 }  // namespace chiprt::perf

@@ -107,9 +107,9 @@ void suite_orchestration(Orchestration& orch, const TaskArgs& args) {
 
 }  // namespace
 
-ChiprtDevice::ChiprtDevice(unsigned threads, uint64_t max_tasks)
+ChiprtDevice::ChiprtDevice(unsigned threads, uint64_t max_tasks, SimIsolation isolation)
     : max_tasks_(max_tasks), elements_(buffer_elements(max_tasks)) {
-  worker_.init(bench_worker_options(threads));
+  worker_.init(bench_worker_options(threads, isolation));
   worker_.register_callable(
       kSuiteCallable, CallableBuilder()
                           .orchestration_function(suite_orchestration, ArgSignature{})
@@ -160,8 +160,9 @@ RunResult ChiprtRunner::run(const Workload& workload) {
   return {last_report_.task_count, last_report_.host_total_ns};
 }
 
-std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks) {
-  return std::make_shared<ChiprtDevice>(threads, max_tasks);
+std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks,
+                                                 SimIsolation isolation) {
+  return std::make_shared<ChiprtDevice>(threads, max_tasks, isolation);
 }
 
 std::unique_ptr<Runner> make_chiprt_runner(std::shared_ptr<ChiprtDevice> device, ChiprtMode mode) {

@@ -31,9 +31,11 @@ struct ChiprtDeviceMemory {
 
 class ChiprtDevice {
  public:
-  // `threads`: bench_worker_options(threads); the data buffer fits every workload of up to
-  // `max_tasks` tasks, and host_build_graph runs accept graphs of that many tasks.
-  ChiprtDevice(unsigned threads, uint64_t max_tasks);
+  // `threads`, `isolation`: bench_worker_options(threads, isolation); the data buffer fits every
+  // workload of up to `max_tasks` tasks, and host_build_graph runs accept graphs of that many
+  // tasks.
+  ChiprtDevice(unsigned threads, uint64_t max_tasks,
+               SimIsolation isolation = SimIsolation::Default);
   ChiprtDevice(const ChiprtDevice&) = delete;
   ChiprtDevice& operator=(const ChiprtDevice&) = delete;
 

@@ -54,9 +54,10 @@ std::optional<CallConfig> kernel_column_config(std::string_view column_id) {
   return config;
 }
 
-KernelBenchDevice::KernelBenchDevice(unsigned threads) : worker_(std::make_unique<Worker>()) {
+KernelBenchDevice::KernelBenchDevice(unsigned threads, SimIsolation isolation)
+    : worker_(std::make_unique<Worker>()) {
   // The same chip as the graph rows' chiprt columns.
-  worker_->init(bench_worker_options(threads));
+  worker_->init(bench_worker_options(threads, isolation));
 }
 
 KernelBenchDevice::~KernelBenchDevice() = default;

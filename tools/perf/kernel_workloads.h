@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "chiprt/call_config.h"
+#include "chiprt/sim_options.h"
 
 namespace chiprt {
 class Worker;
@@ -50,8 +51,9 @@ struct KernelRunResult {
 
 class KernelBenchDevice {
  public:
-  // `threads`: SimOptions::host_threads of the chip, the suite's worker-thread count.
-  explicit KernelBenchDevice(unsigned threads);
+  // `threads`: SimOptions::host_threads of the chip, the suite's worker-thread count; `isolation`:
+  // SimOptions::isolation.
+  explicit KernelBenchDevice(unsigned threads, SimIsolation isolation = SimIsolation::Default);
   ~KernelBenchDevice();
   KernelBenchDevice(const KernelBenchDevice&) = delete;
   KernelBenchDevice& operator=(const KernelBenchDevice&) = delete;

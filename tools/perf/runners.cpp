@@ -94,7 +94,8 @@ std::vector<RunnerColumn> make_runners(const RunnerOptions& options) {
   std::vector<RunnerColumn> columns;
   // The chiprt columns share one chip, made only when they are wanted.
   const std::shared_ptr<ChiprtDevice> device =
-      options.chiprt ? make_chiprt_device(options.threads, options.max_tasks) : nullptr;
+      options.chiprt ? make_chiprt_device(options.threads, options.max_tasks, options.isolation)
+                     : nullptr;
   const std::span<const ChiprtColumnSpec> chiprt =
       options.chiprt ? chiprt_columns() : std::span<const ChiprtColumnSpec>{};
   for (const ChiprtColumnSpec& c : chiprt) {

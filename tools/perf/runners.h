@@ -15,6 +15,12 @@
 #include "task_dag.h"
 #include "workloads.h"
 
+namespace chiprt {
+// chiprt/sim_options.h; declared here because the LLVM libomp peer, built without chiprt's
+// headers, includes this file.
+enum class SimIsolation : uint8_t;
+}  // namespace chiprt
+
 namespace chiprt::perf {
 
 struct RunResult {
@@ -60,10 +66,11 @@ struct RunnerColumn {
 };
 
 struct RunnerOptions {
-  unsigned threads = 1;    // worker threads of every runtime (chiprt: SimOptions::host_threads)
-  uint64_t max_tasks = 1;  // largest workload that will be run (sizes chiprt's buffer)
-  bool peers = true;       // false: the peer columns are listed but not created
-  bool chiprt = true;      // false: no chiprt column (callers that make their own chiprt runners)
+  unsigned threads = 1;      // worker threads of every runtime (chiprt: SimOptions::host_threads)
+  uint64_t max_tasks = 1;    // largest workload that will be run (sizes chiprt's buffer)
+  bool peers = true;         // false: the peer columns are listed but not created
+  bool chiprt = true;        // false: no chiprt column (callers that make their own chiprt runners)
+  SimIsolation isolation{};  // where the chiprt columns' chip lives (value-initialised: Default)
 };
 
 // The chiprt columns first (host_build_graph threaded / serial / replay, tensormap_ringbuffer
@@ -92,7 +99,11 @@ std::string locate_llvm_openmp_peer(std::string& why);
 
 // Chiprt runners sharing one simulated chip (defined in chiprt_runner.cpp).
 class ChiprtDevice;
-std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks);
+// `isolation`: SimOptions::isolation of its Worker (an isolated chip runs in a device process
+// forked at construction: a Workload an in-process orchestration function reads must exist by
+// then).
+std::shared_ptr<ChiprtDevice> make_chiprt_device(unsigned threads, uint64_t max_tasks,
+                                                 SimIsolation isolation = SimIsolation{});
 enum class ChiprtMode : uint8_t {
   HostBuildGraph,
   HostBuildGraphSerial,

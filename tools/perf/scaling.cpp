@@ -71,25 +71,6 @@ std::string format_bytes(double bytes) {
   return text;
 }
 
-// Lays out `grid` (first row: headings) with the first `left` columns left-aligned.
-std::string layout(const std::vector<std::vector<std::string>>& grid, std::size_t left) {
-  std::vector<std::size_t> widths(grid.front().size(), 0);
-  for (const auto& texts : grid) {
-    for (std::size_t i = 0; i < texts.size(); ++i) widths[i] = std::max(widths[i], texts[i].size());
-  }
-  std::string out;
-  for (const auto& texts : grid) {
-    std::string line;
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-      const std::string pad(widths[i] - texts[i].size(), ' ');
-      line += i < left ? texts[i] + pad : pad + texts[i];
-      if (i + 1 < texts.size()) line += "  ";
-    }
-    out += line + "\n";
-  }
-  return out;
-}
-
 }  // namespace
 
 ScalingCell::ScalingCell(ChiprtMode mode, unsigned threads, const Workload& workload)
@@ -174,10 +155,7 @@ bool parse_scaling_sizes(const std::vector<std::string>& values, std::vector<uin
 ScalingResult run_scaling(const ScalingOptions& requested, std::FILE* progress) {
   ScalingResult result;
   result.options = requested;
-  result.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
-  if (result.options.threads == 0) result.options.threads = result.hardware_threads;
-  result.host_load.hardware_threads = result.hardware_threads;
-  result.host_load.start = read_load_average();
+  result.hardware_threads = begin_session(&result.options.threads, &result.host_load);
   const ScalingOptions& options = result.options;
 
   // The graphs, made once (the random DAG's predecessor lists are the expensive part).
@@ -386,7 +364,7 @@ std::string format_scaling_table(const ScalingResult& result) {
     texts.push_back(growth);
     grid.push_back(std::move(texts));
   }
-  out += layout(grid, 2);
+  out += layout_table(grid, 2);
   if (any_skipped) {
     std::snprintf(line, sizeof(line),
                   "skipped: one run at that size, projected linearly from the previous size, "
@@ -451,7 +429,7 @@ std::string format_scaling_table(const ScalingResult& result) {
         "  output-heap arena, outside dev (for runtime-allocated outputs; these graphs have "
         "none): " +
         with_thousands(output_heap) + " bytes\n\n";
-    out += layout(memory, 3);
+    out += layout_table(memory, 3);
   }
 
   out += "\ncolumns:\n";

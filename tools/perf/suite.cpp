@@ -74,7 +74,7 @@ void report_kernel_cell(std::FILE* progress, const Row& row, const ColumnInfo& c
 void run_kernel_rows(const std::vector<ColumnInfo>& columns, const std::vector<KernelPeer>& peers,
                      const SuiteOptions& options, std::FILE* progress, std::vector<Row>* rows) {
   if (options.kernel_workloads.empty()) return;
-  KernelBenchDevice device(options.threads);
+  KernelBenchDevice device(options.threads, options.isolation);
   const std::size_t first_row = rows->size();
   for (const KernelWorkload workload : options.kernel_workloads) {
     Row row;
@@ -132,6 +132,43 @@ void run_kernel_rows(const std::vector<ColumnInfo>& columns, const std::vector<K
 }
 
 }  // namespace
+
+std::string layout_table(const std::vector<std::vector<std::string>>& grid, std::size_t left) {
+  std::vector<std::size_t> widths(grid.front().size(), 0);
+  for (const auto& texts : grid) {
+    for (std::size_t i = 0; i < texts.size(); ++i) widths[i] = std::max(widths[i], texts[i].size());
+  }
+  std::string out;
+  for (const auto& texts : grid) {
+    std::string line;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      const std::string pad(widths[i] - texts[i].size(), ' ');
+      line += i < left ? texts[i] + pad : pad + texts[i];
+      if (i + 1 < texts.size()) line += "  ";
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+unsigned begin_session(unsigned* threads, HostLoad* load) {
+  const unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+  if (*threads == 0) *threads = hardware_threads;
+  load->hardware_threads = hardware_threads;
+  load->start = read_load_average();
+  return hardware_threads;
+}
+
+std::vector<Workload> make_workloads(const std::vector<Shape>& shapes, uint64_t tasks,
+                                     uint64_t* max_tasks) {
+  std::vector<Workload> workloads;
+  *max_tasks = 1;
+  for (const Shape shape : shapes) {
+    workloads.push_back(make_workload(shape, tasks));
+    *max_tasks = std::max(*max_tasks, workloads.back().tasks);
+  }
+  return workloads;
+}
 
 double median_of(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -193,19 +230,13 @@ Cell time_cell(const std::function<void()>& warm_up, const std::function<RunResu
 SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
   SuiteResult result;
   result.options = requested;
-  result.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
-  if (result.options.threads == 0) result.options.threads = result.hardware_threads;
-  result.host_load.hardware_threads = result.hardware_threads;
-  result.host_load.start = read_load_average();
+  result.hardware_threads = begin_session(&result.options.threads, &result.host_load);
   const SuiteOptions& options = result.options;
 
-  std::vector<Workload> workloads;
   uint64_t max_tasks = 1;
-  for (const Shape shape : options.shapes) {
-    workloads.push_back(make_workload(shape, options.tasks));
-    max_tasks = std::max(max_tasks, workloads.back().tasks);
-  }
-  std::vector<RunnerColumn> runners = make_runners({options.threads, max_tasks, options.peers});
+  const std::vector<Workload> workloads = make_workloads(options.shapes, options.tasks, &max_tasks);
+  std::vector<RunnerColumn> runners =
+      make_runners({options.threads, max_tasks, options.peers, true, options.isolation});
   for (const Workload& workload : workloads) {
     Row row;
     row.workload = std::string(shape_name(workload.shape));
@@ -339,7 +370,8 @@ std::string format_table(const SuiteResult& result) {
                 o.repetitions, o.threads, result.hardware_threads,
                 static_cast<unsigned long long>(o.tasks));
   out += line;
-  out += describe_chiprt_threads(o.threads) + "; serial columns: 1 thread\n";
+  out += describe_chiprt_threads(o.threads) + "; serial columns: 1 thread; chip " +
+         describe_sim_isolation(o.isolation) + "\n";
   out += result.host_load.describe();
   out +=
       "peer cells end with their ratio to the best chiprt cell of the row (x > 1: chiprt "
@@ -384,23 +416,7 @@ std::string format_table(const SuiteResult& result) {
     }
     grid.push_back(std::move(texts));
   }
-  std::vector<std::size_t> widths(grid.front().size(), 0);
-  for (const auto& texts : grid) {
-    for (std::size_t i = 0; i < texts.size(); ++i) widths[i] = std::max(widths[i], texts[i].size());
-  }
-  for (const auto& texts : grid) {
-    std::string text_line;
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-      const std::size_t pad = widths[i] - texts[i].size();
-      if (i < 2) {
-        text_line += texts[i] + std::string(pad, ' ');
-      } else {
-        text_line += std::string(pad, ' ') + texts[i];
-      }
-      text_line += i + 1 < texts.size() ? "  " : "";
-    }
-    out += text_line + "\n";
-  }
+  out += layout_table(grid, 2);
   bool any_real_kernels = false;
   for (const Row& row : result.rows) any_real_kernels = any_real_kernels || row.real_kernels;
   if (any_real_kernels) {
@@ -474,6 +490,8 @@ nlohmann::json to_json(const SuiteResult& result) {
   j["quick"] = o.quick;
   j["unit"] = "ns_per_task";
   j["chiprt_threads"] = describe_chiprt_threads(o.threads);
+  j["sim_isolation"] = std::string(
+      sim_isolation_name(resolve_sim_isolation(bench_worker_options(o.threads, o.isolation).sim)));
   j["columns"] = columns_to_json(result.columns);
   j["rows"] = nlohmann::json::array();
   for (const Row& row : result.rows) {

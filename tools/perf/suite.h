@@ -32,6 +32,8 @@ struct SuiteOptions {
   double cell_budget_s = 30.0;  // stop repeating a cell (after one timed run) past this wall time
   bool peers = true;
   bool quick = false;  // recorded in the result only; the caller picks the sizes
+  // Where the chiprt columns' chip lives (SimOptions::isolation; Default: CHIPRT_SIM_ISOLATION).
+  SimIsolation isolation = SimIsolation::Default;
   std::vector<Shape> shapes = {std::begin(kAllShapes), std::end(kAllShapes)};
   std::vector<KernelWorkload> kernel_workloads = {std::begin(kAllKernelWorkloads),
                                                   std::end(kAllKernelWorkloads)};
@@ -107,14 +109,24 @@ bool all_cells_measured(const SuiteResult& result);
 std::string format_table(const SuiteResult& result);
 nlohmann::json to_json(const SuiteResult& result);
 
-// Shared with the scaling report (scaling.h).
+// Shared with the scaling report (scaling.h) and the isolation comparison (isolation_compare.h).
 // Times one cell: warm_up() untimed, then up to `repetitions` runs, stopping once the cell has
 // spent `budget_s` (warm-up included, after at least one timed run); an exception becomes the
 // cell's error. Fills ns_per_task, tasks, median, min, max.
 Cell time_cell(const std::function<void()>& warm_up, const std::function<RunResult()>& run,
                int repetitions, double budget_s);
 double median_of(std::vector<double> values);  // 0 for none
-std::string format_ns(double ns);              // "1234", "56.7"
+// Lays out `grid` (first row: headings) as lines of text: the first `left` columns left-aligned,
+// the others right-aligned, two spaces apart.
+std::string layout_table(const std::vector<std::vector<std::string>>& grid, std::size_t left);
+// A report's start: returns the host's hardware threads (at least 1), replaces a `*threads` of 0 by
+// them, and records them and the load average now in `*load`.
+unsigned begin_session(unsigned* threads, HostLoad* load);
+// The workloads of `shapes` at `tasks` requested tasks each; `*max_tasks` gets the largest task
+// count (at least 1).
+std::vector<Workload> make_workloads(const std::vector<Shape>& shapes, uint64_t tasks,
+                                     uint64_t* max_tasks);
+std::string format_ns(double ns);  // "1234", "56.7"
 // The table's columns as the JSON array both reports write (id, label, kind, description,
 // available, note).
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns);

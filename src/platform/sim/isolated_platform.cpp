@@ -226,7 +226,9 @@ std::string summary(const DeviceFault& fault) {
 }  // namespace
 
 IsolatedPlatform::IsolatedPlatform(const SimOptions& options, const IsolationTuning& tuning)
-    : SimPlatformBase(options, tuning.sim), tuning_(tuning) {
+    : SimPlatformBase(options, tuning.sim),
+      tuning_(tuning),
+      host_objects_(std::make_unique<ObjectLoader>()) {
   throw_if_error(make_region(options.memory_bytes, &region_));
   memory_ = region_memory(region_, options.memory_bytes);
 }
@@ -514,6 +516,7 @@ Status IsolatedPlatform::kill_device(const std::string& reason) {
 
 Status IsolatedPlatform::reset_device() {
   end_device(/*graceful=*/false);
+  host_objects_ = std::make_unique<ObjectLoader>();  // every loaded object is gone, host ones too
   // The new device range is reserved before the old one is released, so no old device address
   // ever names memory of the new device.
   Region fresh;
@@ -639,6 +642,22 @@ Status IsolatedPlatform::resolve_symbol(LoadedObject object, const char* symbol,
   Status status = call(DeviceCommand::ResolveSymbol, "resolve_symbol", kCommandBudgetMs);
   if (status.is_ok()) *addr = ch->reply_value;
   return status;
+}
+
+Status IsolatedPlatform::load_host_object(std::span<const uint8_t> image, LoadedObject* out) {
+  if (out == nullptr) {
+    return Status(StatusCode::InvalidArgument, "load_host_object: out must not be null");
+  }
+  return host_objects_->load(image, &out->handle);
+}
+
+Status IsolatedPlatform::resolve_host_symbol(LoadedObject object, const char* symbol,
+                                             uint64_t* addr) {
+  return host_objects_->resolve(object.handle, symbol, addr);
+}
+
+Status IsolatedPlatform::unload_host_object(LoadedObject object) {
+  return host_objects_->unload(object.handle);
 }
 
 Status IsolatedPlatform::unload_object(LoadedObject object) {

@@ -48,6 +48,7 @@
 #include "platform/sim/device_channel.h"
 #include "platform/sim/device_memory.h"
 #include "platform/sim/launch_engine.h"
+#include "platform/sim/object_loader.h"
 #include "platform/sim/sim_platform.h"
 
 namespace chiprt::platform::sim {
@@ -76,6 +77,11 @@ class IsolatedPlatform final : public SimPlatformBase {
   Status load_object(std::span<const uint8_t> image, LoadedObject* out) override;
   Status resolve_symbol(LoadedObject object, const char* symbol, uint64_t* addr) override;
   Status unload_object(LoadedObject object) override;
+  // Host objects (host_build_graph orchestration) load into this process with the sim's loader;
+  // reset_device unloads them with the device's (the registry loads them again).
+  Status load_host_object(std::span<const uint8_t> image, LoadedObject* out) override;
+  Status resolve_host_symbol(LoadedObject object, const char* symbol, uint64_t* addr) override;
+  Status unload_host_object(LoadedObject object) override;
 
   // The device process's services (valid once it started: after start_streams,
   // load_chip_runtime or load_object; empty before).
@@ -135,6 +141,7 @@ class IsolatedPlatform final : public SimPlatformBase {
   Status dead_status(const char* operation) const;
 
   const IsolationTuning tuning_;
+  std::unique_ptr<ObjectLoader> host_objects_;  // host objects, loaded in this process
   Region region_;
   pid_t pid_ = -1;
   bool dead_ = false;

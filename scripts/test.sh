@@ -40,5 +40,9 @@ for config in "${configs[@]}"; do
   for cores in aicpu executors; do
     CHIPRT_SIM_CORES=$cores ctest --preset "$config" -j"$jobs" -L scene
   done
+  # And the example scenes once more with the chip in its own device process (SimIsolation).
+  if [ "$config" != tsan ]; then
+    CHIPRT_SIM_ISOLATION=process ctest --preset "$config" -j"$jobs" -L scene
+  fi
   echo "=== chiprt: ${config} done in $(( $(date +%s) - start )) s ==="
 done

@@ -6,10 +6,12 @@
 // park on shared futexes, publishes its ChipServices in the control block (device_channel.h) and
 // serves the host's commands until Shutdown.
 //
-// Lifetime: the process ends with _exit (Shutdown, the host's death, or exit() from chip code
-// after it was recorded) or by a signal, never by returning, so the host's destructors and
-// atexit handlers (LSan's among them) never run in it. Threading: the server loop runs on the
-// thread that forked (the only thread of the new process); the engine's threads run chip code.
+// Lifetime: the process ends with _exit (Shutdown, the death of the host process, which a watcher
+// thread sees through a pidfd, or exit() from chip code after it was recorded) or by a signal,
+// never by returning, so the host's destructors and atexit handlers (LSan's among them) never run
+// in it. It lives as long as the host process, not as long as the host thread that forked it.
+// Threading: the server loop runs on the thread that forked (the only thread of the new process,
+// besides the host watcher); the engine's threads run chip code.
 #pragma once
 
 #include <sys/types.h>

@@ -1,7 +1,9 @@
 // How long a device process lives: as long as its host process, not as long as the host thread
 // that happened to start it. A Worker initialised (or reset) on a thread that then exits keeps its
-// device; a host process that dies takes its device processes with it.
+// device; a host process that dies takes its device processes with it. And what it holds: none of
+// the host's file descriptors.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +42,27 @@ TEST(DeviceLifetime, DeviceStartedByAResetOnAnotherThreadKeepsWorking) {
   std::thread([&] { worker.reset(); }).join();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   expect_normal_run(worker, RuntimeVariant::HostBuildGraph);
+}
+
+// A pipe of the host's (as an application would use one to a child process): once the host closes
+// its write end, the reader sees end of file, although a device process was forked while it was
+// open.
+TEST(DeviceLifetime, TheDeviceHoldsNoDescriptorOfTheHost) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  Worker worker;
+  worker.init(isolated_options());
+  register_suite_callables(worker);
+  expect_normal_run(worker, RuntimeVariant::HostBuildGraph);  // the device process runs
+  close(fds[1]);
+  pollfd readable{fds[0], POLLIN, 0};
+  const int ready = poll(&readable, 1, 2000);
+  char byte = 0;
+  if (ready == 1) {
+    EXPECT_EQ(read(fds[0], &byte, 1), 0);
+  }
+  close(fds[0]);
+  EXPECT_EQ(ready, 1) << "the device process holds the pipe's write end";
 }
 
 // The children of process `pid` (its threads' children lists).

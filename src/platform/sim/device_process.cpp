@@ -272,17 +272,20 @@ void watch_host(pid_t host_pid) {
   }
 }
 
+// Closes every descriptor from `first` on: the device holds none of the host's (a socket, a pipe
+// whose end of file someone waits for, another Worker's memory file).
+void close_from(int first) {
+  if (close_range(static_cast<unsigned>(first), ~0u, 0) == 0) return;
+  const long open_max = sysconf(_SC_OPEN_MAX);
+  for (int fd = first; fd < (open_max > 0 ? open_max : 1024); ++fd) close(fd);
+}
+
 }  // namespace
 
 void run_device_process(const DeviceProcessStart& start) noexcept {
-  watch_host(start.host_pid);
-
   // Output into the host's pipes, line by line so a kernel's printf shows up as it is written.
   dup2(start.stdout_write, STDOUT_FILENO);
   dup2(start.stderr_write, STDERR_FILENO);
-  for (int fd : {start.stdout_write, start.stderr_write, start.stdout_read, start.stderr_read}) {
-    if (fd > STDERR_FILENO) close(fd);
-  }
   // A buffer of its own: switching a stream the host already wrote to (its pointers set up for
   // full buffering) to line buffering without one does not take effect in glibc.
   static char stdout_buffer[BUFSIZ];
@@ -298,7 +301,8 @@ void run_device_process(const DeviceProcessStart& start) noexcept {
     _exit(127);
   }
   munmap(start.host_view, start.bytes);
-  close(start.memfd);
+  close_from(STDERR_FILENO + 1);  // the memory file and the pipes' other ends among them
+  watch_host(start.host_pid);
   g_channel = static_cast<DeviceChannel*>(start.device_view);
   install_fault_recorders();
   try {

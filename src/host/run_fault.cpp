@@ -136,7 +136,11 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
     code = wait.waited.code() == StatusCode::KernelCrashed ? StatusCode::KernelCrashed
                                                            : StatusCode::DeviceFaulted;
     body = callable + ": the device was lost: " + wait.waited.message();
-    if (fault.kind == platform::DeviceFault::Kind::Killed) body += " (" + fault.reason + ")";
+    // The platform's summary usually names the reason already.
+    if (fault.kind == platform::DeviceFault::Kind::Killed &&
+        wait.waited.message().find(fault.reason) == std::string::npos) {
+      body += " (" + fault.reason + ")";
+    }
   } else {
     std::string subject;
     std::string executing_then;

@@ -292,6 +292,19 @@ TEST_F(DeviceFaultTest, ADeathBeforeTheLaunchNamesNoCore) {
             "device memory is lost; call Worker::reset()");
 }
 
+// A device the platform killed (it stopped answering) is reported with the platform's summary,
+// which names the reason once.
+TEST_F(DeviceFaultTest, AKilledDeviceNamesTheReasonOnce) {
+  DeviceRunner& runner = make_runner();
+  runner.register_callable(0, callable(&one_aic_task));
+  g_control->kill("it did not answer wait within 5020 ms");
+  const Error e = run_error(0);
+  EXPECT_EQ(e.code(), StatusCode::DeviceFaulted) << e.what();
+  EXPECT_EQ(e.message(),
+            "callable id 0: the device was lost: the device process was killed: it did not "
+            "answer wait within 5020 ms; device memory is lost; call Worker::reset()");
+}
+
 TEST_F(DeviceFaultTest, AChipOrchestrationCrashNamesTheOrchestrationFunction) {
   DeviceRunner& runner = make_runner();
   runner.register_callable(0, callable(&crashing_orchestration),

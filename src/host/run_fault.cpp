@@ -59,24 +59,34 @@ std::string fault_event(const platform::DeviceFault& fault) {
 
 constexpr char kResetTail[] = "; device memory is lost; call Worker::reset()";
 
+// Reads `core`'s handshake cell of the launch at `shared_addr`: true when it shows the core
+// executing a dispatched task (`payload`, read in any case, then names it). A cell the chip never
+// set up (the device died before it took the launch) is zeroed memory, whose payload (block_num 0)
+// names no task.
+bool read_executing_cell(platform::Platform& platform, uint64_t shared_addr, uint32_t core,
+                         common::DispatchPayload* payload) {
+  if (core >= common::kMaxCores) return false;
+  uint32_t executing = common::kTaskIdle;
+  const uint64_t cell = common::core_cell_addr(shared_addr, core);
+  if (!platform
+           .copy_from_device(payload, cell + offsetof(common::HandshakeCell, running_payload),
+                             sizeof(*payload))
+           .is_ok() ||
+      !platform.load_device_word(cell + offsetof(common::HandshakeCell, executing), &executing)
+           .is_ok() ||
+      executing == common::kTaskIdle || executing == common::kTaskExit) {
+    return false;
+  }
+  return payload->block_num >= 1 && payload->block_idx < payload->block_num;
+}
+
 }  // namespace
 
 std::string DeviceRunner::describe_core_task(const PreparedLaunch& prepared, uint32_t core,
                                              const uint64_t* task, const int32_t* func_id) {
   common::DispatchPayload payload{};
-  uint32_t executing = common::kTaskIdle;
-  const uint64_t cell = common::core_cell_addr(prepared.shared_addr, core);
-  const bool cell_read =
-      core < common::kMaxCores &&
-      platform_->load_device_word(cell + offsetof(common::HandshakeCell, executing), &executing)
-          .is_ok() &&
-      platform_
-          ->copy_from_device(&payload, cell + offsetof(common::HandshakeCell, running_payload),
-                             sizeof(payload))
-          .is_ok();
   // The cell describes the task when the core was executing one and it is the task named.
-  const bool cell_valid = cell_read && executing != common::kTaskIdle &&
-                          executing != common::kTaskExit &&
+  const bool cell_valid = read_executing_cell(*platform_, prepared.shared_addr, core, &payload) &&
                           (task == nullptr || payload.task_id == *task) &&
                           (func_id == nullptr || payload.func_id == *func_id);
   const uint64_t task_id = task != nullptr ? *task : payload.task_id;
@@ -126,7 +136,11 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
     code = wait.waited.code() == StatusCode::KernelCrashed ? StatusCode::KernelCrashed
                                                            : StatusCode::DeviceFaulted;
     body = callable + ": the device was lost: " + wait.waited.message();
-    if (fault.kind == platform::DeviceFault::Kind::Killed) body += " (" + fault.reason + ")";
+    // The platform's summary usually names the reason already.
+    if (fault.kind == platform::DeviceFault::Kind::Killed &&
+        wait.waited.message().find(fault.reason) == std::string::npos) {
+      body += " (" + fault.reason + ")";
+    }
   } else {
     std::string subject;
     std::string executing_then;
@@ -149,14 +163,8 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
         // Nothing recorded which thread died: name every core that was executing a task.
         subject = "the device process";
         for (uint32_t core = 0; core < std::min(geometry_.cores(), common::kMaxCores); ++core) {
-          uint32_t executing = common::kTaskIdle;
-          const uint64_t cell = common::core_cell_addr(prepared.shared_addr, core);
-          if (!platform_
-                   ->load_device_word(cell + offsetof(common::HandshakeCell, executing), &executing)
-                   .is_ok() ||
-              executing == common::kTaskIdle || executing == common::kTaskExit) {
-            continue;
-          }
+          common::DispatchPayload payload{};
+          if (!read_executing_cell(*platform_, prepared.shared_addr, core, &payload)) continue;
           executing_then +=
               (executing_then.empty() ? "" : "; ") + describe_core_task(prepared, core);
         }

@@ -187,7 +187,11 @@ void expect_works_after_reset(Worker& worker, DeviceBuffer stale, RuntimeVariant
     EXPECT_EQ(e.code(), StatusCode::InvalidDevicePointer) << e.what();
     EXPECT_NE(e.message().find("reset"), std::string::npos) << e.message();
   }
-  // Buffers allocated after the reset: x and y for the run, and one the run never names.
+  expect_normal_run(worker, variant);
+}
+
+void expect_normal_run(Worker& worker, RuntimeVariant variant) {
+  // Fresh buffers: x and y for the run, and one the run never names.
   const DeviceBuffer x = worker.malloc(kBytes);
   const DeviceBuffer y = worker.malloc(kBytes);
   const DeviceBuffer untouched = worker.malloc(kBytes);

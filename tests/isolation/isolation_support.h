@@ -89,6 +89,9 @@ std::vector<float> x_values();
 // (threaded), and `stale` (a buffer of the device before the reset) is refused with
 // InvalidDevicePointer naming the reset. Reports failures through gtest.
 void expect_works_after_reset(Worker& worker, DeviceBuffer stale, RuntimeVariant variant);
+// The part of it after the stale buffer: on fresh buffers a normal run gives y = x + 3 and leaves
+// x and a buffer it does not name intact.
+void expect_normal_run(Worker& worker, RuntimeVariant variant);
 
 // This process's resources, from /proc/self.
 struct ProcessResources {

@@ -1,13 +1,14 @@
 #include "platform/sim/device_process.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -30,8 +31,8 @@ DeviceChannel* g_channel = nullptr;
 constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
 // Big enough for the handler (a few hundred bytes of frame) and for sanitizer runtimes.
 constexpr std::size_t kAltStackBytes = 64 * 1024;
-// How often the idle server looks whether the host still lives (PR_SET_PDEATHSIG does the work;
-// this covers a host that died before the child set it).
+// How often the idle server looks whether the host still lives (watch_host does the work; this
+// covers a system without pidfds).
 constexpr int64_t kIdleCheckNs = 1'000'000'000;
 // How long the idle server polls for the next command before it sleeps: a run's commands follow
 // each other within microseconds.
@@ -251,19 +252,40 @@ T* pointer(uint64_t value) {
   }
 }
 
+// The device never outlives the host process. Not PR_SET_PDEATHSIG: it fires when the host
+// *thread* that forked ends, so a Worker initialised or reset on a thread that then exits would
+// lose its device. A thread of its own waits on a pidfd of the host process instead, which becomes
+// readable when the whole process is gone.
+void watch_host(pid_t host_pid) {
+  const int host = static_cast<int>(syscall(SYS_pidfd_open, host_pid, 0));
+  if (getppid() != host_pid) _exit(0);  // the host died before the pidfd named it
+  if (host < 0) return;                 // no pidfds: the idle server's getppid check remains
+  try {
+    std::thread([host] {
+      pollfd fd{host, POLLIN, 0};
+      while (::poll(&fd, 1, -1) < 0 && errno == EINTR) {
+      }
+      if ((fd.revents & POLLIN) != 0) _exit(0);
+    }).detach();
+  } catch (...) {
+    ::close(host);  // no thread: the idle server's getppid check remains
+  }
+}
+
+// Closes every descriptor from `first` on: the device holds none of the host's (a socket, a pipe
+// whose end of file someone waits for, another Worker's memory file).
+void close_from(int first) {
+  if (close_range(static_cast<unsigned>(first), ~0u, 0) == 0) return;
+  const long open_max = sysconf(_SC_OPEN_MAX);
+  for (int fd = first; fd < (open_max > 0 ? open_max : 1024); ++fd) close(fd);
+}
+
 }  // namespace
 
 void run_device_process(const DeviceProcessStart& start) noexcept {
-  // The device never outlives the host.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != start.host_pid) _exit(0);
-
   // Output into the host's pipes, line by line so a kernel's printf shows up as it is written.
   dup2(start.stdout_write, STDOUT_FILENO);
   dup2(start.stderr_write, STDERR_FILENO);
-  for (int fd : {start.stdout_write, start.stderr_write, start.stdout_read, start.stderr_read}) {
-    if (fd > STDERR_FILENO) close(fd);
-  }
   // A buffer of its own: switching a stream the host already wrote to (its pointers set up for
   // full buffering) to line buffering without one does not take effect in glibc.
   static char stdout_buffer[BUFSIZ];
@@ -279,7 +301,8 @@ void run_device_process(const DeviceProcessStart& start) noexcept {
     _exit(127);
   }
   munmap(start.host_view, start.bytes);
-  close(start.memfd);
+  close_from(STDERR_FILENO + 1);  // the memory file and the pipes' other ends among them
+  watch_host(start.host_pid);
   g_channel = static_cast<DeviceChannel*>(start.device_view);
   install_fault_recorders();
   try {

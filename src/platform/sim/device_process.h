@@ -1,15 +1,18 @@
 // The device half of the isolated simulated device (isolated_platform.h): what the forked device
 // process runs. It maps the device memory file where the host reserved the device range, drops the
-// host's mapping, sends its stdout/stderr into the host's pipes (stdout line-buffered), installs
-// the fault recorders (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP handlers on an alternate
-// signal stack on every chip thread, and an exit handler), starts a LaunchEngine whose chip threads
-// park on shared futexes, publishes its ChipServices in the control block (device_channel.h) and
-// serves the host's commands until Shutdown.
+// host's mapping, sends its stdout/stderr into the host's pipes (stdout line-buffered), closes
+// every other descriptor it inherited (the host's sockets, pipes and files stay the host's),
+// installs the fault recorders (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP handlers on an
+// alternate signal stack on every chip thread, and an exit handler), starts a LaunchEngine whose
+// chip threads park on shared futexes, publishes its ChipServices in the control block
+// (device_channel.h) and serves the host's commands until Shutdown.
 //
-// Lifetime: the process ends with _exit (Shutdown, the host's death, or exit() from chip code
-// after it was recorded) or by a signal, never by returning, so the host's destructors and
-// atexit handlers (LSan's among them) never run in it. Threading: the server loop runs on the
-// thread that forked (the only thread of the new process); the engine's threads run chip code.
+// Lifetime: the process ends with _exit (Shutdown, the death of the host process, which a watcher
+// thread sees through a pidfd, or exit() from chip code after it was recorded) or by a signal,
+// never by returning, so the host's destructors and atexit handlers (LSan's among them) never run
+// in it. It lives as long as the host process, not as long as the host thread that forked it.
+// Threading: the server loop runs on the thread that forked (the only thread of the new process,
+// besides the host watcher); the engine's threads run chip code.
 #pragma once
 
 #include <sys/types.h>

@@ -277,6 +277,34 @@ TEST_F(DeviceFaultTest, ADeathWithoutContextNamesTheCoresThatWereExecuting) {
             "lost; call Worker::reset()");
 }
 
+// A device that died (without a record) before it took the launch, e.g. killed from outside
+// between runs: the launch's handshake cells were never set up by the chip, so no core is named
+// (their zeroed memory must not read as "task 0 ... block 0 of 0" on every core).
+TEST_F(DeviceFaultTest, ADeathBeforeTheLaunchNamesNoCore) {
+  DeviceRunner& runner = make_runner();
+  runner.register_callable(0, callable(&one_aic_task));
+  g_control->crash_at_next_launch(signal_fault(SIGKILL));
+  const Error e = run_error(0);
+  EXPECT_EQ(e.code(), StatusCode::KernelCrashed) << e.what();
+  EXPECT_EQ(e.message(),
+            "callable id 0: device crash: the device process raised SIGKILL (killed); it "
+            "recorded no thread, and no core was executing a task (device process pid 4242); "
+            "device memory is lost; call Worker::reset()");
+}
+
+// A device the platform killed (it stopped answering) is reported with the platform's summary,
+// which names the reason once.
+TEST_F(DeviceFaultTest, AKilledDeviceNamesTheReasonOnce) {
+  DeviceRunner& runner = make_runner();
+  runner.register_callable(0, callable(&one_aic_task));
+  g_control->kill("it did not answer wait within 5020 ms");
+  const Error e = run_error(0);
+  EXPECT_EQ(e.code(), StatusCode::DeviceFaulted) << e.what();
+  EXPECT_EQ(e.message(),
+            "callable id 0: the device was lost: the device process was killed: it did not "
+            "answer wait within 5020 ms; device memory is lost; call Worker::reset()");
+}
+
 TEST_F(DeviceFaultTest, AChipOrchestrationCrashNamesTheOrchestrationFunction) {
   DeviceRunner& runner = make_runner();
   runner.register_callable(0, callable(&crashing_orchestration),

@@ -1,0 +1,125 @@
+// How long a device process lives: as long as its host process, not as long as the host thread
+// that happened to start it. A Worker initialised (or reset) on a thread that then exits keeps its
+// device; a host process that dies takes its device processes with it. And what it holds: none of
+// the host's file descriptors.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chiprt/status.h"
+#include "chiprt/worker.h"
+#include "isolation_support.h"
+
+namespace chiprt::isolation_test {
+namespace {
+
+TEST(DeviceLifetime, DeviceStartedOnAThreadThatExitedKeepsWorking) {
+  Worker worker;
+  std::thread([&] {
+    worker.init(isolated_options());
+    register_suite_callables(worker);
+    expect_normal_run(
+        worker, RuntimeVariant::HostBuildGraph);  // the device process is forked on this thread
+  }).join();
+  // Give a device that would die with its forking thread the time to die.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_normal_run(worker, RuntimeVariant::HostBuildGraph);
+}
+
+TEST(DeviceLifetime, DeviceStartedByAResetOnAnotherThreadKeepsWorking) {
+  Worker worker;
+  worker.init(isolated_options());
+  register_suite_callables(worker);
+  expect_normal_run(worker, RuntimeVariant::HostBuildGraph);
+  std::thread([&] { worker.reset(); }).join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_normal_run(worker, RuntimeVariant::HostBuildGraph);
+}
+
+// A pipe of the host's (as an application would use one to a child process): once the host closes
+// its write end, the reader sees end of file, although a device process was forked while it was
+// open.
+TEST(DeviceLifetime, TheDeviceHoldsNoDescriptorOfTheHost) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  Worker worker;
+  worker.init(isolated_options());
+  register_suite_callables(worker);
+  expect_normal_run(worker, RuntimeVariant::HostBuildGraph);  // the device process runs
+  close(fds[1]);
+  pollfd readable{fds[0], POLLIN, 0};
+  const int ready = poll(&readable, 1, 2000);
+  char byte = 0;
+  if (ready == 1) {
+    EXPECT_EQ(read(fds[0], &byte, 1), 0);
+  }
+  close(fds[0]);
+  EXPECT_EQ(ready, 1) << "the device process holds the pipe's write end";
+}
+
+// The children of process `pid` (its threads' children lists).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  for (pid_t child = 0; children >> child;) out.push_back(child);
+  return out;
+}
+
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const std::size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() &&
+         (line[close + 2] == 'Z' || line[close + 2] == 'X');
+}
+
+TEST(DeviceLifetime, DeviceDiesWithItsHostProcess) {
+  // A host process of its own: it starts a device, reports the device's pid and dies at once,
+  // closing nothing (as a crashing host would).
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t host = fork();
+  ASSERT_GE(host, 0);
+  if (host == 0) {
+    close(report[0]);
+    Worker worker;
+    worker.init(isolated_options());
+    register_suite_callables(worker);
+    const DeviceBuffer x = worker.malloc(kBytes);
+    const DeviceBuffer y = worker.malloc(kBytes);
+    worker.run(kCallable, scenario_args(x, y, Scenario::Normal),
+               run_config(RuntimeVariant::HostBuildGraph, false));
+    const std::vector<pid_t> devices = children_of(getpid());
+    const pid_t device = devices.size() == 1 ? devices[0] : -1;
+    (void)!write(report[1], &device, sizeof(device));
+    _exit(0);
+  }
+  close(report[1]);
+  pid_t device = -1;
+  const ssize_t got = read(report[0], &device, sizeof(device));
+  close(report[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(host, &status, 0), host);
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof(device)));
+  ASSERT_GT(device, 0) << "the host did not see exactly one device process";
+  // The device notices (it polls the host at most every second when idle).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!process_gone(device) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(process_gone(device)) << "device process " << device << " outlived its host";
+  if (!process_gone(device)) kill(device, SIGKILL);
+}
+
+}  // namespace
+}  // namespace chiprt::isolation_test

@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "chiprt/callable.h"
+#include "chiprt/orchestration.h"
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
 #include "isolation_support.h"
@@ -119,6 +122,83 @@ TEST(DeviceLifetime, DeviceDiesWithItsHostProcess) {
   }
   EXPECT_TRUE(process_gone(device)) << "device process " << device << " outlived its host";
   if (!process_gone(device)) kill(device, SIGKILL);
+}
+
+// A buffer lost in a reset stays refused however many resets later, even once the new devices
+// handed out many buffers of its size (no device address is ever handed out twice).
+TEST(DeviceLifetime, ABufferLostInAResetStaysLostAfterMoreResets) {
+  Worker worker;
+  worker.init(isolated_options());
+  register_suite_callables(worker);
+  const DeviceBuffer stale = worker.malloc(kBytes);
+  std::vector<uint64_t> handed_out;
+  for (int reset = 0; reset < 4; ++reset) {
+    worker.reset();
+    for (int i = 0; i < 8; ++i) handed_out.push_back(worker.malloc(kBytes).addr);
+  }
+  for (const uint64_t addr : handed_out) EXPECT_NE(addr, stale.addr);
+  const std::vector<float> x = x_values();
+  try {
+    worker.copy_to(stale, x.data(), kBytes);
+    ADD_FAILURE() << "a buffer of the device before 4 resets was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::InvalidDevicePointer) << e.what();
+    EXPECT_NE(e.message().find("reset"), std::string::npos) << e.message();
+  }
+  expect_normal_run(worker, RuntimeVariant::HostBuildGraph);
+}
+
+// A kernel that forks, then crashes: what it forked ends with the device process.
+// The kernel reports the pid in a file (the device keeps no descriptor of the host's, and its
+// memory is abandoned after the crash); the path is set before the device is forked.
+char g_fork_report_path[64] = {};
+void fork_then_crash_kernel(int64_t*) {
+  const pid_t child = fork();
+  if (child == 0) {
+    for (;;) pause();
+  }
+  if (FILE* report = std::fopen(g_fork_report_path, "w")) {
+    std::fprintf(report, "%d\n", static_cast<int>(child));
+    std::fclose(report);
+  }
+  abort();
+}
+void fork_orchestration(Orchestration& o, const TaskArgs&) {
+  TaskArgs task;
+  o.submit(0, CoreType::AIV, task);
+}
+
+TEST(DeviceLifetime, WhatAKernelForkedEndsWithTheDevice) {
+  std::snprintf(g_fork_report_path, sizeof(g_fork_report_path), "/tmp/chiprt-fork-%d.txt",
+                static_cast<int>(getpid()));
+  std::remove(g_fork_report_path);
+  Worker worker;
+  worker.init(isolated_options());
+  CallableBuilder builder;
+  builder.orchestration_function(&fork_orchestration, {})
+      .kernel_function(0, CoreType::AIV, &fork_then_crash_kernel, {});
+  worker.register_callable(0, builder.build());
+  try {
+    worker.run(0, TaskArgs{});
+    ADD_FAILURE() << "the crashing kernel's run succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::KernelCrashed) << e.what();
+  }
+  int forked = -1;
+  {
+    std::ifstream report(g_fork_report_path);
+    report >> forked;
+  }
+  std::remove(g_fork_report_path);
+  ASSERT_GT(forked, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!process_gone(forked) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(process_gone(forked))
+      << "process " << forked << ", forked by a kernel, outlived its device";
+  if (!process_gone(forked)) kill(forked, SIGKILL);
+  worker.reset();
 }
 
 }  // namespace

@@ -283,6 +283,9 @@ void close_from(int first) {
 }  // namespace
 
 void run_device_process(const DeviceProcessStart& start) noexcept {
+  // A process group of its own: the host ends the group, so whatever a kernel forks ends with the
+  // device, and the terminal's Ctrl-C reaches the host only (which then ends the device).
+  setpgid(0, 0);
   // Output into the host's pipes, line by line so a kernel's printf shows up as it is written.
   dup2(start.stdout_write, STDOUT_FILENO);
   dup2(start.stderr_write, STDERR_FILENO);

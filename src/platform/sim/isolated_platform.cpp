@@ -156,6 +156,51 @@ constexpr uint64_t kDyingGraceMs = 2'000;
 // How long the output of a dead device may take to reach the host's streams.
 constexpr uint64_t kDrainMs = 1'000;
 
+// Device ranges of every device this process started (addresses only; nothing stays mapped), so
+// a new device never hands out an address an earlier one did: a buffer lost in a reset stays
+// refused however many resets later (the host's lost-buffer history needs the address unused).
+std::mutex g_used_ranges_mutex;
+std::vector<std::pair<uintptr_t, uintptr_t>> g_used_ranges;
+
+bool overlaps_used_range(uintptr_t start, uint64_t bytes) {
+  for (const auto& [used_start, used_end] : g_used_ranges) {
+    if (start < used_end && used_start < start + bytes) return true;
+  }
+  return false;
+}
+
+// Reserves `bytes` of address space (PROT_NONE) that no earlier device range overlaps. Ranges the
+// kernel offers that do overlap stay reserved while it is asked again, so it offers others.
+void* reserve_fresh_device_range(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(g_used_ranges_mutex);
+  std::vector<void*> refused;
+  void* chosen = MAP_FAILED;
+  for (std::size_t attempt = 0; attempt <= g_used_ranges.size() + 8; ++attempt) {
+    void* range =
+        mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (range == MAP_FAILED) break;
+    if (!overlaps_used_range(reinterpret_cast<uintptr_t>(range), bytes)) {
+      chosen = range;
+      break;
+    }
+    refused.push_back(range);
+  }
+  for (void* range : refused) munmap(range, bytes);
+  if (chosen != MAP_FAILED) {
+    const auto start = reinterpret_cast<uintptr_t>(chosen);
+    g_used_ranges.emplace_back(start, start + bytes);
+  }
+  return chosen;
+}
+
+// The device runs in a process group of its own (device_process.cpp), so ending it ends whatever
+// a kernel forked too. Called while the device is unreaped (alive or a zombie), so its pid, the
+// group's id, cannot have been reused.
+void kill_device_group(pid_t pid) {
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+}
+
 uint64_t saturating_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
@@ -263,9 +308,8 @@ Status IsolatedPlatform::make_region(uint64_t memory_bytes, Region* out) {
   void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, region.memfd, 0);
   if (host == MAP_FAILED) return failed("mapping the memory file");
   region.host_view = static_cast<uint8_t*>(host);
-  void* device =
-      mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (device == MAP_FAILED) return failed("reserving the device range");
+  void* device = reserve_fresh_device_range(bytes);
+  if (device == MAP_FAILED) return failed("reserving a device range no earlier device used");
   region.device_view = static_cast<uint8_t*>(device);
   auto* channel = new (region.host_view) DeviceChannel();
   channel->magic = kDeviceChannelMagic;
@@ -313,6 +357,8 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
   start.engine = engine_options_;
   const pid_t pid = fork();
   if (pid == 0) run_device_process(start);
+  // Also here, so the group exists before the host may end it (whichever runs first wins).
+  if (pid > 0) setpgid(pid, pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (pid < 0) {
@@ -349,13 +395,18 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
 
 bool IsolatedPlatform::device_alive() {
   if (pid_ <= 0) return false;
-  int status = 0;
-  const pid_t got = waitpid(pid_, &status, WNOHANG);
-  if (got == pid_) {
+  siginfo_t info{};
+  const int waited = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  if (waited == 0 && info.si_pid == pid_) {
+    // Dead but unreaped: whatever it forked dies with it, then it is reaped.
+    kill(-pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
     reaped(status, {});
     return false;
   }
-  if (got < 0 && errno == ECHILD) {
+  if (waited != 0 && errno == ECHILD) {
     // Someone else reaped it (a SIGCHLD handler of the application's): it is gone, its end
     // status with it; the record still says what it was doing.
     reaped(0, {});
@@ -409,7 +460,7 @@ void IsolatedPlatform::settle_death(const std::string& kill_reason) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (pid_ > 0) {
-      kill(pid_, SIGKILL);
+      kill_device_group(pid_);
       int status = 0;
       while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
@@ -437,7 +488,7 @@ void IsolatedPlatform::end_device(bool graceful) {
     }
   }
   if (pid_ > 0) {
-    kill(pid_, SIGKILL);
+    kill_device_group(pid_);
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -497,7 +548,7 @@ Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint
 Status IsolatedPlatform::kill_device(const std::string& reason) {
   if (dead_) return Status::ok();  // the first end is the one reported
   if (pid_ > 0) {
-    kill(pid_, SIGKILL);
+    kill_device_group(pid_);
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }

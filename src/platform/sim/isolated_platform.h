@@ -29,7 +29,10 @@
 // A dead device (a signal, exit(), kill_device) is reaped at once: device_fault() describes it;
 // launch/wait/wait_aicpu/recover (and every command) return KernelCrashed (died) or DeviceFaulted
 // (killed) with a one-line summary; memory calls keep working on H until reset_device(), which
-// replaces the memory file, the device range and the process (lazily started again).
+// replaces the memory file, the device range and the process (lazily started again). No device
+// range overlaps one an earlier device of this process used, so a device address is never handed
+// out twice. The device runs in a process group of its own, and the host ends the group: what a
+// kernel forked dies with the device.
 //
 // Lifetime: the destructor asks the device process to shut down (bounded; then SIGKILL), reaps it,
 // stops the forwarder and releases the mappings and fds: no zombie, fd, mapping or thread is left.

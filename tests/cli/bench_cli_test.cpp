@@ -289,6 +289,24 @@ TEST(ChiprtBenchCli, IsolationProcessRunsTheChiprtColumnsIsolated) {
   }
 }
 
+// --isolation both over every workload: the in-process Workers of the earlier rows keep their chip
+// objects loaded while isolated devices are forked, and each device must load its own objects
+// (a device once found a host object of the same /proc/self/fd/N name and failed bgemm).
+TEST(ChiprtBenchCli, IsolationBothMeasuresEveryWorkload) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-isolation-every-workload");
+  const CommandResult r = run_bench(
+      "--quick --tasks 100 --repetitions 2 --threads 2 "
+      "--isolation both --json " +
+      json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
+  for (const nlohmann::json& row : j.at("rows")) {
+    EXPECT_EQ(row.at("status"), "measured") << row.dump();
+  }
+}
+
 // --isolation both: every chiprt column on every selected row, plus an empty run's latency, on both
 // platforms with their ratio; the real-kernel rows report their wall time too.
 TEST(ChiprtBenchCli, IsolationBothComparesEveryChiprtColumnOnBothPlatforms) {

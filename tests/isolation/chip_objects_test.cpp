@@ -38,15 +38,17 @@ void expect_object_orchestration_runs(Worker& worker, RuntimeVariant variant) {
   worker.free(y);
 }
 
+std::vector<uint8_t> object_callable() {
+  return CallableBuilder()
+      .orchestration_object(examples::read_chip_object(kOrchestrationObjectTarget), {})
+      .kernel_function(kAdd, CoreType::AIV, &add_kernel, {})
+      .build();
+}
+
 TEST(IsolatedChipObjects, OrchestrationObjectRunsOnBothVariantsAcrossAReset) {
   Worker worker;
   worker.init(isolated_options());
-  worker.register_callable(
-      kObjectCallable,
-      CallableBuilder()
-          .orchestration_object(examples::read_chip_object(kOrchestrationObjectTarget), {})
-          .kernel_function(kAdd, CoreType::AIV, &add_kernel, {})
-          .build());
+  worker.register_callable(kObjectCallable, object_callable());
   for (const RuntimeVariant variant :
        {RuntimeVariant::HostBuildGraph, RuntimeVariant::TensormapRingbuffer}) {
     expect_object_orchestration_runs(worker, variant);
@@ -71,6 +73,34 @@ TEST(IsolatedChipObjects, ExamplesPassOnBothVariants) {
       const examples::Outcome outcome = example->run(worker, example->cases.front(), config, {});
       EXPECT_TRUE(outcome.passed) << name << " on " << runtime_variant_name(variant) << ": "
                                   << outcome.message;
+    }
+  }
+}
+
+// Objects loaded in process before a device process is forked stay in the device's inherited
+// link map under their names; the device's own objects, whose memory files get fd numbers of their
+// own there (the device closed the host's), must not be answered with them by the dynamic loader,
+// which finds objects by name first.
+TEST(IsolatedChipObjects, ObjectsLoadedInProcessBeforeTheForkDoNotShadowTheDevicesOwn) {
+  // An in-process Worker, then an isolated one running the same examples in one process: each
+  // device object must be its own, not a host object that had the same fd number. Whether fd
+  // numbers meet depends on the process's descriptors; the CLI test
+  // ChiprtBenchCli.IsolationBothMeasuresEveryWorkload is the sequence that met them.
+  WorkerOptions in_process = isolated_options();
+  in_process.sim.isolation = SimIsolation::None;
+  Worker host_side;
+  host_side.init(in_process);
+  Worker worker;
+  for (Worker* current : {&host_side, &worker}) {
+    if (current == &worker) worker.init(isolated_options());
+    for (const char* name : {"vector_example", "bgemm", "wavefront", "paged_attention"}) {
+      const examples::Example* example = examples::find_example(name);
+      ASSERT_NE(example, nullptr) << name;
+      CallConfig config;
+      config.runtime = RuntimeVariant::HostBuildGraph;
+      const examples::Outcome outcome = example->run(*current, example->cases.front(), config, {});
+      EXPECT_TRUE(outcome.passed) << name << (current == &worker ? " isolated" : " in process")
+                                  << ": " << outcome.message;
     }
   }
 }

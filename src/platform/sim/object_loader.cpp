@@ -14,8 +14,12 @@
 namespace chiprt::platform::sim {
 namespace {
 
+// Named with this process's pid, not "self": glibc finds loaded objects by name first, and a
+// device process forked from the host inherits the host's loaded objects under their names while
+// its own memory files reuse the host's fd numbers (it closed the host's descriptors); a
+// "/proc/self/fd/N" it loads would be answered with the host's object of that name.
 std::string fd_path(int fd) {
-  return "/proc/self/fd/" + std::to_string(fd);
+  return "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
 }
 
 std::string dl_error_text() {

@@ -2,7 +2,7 @@
 //
 // An image is first validated (check_elf_object, elf_check.h: a corrupt or truncated object is
 // rejected with LoadFailed naming the ELF field instead of crashing the dynamic loader), then
-// written to an anonymous memory file (memfd_create) and dlopen'ed through /proc/self/fd/N, so no
+// written to an anonymous memory file (memfd_create) and dlopen'ed through /proc/PID/fd/N, so no
 // user-managed path is involved. Identical images (same size, same
 // content_hash64, same bytes) share one loaded object with a reference count; unload dlcloses at
 // zero. Handles are small integers never reused within one loader.
@@ -38,7 +38,7 @@ class ObjectLoader {
  private:
   struct Object {
     void* dl = nullptr;
-    int fd = -1;  // kept open while loaded so the /proc/self/fd/N name stays unique
+    int fd = -1;  // kept open while loaded so the /proc/PID/fd/N name stays unique
     uint64_t hash = 0;
     uint32_t refs = 0;
     std::vector<uint8_t> image;  // compared on a hash hit so a collision never aliases objects

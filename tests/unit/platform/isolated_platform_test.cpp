@@ -694,14 +694,19 @@ TEST(IsolatedPlatformLeakTest, CrashResetCyclesLeaveNoProcessFdMappingOrThread) 
   crash_reset_cycles(1);
   const std::size_t fds = entries("/proc/self/fd");
   const std::size_t threads = entries("/proc/self/task");
-  const std::size_t maps = mappings();
+  [[maybe_unused]] const std::size_t maps = mappings();
   crash_reset_cycles(50);
   EXPECT_EQ(entries("/proc/self/fd"), fds);
   EXPECT_EQ(entries("/proc/self/task"), threads);
   EXPECT_EQ(mappings("chiprt-device-memory"), 0u);
   // Each device leaves two mappings if it leaks (its memory file and its device range); the
-  // host's allocators (a sanitizer's especially) may add a few of their own meanwhile.
+  // host's allocators (a sanitizer's especially) may add a few of their own meanwhile. Under
+  // ThreadSanitizer every address range ever mapped keeps shadow mappings of its own (2 to 4 per
+  // cycle measured), and device ranges are never reused (no device address is handed out twice),
+  // so there only the device's own mappings are checked (by name, above).
+#if !defined(__SANITIZE_THREAD__)
   EXPECT_LE(mappings(), maps + 8);
+#endif
   errno = 0;
   EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD);

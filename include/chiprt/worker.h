@@ -120,7 +120,9 @@ class Worker {
   // memory are replaced (a thread stuck in a kernel is left behind, still running). Every device
   // buffer is lost: its memory is gone and a later use of it (free, copies, memset, a run
   // argument) fails with InvalidDevicePointer saying "device buffer 0x.. (N bytes) was lost when
-  // the device was reset (reset K); allocate a new one" (malloc new ones). Memory a fault left
+  // the device was reset (reset K); allocate a new one" (malloc new ones). The isolated device
+  // never hands an address out twice; in process a new buffer may reuse a lost one's address,
+  // which from then on names the new buffer. Memory a fault left
   // quarantined is returned. Callables stay registered (the Worker keeps their containers and
   // loads them on the new device); options and host state are kept. Allowed at any time between
   // runs, needed after a device fault. Throws NotInitialized before init, AlreadyClosed after

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 # Every folder prefix that names a room; an include starting with one of them is checked.
-readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/"
+readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/ diagnostics/"
 
 # folder | allowed include prefixes (a prefix ending in .h names one header). The most specific
 # folder wins (src/platform/sim before src/platform).
@@ -20,7 +20,8 @@ readonly RULES=(
   "src/scheduler|chiprt/ common/ scheduler/ orchestrator/"
   "src/platform/sim|chiprt/ common/ platform/ scheduler/chip_entry.h aicore/core_executor.h"
   "src/platform|chiprt/ common/ platform/platform.h platform/registry.h platform/sim/sim_platform.h"
-  "src/host|chiprt/ common/ host/ orchestrator/ platform/platform.h platform/registry.h"
+  "src/diagnostics|chiprt/ common/ diagnostics/"
+  "src/host|chiprt/ common/ host/ orchestrator/ diagnostics/ platform/platform.h platform/registry.h"
   "tools|chiprt/"
   "examples|chiprt/"
   "bench|chiprt/"
@@ -100,7 +101,7 @@ self_test() {
   local scratch failures=0
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' RETURN
-  mkdir -p "$scratch"/src/{host,orchestrator,scheduler,aicore,common,platform/sim} "$scratch"/tools
+  mkdir -p "$scratch"/src/{host,orchestrator,scheduler,aicore,common,diagnostics,platform/sim} "$scratch"/tools
   printf '#include "chiprt/worker.h"\n#include "host/log.h"\n#include <vector>\n' \
     >"$scratch/src/host/ok.cpp"
   printf '#include "platform/platform.h"\n' >"$scratch/src/host/platform_ok.cpp"
@@ -121,6 +122,10 @@ self_test() {
     "src/platform/bad.cpp|scheduler/dispatch_loop.h"
     "src/common/bad.cpp|orchestrator/tensor_map.h"
     "tools/bad.cpp|host/ring_sizing.h"
+    "tools/bad2.cpp|diagnostics/run_model.h"
+    "src/diagnostics/bad.cpp|host/device_runner.h"
+    "src/diagnostics/bad2.cpp|platform/platform.h"
+    "src/scheduler/bad3.cpp|diagnostics/run_model.h"
     "src/host/relative.cpp|../scheduler/dispatch_loop.h"
     "src/orchestrator/relative.cpp|./../aicore/core_executor.h"
     "src/host/dotdot.cpp|orchestrator/../scheduler/chip_entry.h"

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chiprt/diagnostics.h"
 #include "chiprt/ring_sizes.h"
 
 namespace chiprt {
@@ -82,6 +83,9 @@ struct CallConfig {
   // tensormap_ringbuffer ring sizes (see ring_sizes.h); empty lists leave the field to its
   // CHIPRT_RING_* variable or its default. host_build_graph ignores them.
   RingSizing rings;
+  // Collectors of this run and where their files go (chiprt/diagnostics.h); all off by default,
+  // and off they cost nothing.
+  DiagnosticsConfig diagnostics;
 
   static constexpr uint64_t kDefaultOutputHeapBytes = 64ull << 20;
   static constexpr uint64_t kDefaultMaxTasks = 1ull << 20;

@@ -10,6 +10,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/callable.h"
+#include "chiprt/diagnostics.h"
 #include "chiprt/graph_export.h"
 #include "chiprt/kernel.h"
 #include "chiprt/orchestration.h"

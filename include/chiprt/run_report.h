@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "chiprt/ring_sizes.h"
@@ -60,6 +61,11 @@ struct RunReport {
   // tensormap_ringbuffer's per-depth ring heaps come from it. The arena keeps the largest size a
   // run asked for and is reused while big enough, so this may exceed what the run itself needed.
   uint64_t output_heap_committed_bytes = 0;
+  // CallConfig::diagnostics: the run's directory (output_dir/run-NNNN), "" when nothing was on;
+  // and the chip-side records the collectors lost (0 unless a buffer stayed full; run.json and
+  // the report say why).
+  std::string diagnostics_dir;
+  uint64_t diagnostics_records_dropped = 0;
   const PhaseSpan& phase(Phase p) const { return phases[static_cast<int>(p)]; }
 };
 

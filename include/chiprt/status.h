@@ -92,7 +92,10 @@ namespace chiprt {
     "then call Worker::reset()")                                                                  \
   X(OpExecuteTimeout, 36, "a kernel ran longer than the op execute timeout and was stopped",      \
     "fix the kernel named in the message or raise CHIPRT_OP_EXECUTE_TIMEOUT_US, then call "       \
-    "Worker::reset()")
+    "Worker::reset()")                                                                            \
+  X(DiagnosticsError, 37, "a diagnostics directory or file could not be written or read",         \
+    "check CallConfig::diagnostics.output_dir (it must be a writable directory) or the file "     \
+    "named in the message")
 
 enum class StatusCode : int32_t {
 #define CHIPRT_STATUS_ENUM(name, value, detail, hint) name = value,

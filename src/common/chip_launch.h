@@ -55,6 +55,18 @@ struct ChipResult {
   int64_t stuck_task = -1;
   int32_t stuck_func_id = -1;
   int32_t stuck_core = -1;
+  // SchedulerTimeout: which stall the watchdog saw (SchedulerStall), 0 for other errors.
+  uint32_t stall_kind = 0;
+};
+
+// The sub-classes of SchedulerTimeout, in ChipResult::stall_kind, the error message and
+// diagnostics (run.json).
+enum class SchedulerStall : uint32_t {
+  None = 0,
+  RunningTaskStalled = 1,   // a task is running and does not finish (named with its core)
+  ReadyButCoresIdle = 2,    // ready work, but every eligible core idle
+  DependencyDeadlock = 3,   // tasks pending with nothing ready or running
+  OrchestratorStarved = 4,  // the orchestrator is not submitting (nothing else to do)
 };
 
 // Ring sizes of one tensormap_ringbuffer run, one set per scope depth (depth >= kRingDepths - 1
@@ -113,6 +125,8 @@ struct ChipLaunchArgs {
   uint64_t services_addr = 0;      // common::ChipServices
   uint64_t scheduler_timeout_ms = 0;
   uint64_t clock_hz = 0;
+  // The run's diagnostics region (common/diag_layout.h), 0 when no chip-side collector is on.
+  uint64_t diag_addr = 0;
   ChipResult result;
 };
 

@@ -414,7 +414,9 @@ TEST_F(DeviceFaultTest, AResetReturnsTheMemoryAFaultQuarantined) {
   const uint64_t capacity = runner.platform().capacity();
   for (int fault = 0; fault < 3; ++fault) {
     runner.allocate(capacity / 4);
-    // Released once: later crashes record the fault and return (the launch drains by itself).
+    // Held in every round: a dead device writes nothing more, and a kernel that returned at once
+    // would let the in-process chip write the launch's cells while the host reads them.
+    g_release.store(false, std::memory_order_release);
     g_fault = signal_fault(SIGSEGV, 0x10, true);
     EXPECT_EQ(run_error(0).code(), StatusCode::KernelCrashed);
     release_held();

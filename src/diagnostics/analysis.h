@@ -82,6 +82,9 @@ struct Analysis {
 
 Analysis analyze(const RunModel& model);
 
+// "456 ns", "12.3 us", "1.234 ms", "2.500 s" (the summary, critical_path.md and the page).
+std::string format_duration_ns(uint64_t ns);
+
 // The short text `chiprt run --diag` and `chiprt report` print.
 std::string format_summary(const RunModel& model, const Analysis& analysis,
                            const std::string& run_dir);

@@ -1,0 +1,610 @@
+#include "diagnostics/analysis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "chiprt/ring_sizes.h"
+
+namespace chiprt::diagnostics {
+namespace {
+
+// What the analysis needs of one task: its node's times and its blocks folded into one span.
+struct TaskTiming {
+  uint64_t task = 0;
+  int32_t func_id = -1;
+  CoreType core_type = CoreType::AIV;
+  uint64_t submit_end_ns = kNoTime;
+  uint64_t ready_ns = kNoTime;
+  uint64_t first_start_ns = kNoTime;
+  uint64_t last_end_ns = 0;
+  uint64_t first_dispatch_ns = kNoTime;
+  int32_t first_core = -1;
+  uint32_t blocks = 0;
+  uint32_t finished_blocks = 0;
+  // Every block it has ran to its end (a task with a block that never ran or still runs did not
+  // finish).
+  bool finished() const { return blocks > 0 && finished_blocks == blocks; }
+};
+
+struct Interval {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+struct TaskTable {
+  std::vector<TaskTiming> tasks;
+  std::unordered_map<uint64_t, size_t> index;
+
+  TaskTiming& at(uint64_t task) {
+    auto [it, inserted] = index.try_emplace(task, tasks.size());
+    if (inserted) {
+      tasks.emplace_back();
+      tasks.back().task = task;
+    }
+    return tasks[it->second];
+  }
+};
+
+TaskTable build_tasks(const RunModel& model) {
+  TaskTable table;
+  table.tasks.reserve(model.nodes.size());
+  for (const TaskNode& node : model.nodes) {
+    TaskTiming& timing = table.at(node.task);
+    timing.func_id = node.func_id;
+    timing.core_type = node.core_type;
+    timing.submit_end_ns = node.submit_end_ns;
+    timing.ready_ns = node.ready_ns;
+  }
+  for (const BlockRun& block : model.blocks) {
+    TaskTiming& timing = table.at(block.task);
+    ++timing.blocks;
+    if (block.start_ns == kNoTime) continue;
+    if (block.start_ns < timing.first_start_ns) {
+      timing.first_start_ns = block.start_ns;
+      timing.first_core = block.core;
+    }
+    if (block.dispatch_ns != kNoTime) {
+      timing.first_dispatch_ns = std::min(timing.first_dispatch_ns, block.dispatch_ns);
+    }
+    if (block.end_ns != kNoTime) {
+      ++timing.finished_blocks;
+      timing.last_end_ns = std::max(timing.last_end_ns, block.end_ns);
+    }
+  }
+  return table;
+}
+
+// Per core, its busy spans (dispatch, or start, to end; a still-running block to the run's end),
+// sorted and merged, so that "every eligible core was busy" is a sweep over few intervals.
+std::unordered_map<int32_t, std::vector<Interval>> busy_spans(const RunModel& model) {
+  std::unordered_map<int32_t, std::vector<Interval>> spans;
+  for (const BlockRun& block : model.blocks) {
+    if (block.core < 0 || block.start_ns == kNoTime) continue;
+    const uint64_t begin =
+        block.dispatch_ns != kNoTime ? std::min(block.dispatch_ns, block.start_ns) : block.start_ns;
+    const uint64_t end =
+        block.end_ns != kNoTime ? block.end_ns : std::max(model.wall_ns, block.start_ns);
+    spans[block.core].push_back({begin, end});
+  }
+  for (auto& [core, list] : spans) {
+    std::sort(list.begin(), list.end(),
+              [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+    std::vector<Interval> merged;
+    for (const Interval& span : list) {
+      if (!merged.empty() && span.begin <= merged.back().end) {
+        merged.back().end = std::max(merged.back().end, span.end);
+      } else {
+        merged.push_back(span);
+      }
+    }
+    list = std::move(merged);
+  }
+  return spans;
+}
+
+std::vector<int32_t> eligible_cores(const ChipShape& shape, CoreType type) {
+  const uint32_t clusters = shape.clusters != 0 ? shape.clusters : shape.device_clusters;
+  std::vector<int32_t> cores;
+  for (uint32_t cluster = 0; cluster < clusters; ++cluster) {
+    if (type != CoreType::AIV) cores.push_back(static_cast<int32_t>(cluster));
+    if (type != CoreType::AIC) {
+      cores.push_back(static_cast<int32_t>(shape.device_clusters + 2 * cluster));
+      cores.push_back(static_cast<int32_t>(shape.device_clusters + 2 * cluster + 1));
+    }
+  }
+  return cores;
+}
+
+// Time within [begin, end) during which every core of `cores` was busy (0 without cores: the
+// shape was not recorded, so no wait can be blamed on them).
+uint64_t all_busy_ns(const std::unordered_map<int32_t, std::vector<Interval>>& spans,
+                     const std::vector<int32_t>& cores, uint64_t begin, uint64_t end) {
+  if (cores.empty() || begin >= end) return 0;
+  std::vector<std::pair<uint64_t, int>> events;
+  for (int32_t core : cores) {
+    auto it = spans.find(core);
+    if (it == spans.end()) return 0;
+    const std::vector<Interval>& list = it->second;
+    auto first = std::upper_bound(list.begin(), list.end(), begin,
+                                  [](uint64_t t, const Interval& span) { return t < span.end; });
+    bool any = false;
+    for (; first != list.end() && first->begin < end; ++first) {
+      events.emplace_back(std::max(first->begin, begin), 1);
+      events.emplace_back(std::min(first->end, end), -1);
+      any = true;
+    }
+    if (!any) return 0;
+  }
+  std::sort(events.begin(), events.end());  // ends (-1) before begins (+1) at the same time
+  const int all = static_cast<int>(cores.size());
+  int busy = 0;
+  uint64_t total = 0;
+  uint64_t since = 0;
+  for (const auto& [time, delta] : events) {
+    if (busy == all) total += time - since;
+    busy += delta;
+    since = time;
+  }
+  return total;
+}
+
+uint64_t nearest_rank(const std::vector<uint64_t>& sorted, double percentile) {
+  if (sorted.empty()) return 0;
+  const double rank = percentile / 100.0 * static_cast<double>(sorted.size());
+  size_t index = static_cast<size_t>(rank);
+  if (static_cast<double>(index) < rank) ++index;  // ceil
+  if (index == 0) index = 1;
+  return sorted[std::min(index, sorted.size()) - 1];
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f%%",
+                whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return text;
+}
+
+std::string decide_verdict(const RunModel& model, Analysis& analysis) {
+  const uint64_t whole = analysis.path_with_waits_ns;
+  auto share = [&](uint64_t part) {
+    return percent(part, whole) + " of the critical path (" + format_duration_ns(part) + " of " +
+           format_duration_ns(whole) + ")";
+  };
+  const uint64_t kernels = analysis.path_ns;
+  const uint64_t orchestration = analysis.waited_ns[static_cast<int>(WaitKind::Orchestrator)];
+  const uint64_t scheduling = analysis.waited_ns[static_cast<int>(WaitKind::Data)] +
+                              analysis.waited_ns[static_cast<int>(WaitKind::Scheduler)] +
+                              analysis.waited_ns[static_cast<int>(WaitKind::Launch)];
+  const uint64_t cores = analysis.waited_ns[static_cast<int>(WaitKind::Core)];
+  const uint64_t unmeasured = analysis.waited_ns[static_cast<int>(WaitKind::Unmeasured)];
+
+  // Ring back-pressure: the scopes' counts, else the orchestrator's ring-wait spans.
+  uint64_t ring_wait_ns[3] = {};
+  for (const ScopeStat& scope : model.scopes) {
+    for (int ring = 0; ring < 3; ++ring) ring_wait_ns[ring] += scope.wait_ns[ring];
+  }
+  if (ring_wait_ns[0] + ring_wait_ns[1] + ring_wait_ns[2] == 0) {
+    for (const ThreadSpan& span : model.thread_spans) {
+      if (span.kind == ThreadSpan::Kind::RingWait && span.what < 3 && span.end_ns > span.begin_ns) {
+        ring_wait_ns[span.what] += span.end_ns - span.begin_ns;
+      }
+    }
+  }
+  const uint64_t ring_total = ring_wait_ns[0] + ring_wait_ns[1] + ring_wait_ns[2];
+
+  // The largest share wins; ties go to the earlier cause in this order.
+  const std::pair<Bound, uint64_t> candidates[] = {{Bound::Kernels, kernels},
+                                                   {Bound::Orchestration, orchestration},
+                                                   {Bound::Scheduling, scheduling},
+                                                   {Bound::TooFewCores, cores},
+                                                   {Bound::Unknown, unmeasured}};
+  std::pair<Bound, uint64_t> best = candidates[0];
+  for (const auto& candidate : candidates) {
+    if (candidate.second > best.second) best = candidate;
+  }
+  // The orchestrator was late because it blocked on full rings for at least half that time.
+  if (best.first == Bound::Orchestration && ring_total > 0 && 2 * ring_total >= orchestration) {
+    best.first = Bound::Ring;
+  }
+  analysis.bound = best.first;
+  switch (best.first) {
+    case Bound::Kernels: {
+      // The kernel with the most time on the path.
+      std::unordered_map<int32_t, uint64_t> by_kernel;
+      for (const PathStep& step : analysis.path)
+        by_kernel[step.func_id] += step.end_ns - step.start_ns;
+      int32_t top = -1;
+      uint64_t top_ns = 0;
+      for (const auto& [func_id, ns] : by_kernel) {
+        if (ns > top_ns || (ns == top_ns && func_id < top)) {
+          top = func_id;
+          top_ns = ns;
+        }
+      }
+      return "kernels: " + share(kernels) + " is kernel time, most of it " +
+             model.kernel_label(top) + " (" + format_duration_ns(top_ns) +
+             "); speed up those kernels or shorten the dependency chain";
+    }
+    case Bound::Orchestration:
+      return "orchestration: " + share(orchestration) +
+             " waited for the orchestrator to submit tasks; submit fewer, larger tasks or make "
+             "the orchestration function faster";
+    case Bound::Ring: {
+      int ring = 0;
+      for (int i = 1; i < 3; ++i) {
+        if (ring_wait_ns[i] > ring_wait_ns[ring]) ring = i;
+      }
+      return "ring: " + share(orchestration) + " waited for the orchestrator, which blocked " +
+             format_duration_ns(ring_total) + " on full rings (mostly " +
+             std::string(ring_field_config_name(static_cast<RingField>(ring))) + "); raise " +
+             std::string(ring_field_config_name(static_cast<RingField>(ring))) +
+             " or end scopes sooner";
+    }
+    case Bound::Scheduling:
+      return "scheduling: " + share(scheduling) +
+             " is scheduler latency (completion to ready, ready to dispatch, dispatch to start); "
+             "use fewer, larger tasks or more scheduler threads (aicpu_thread_num)";
+    case Bound::TooFewCores:
+      return "too_few_cores: " + share(cores) +
+             " waited ready while every eligible core was busy; use more clusters "
+             "(cluster_count) or split the work differently";
+    case Bound::Unknown:
+      break;
+  }
+  return "unknown: " + share(unmeasured) +
+         " is waiting whose cause was not measured; switch on task_timing to split it";
+}
+
+}  // namespace
+
+const char* wait_kind_name(WaitKind kind) {
+  switch (kind) {
+    case WaitKind::Orchestrator:
+      return "orchestrator";
+    case WaitKind::Data:
+      return "data";
+    case WaitKind::Scheduler:
+      return "scheduler";
+    case WaitKind::Core:
+      return "core";
+    case WaitKind::Launch:
+      return "launch";
+    case WaitKind::Unmeasured:
+      return "unmeasured";
+  }
+  return "unmeasured";
+}
+
+const char* bound_name(Bound bound) {
+  switch (bound) {
+    case Bound::Orchestration:
+      return "orchestration";
+    case Bound::Scheduling:
+      return "scheduling";
+    case Bound::Kernels:
+      return "kernels";
+    case Bound::Ring:
+      return "ring";
+    case Bound::TooFewCores:
+      return "too_few_cores";
+    case Bound::Unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::string format_duration_ns(uint64_t ns) {
+  char text[48];
+  if (ns < 1000) {
+    std::snprintf(text, sizeof text, "%llu ns", static_cast<unsigned long long>(ns));
+  } else if (ns < 1000000) {
+    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+  } else if (ns < 1000000000) {
+    std::snprintf(text, sizeof text, "%.3f ms", static_cast<double>(ns) / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(ns) / 1e9);
+  }
+  return text;
+}
+
+Analysis analyze(const RunModel& model) {
+  Analysis analysis;
+  analysis.wall_ns = model.wall_ns;
+  TaskTable table = build_tasks(model);
+  std::vector<TaskTiming>& tasks = table.tasks;
+
+  // Chip-wide span and task time.
+  uint64_t chip_first_start = kNoTime;
+  uint64_t chip_last_end = 0;
+  uint64_t still_running = 0;
+  uint64_t never_ran = 0;
+  for (const BlockRun& block : model.blocks) {
+    if (block.start_ns == kNoTime) continue;
+    chip_first_start = std::min(chip_first_start, block.start_ns);
+    if (block.end_ns == kNoTime) {
+      ++still_running;
+      continue;
+    }
+    chip_last_end = std::max(chip_last_end, block.end_ns);
+    analysis.task_time_ns += block.end_ns - block.start_ns;
+  }
+  for (const TaskTiming& task : tasks) {
+    if (task.first_start_ns == kNoTime) ++never_ran;
+  }
+  if (chip_first_start != kNoTime && chip_last_end > chip_first_start) {
+    analysis.chip_span_ns = chip_last_end - chip_first_start;
+  }
+
+  // The path's last step: the task that finished last (ties: the earliest in table order).
+  size_t last = tasks.size();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!tasks[i].finished()) continue;
+    if (last == tasks.size() || tasks[i].last_end_ns > tasks[last].last_end_ns) last = i;
+  }
+
+  std::vector<std::vector<size_t>> producers;
+  std::vector<size_t> by_end;  // timing-only: finished tasks by end (ties: earliest first)
+  if (model.have_edges) {
+    producers.resize(tasks.size());
+    for (const Edge& edge : model.edges) {
+      auto p = table.index.find(edge.producer);
+      auto c = table.index.find(edge.consumer);
+      if (p != table.index.end() && c != table.index.end())
+        producers[c->second].push_back(p->second);
+    }
+  } else {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].finished()) by_end.push_back(i);
+    }
+    std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) {
+      return tasks[a].last_end_ns < tasks[b].last_end_ns;
+    });
+  }
+
+  std::vector<size_t> chain;
+  if (last != tasks.size()) {
+    std::vector<bool> on_path(tasks.size(), false);
+    size_t current = last;
+    while (true) {
+      chain.push_back(current);
+      on_path[current] = true;
+      const TaskTiming& step = tasks[current];
+      size_t best = tasks.size();
+      if (model.have_edges) {
+        // The producer that finished last before the task became ready.
+        const uint64_t bound = step.ready_ns != kNoTime ? step.ready_ns : step.first_start_ns;
+        for (size_t p : producers[current]) {
+          const TaskTiming& producer = tasks[p];
+          if (on_path[p] || !producer.finished() || producer.last_end_ns > bound) continue;
+          if (best == tasks.size() || producer.last_end_ns > tasks[best].last_end_ns ||
+              (producer.last_end_ns == tasks[best].last_end_ns && p < best)) {
+            best = p;
+          }
+        }
+      } else {
+        // Timing only: the task that finished last at or before this one started.
+        auto it = std::upper_bound(by_end.begin(), by_end.end(), step.first_start_ns,
+                                   [&](uint64_t t, size_t i) { return t < tasks[i].last_end_ns; });
+        while (it != by_end.begin()) {
+          --it;
+          if (!on_path[*it]) {
+            // The earliest of the tasks that share this end time.
+            const uint64_t end = tasks[*it].last_end_ns;
+            while (it != by_end.begin() && tasks[*(it - 1)].last_end_ns == end &&
+                   !on_path[*(it - 1)]) {
+              --it;
+            }
+            best = *it;
+            break;
+          }
+        }
+      }
+      if (best == tasks.size()) break;
+      current = best;
+    }
+    std::reverse(chain.begin(), chain.end());
+  }
+
+  // Split each step's gap by cause.
+  const auto spans = busy_spans(model);
+  uint64_t predecessor_end = chip_first_start;
+  for (size_t i : chain) {
+    const TaskTiming& task = tasks[i];
+    PathStep step;
+    step.task = task.task;
+    step.func_id = task.func_id;
+    step.core = task.first_core;
+    step.start_ns = task.first_start_ns;
+    step.end_ns = task.last_end_ns;
+    const uint64_t start = task.first_start_ns;
+    uint64_t cursor = std::min(predecessor_end, start);
+    step.gap_ns = start - cursor;
+    auto take = [&](uint64_t until) {
+      const uint64_t to = std::clamp(until, cursor, start);
+      const uint64_t part = to - cursor;
+      cursor = to;
+      return part;
+    };
+    auto add = [&](WaitKind kind, uint64_t ns) { step.waited_ns[static_cast<int>(kind)] += ns; };
+    const bool have_submit = task.submit_end_ns != kNoTime;
+    const bool have_ready = task.ready_ns != kNoTime;
+    const bool have_dispatch = task.first_dispatch_ns != kNoTime;
+    if (have_submit) add(WaitKind::Orchestrator, take(task.submit_end_ns));
+    if (have_ready) add(have_submit ? WaitKind::Data : WaitKind::Unmeasured, take(task.ready_ns));
+    if (have_dispatch) {
+      const uint64_t from = cursor;
+      const uint64_t part = take(task.first_dispatch_ns);
+      if (have_ready) {
+        const uint64_t core_wait = std::min(
+            part,
+            all_busy_ns(spans, eligible_cores(model.shape, task.core_type), from, from + part));
+        add(WaitKind::Core, core_wait);
+        add(WaitKind::Scheduler, part - core_wait);
+      } else {
+        add(WaitKind::Unmeasured, part);
+      }
+    }
+    add(have_dispatch ? WaitKind::Launch : WaitKind::Unmeasured, take(start));
+    if (step.gap_ns > 0) {
+      int largest = 0;
+      for (int kind = 1; kind < kWaitKinds; ++kind) {
+        if (step.waited_ns[kind] > step.waited_ns[largest]) largest = kind;
+      }
+      step.main_wait = static_cast<WaitKind>(largest);
+    }
+    for (int kind = 0; kind < kWaitKinds; ++kind) analysis.waited_ns[kind] += step.waited_ns[kind];
+    analysis.path_ns += step.end_ns - step.start_ns;
+    predecessor_end = task.last_end_ns;
+    analysis.path.push_back(step);
+  }
+  if (!analysis.path.empty()) {
+    // Run's first start to the path's end: the path's spans plus all its waits.
+    analysis.path_with_waits_ns = analysis.path.back().end_ns - chip_first_start;
+  }
+  if (analysis.path_ns > 0) {
+    analysis.average_parallelism =
+        static_cast<double>(analysis.task_time_ns) / static_cast<double>(analysis.path_ns);
+  }
+
+  // Per kernel (blocks that finished).
+  std::unordered_map<int32_t, std::vector<uint64_t>> durations;
+  std::unordered_map<int32_t, CoreUse> cores;
+  for (const BlockRun& block : model.blocks) {
+    if (block.start_ns == kNoTime || block.end_ns == kNoTime) continue;
+    const uint64_t ns = block.end_ns - block.start_ns;
+    durations[tasks[table.index.at(block.task)].func_id].push_back(ns);
+    if (block.core >= 0) {
+      CoreUse& use = cores[block.core];
+      ++use.blocks;
+      use.busy_ns += ns;
+    }
+  }
+  for (auto& [func_id, list] : durations) {
+    std::sort(list.begin(), list.end());
+    KernelStat stat;
+    stat.func_id = func_id;
+    stat.label = model.kernel_label(func_id);
+    stat.count = list.size();
+    for (uint64_t ns : list) stat.total_ns += ns;
+    stat.mean_ns = stat.total_ns / stat.count;
+    stat.p50_ns = nearest_rank(list, 50);
+    stat.p99_ns = nearest_rank(list, 99);
+    stat.max_ns = list.back();
+    analysis.kernels.push_back(std::move(stat));
+  }
+  std::sort(analysis.kernels.begin(), analysis.kernels.end(),
+            [](const KernelStat& a, const KernelStat& b) {
+              return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.func_id < b.func_id;
+            });
+  for (auto& [core, use] : cores) {
+    use.core = static_cast<uint32_t>(core);
+    use.label = core_label(model.shape, use.core);
+    use.utilisation = analysis.chip_span_ns == 0 ? 0.0
+                                                 : static_cast<double>(use.busy_ns) /
+                                                       static_cast<double>(analysis.chip_span_ns);
+    analysis.cores.push_back(use);
+  }
+  std::sort(analysis.cores.begin(), analysis.cores.end(),
+            [](const CoreUse& a, const CoreUse& b) { return a.core < b.core; });
+
+  if (analysis.path.empty()) {
+    analysis.bound = Bound::Unknown;
+    analysis.verdict = "unknown: no task finished, so there is no critical path";
+  } else {
+    analysis.verdict = decide_verdict(model, analysis);
+  }
+
+  // Caveats.
+  if (!model.have_edges && !analysis.path.empty()) {
+    analysis.caveats.push_back(
+        "no dependency graph collected: the path follows timing only (each step goes back to the "
+        "task that finished last before it started), so it may link independent tasks");
+  }
+  if (analysis.waited_ns[static_cast<int>(WaitKind::Unmeasured)] > 0) {
+    analysis.caveats.push_back(
+        "part of the path's waiting was not measured (switch on task_timing for submit, ready and "
+        "dispatch times)");
+  }
+  if (model.records_dropped > 0) {
+    analysis.caveats.push_back(std::to_string(model.records_dropped) + " of " +
+                               std::to_string(model.records_received + model.records_dropped) +
+                               " records were dropped" +
+                               (model.drop_reason.empty() ? "" : " (" + model.drop_reason + ")") +
+                               ": the path and statistics may miss tasks");
+  }
+  if (never_ran > 0) {
+    analysis.caveats.push_back(std::to_string(never_ran) + " task(s) never ran");
+  }
+  if (still_running > 0) {
+    analysis.caveats.push_back(std::to_string(still_running) +
+                               " block(s) were still running when the run ended");
+  }
+  if (model.error) {
+    analysis.caveats.push_back("the run failed (" + model.error->name +
+                               "): the analysis covers what ran before the failure");
+  }
+  return analysis;
+}
+
+std::string format_summary(const RunModel& model, const Analysis& analysis,
+                           const std::string& run_dir) {
+  std::string text = "diagnostics: " + run_dir + "\n";
+  char line[256];
+  if (analysis.path.empty()) {
+    text += "  critical path: none (no task finished)\n";
+  } else {
+    std::snprintf(line, sizeof line,
+                  "  critical path: %zu task(s), %s of kernels, %s with waits; chip span %s, "
+                  "wall %s; average parallelism %.2f\n",
+                  analysis.path.size(), format_duration_ns(analysis.path_ns).c_str(),
+                  format_duration_ns(analysis.path_with_waits_ns).c_str(),
+                  format_duration_ns(analysis.chip_span_ns).c_str(),
+                  format_duration_ns(analysis.wall_ns).c_str(), analysis.average_parallelism);
+    text += line;
+    text += "  path waits:";
+    for (int kind = 0; kind < kWaitKinds; ++kind) {
+      text += std::string(kind == 0 ? " " : ", ") + wait_kind_name(static_cast<WaitKind>(kind)) +
+              " " + format_duration_ns(analysis.waited_ns[kind]);
+    }
+    text += "\n";
+  }
+  if (!analysis.kernels.empty()) {
+    text += "  top kernels:\n";
+    for (size_t i = 0; i < analysis.kernels.size() && i < 5; ++i) {
+      const KernelStat& k = analysis.kernels[i];
+      std::snprintf(line, sizeof line,
+                    "    %s: %llu block(s), total %s, mean %s, p50 %s, p99 %s, max %s\n",
+                    k.label.c_str(), static_cast<unsigned long long>(k.count),
+                    format_duration_ns(k.total_ns).c_str(), format_duration_ns(k.mean_ns).c_str(),
+                    format_duration_ns(k.p50_ns).c_str(), format_duration_ns(k.p99_ns).c_str(),
+                    format_duration_ns(k.max_ns).c_str());
+      text += line;
+    }
+  }
+  if (!analysis.cores.empty()) {
+    double sum = 0;
+    const CoreUse* lowest = &analysis.cores.front();
+    const CoreUse* highest = &analysis.cores.front();
+    for (const CoreUse& use : analysis.cores) {
+      sum += use.utilisation;
+      if (use.utilisation < lowest->utilisation) lowest = &use;
+      if (use.utilisation > highest->utilisation) highest = &use;
+    }
+    std::snprintf(line, sizeof line,
+                  "  cores: %zu used, mean utilisation %.0f%%, lowest %s %.0f%%, highest %s "
+                  "%.0f%%\n",
+                  analysis.cores.size(), 100.0 * sum / static_cast<double>(analysis.cores.size()),
+                  lowest->label.c_str(), 100.0 * lowest->utilisation, highest->label.c_str(),
+                  100.0 * highest->utilisation);
+    text += line;
+  }
+  text += "  verdict: " + analysis.verdict + "\n";
+  for (const std::string& caveat : analysis.caveats) text += "  note: " + caveat + "\n";
+  if (model.error) {
+    text += "  error: " + model.error->name + ": " + model.error->message + "\n";
+  }
+  return text;
+}
+
+}  // namespace chiprt::diagnostics

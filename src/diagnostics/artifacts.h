@@ -33,6 +33,9 @@ inline constexpr const char* kReportFile = "report.html";
 // *number.
 std::string create_run_directory(const std::string& output_dir, uint32_t* number);
 
+// Whether `name` is a run directory's name ("run-" and decimal digits); sets *number.
+bool parse_run_directory_name(const std::string& name, uint32_t* number);
+
 // The data bytes of args.bin (levels 2-3), in the order TensorArgRecord offsets refer to.
 struct ArgsData {
   std::vector<unsigned char> bytes;

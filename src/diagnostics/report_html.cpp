@@ -278,6 +278,8 @@ td.l,th.l{text-align:left}
 #tl{display:block;cursor:crosshair}
 #tip{position:fixed;display:none;pointer-events:none;background:rgba(33,33,33,.94);color:#fff;padding:5px 8px;border-radius:3px;white-space:pre;font-size:12px;z-index:10}
 #legend span.sw{display:inline-block;width:11px;height:11px;margin:0 4px 0 10px;vertical-align:-1px;border:1px solid rgba(0,0,0,.2)}
+.facts{display:flex;flex-wrap:wrap;gap:2px 18px;margin-top:6px}
+.facts b{font-weight:normal;color:#666}
 .kv td{text-align:left}
 .kv td:first-child{color:#555}
 ul{margin:4px 0;padding-left:20px}
@@ -355,6 +357,14 @@ function kv(parent, pairs) {
     tb.appendChild(tr);
   });
   parent.appendChild(tb);
+}
+function facts(parent, pairs) {  // label: value pairs on wrapping lines
+  var d = el('div', 'facts');
+  pairs.forEach(function (p) {
+    var f = el('span'); f.appendChild(el('b', null, p[0] + ' ')); f.appendChild(document.createTextNode(p[1]));
+    d.appendChild(f);
+  });
+  parent.appendChild(d);
 }
 function bar(frac) {
   var bg = el('span', 'barbg'), b = el('span', 'bar'), w = el('span');
@@ -511,7 +521,7 @@ if (A.verdict) {
   vl.appendChild(el('span', null, A.verdict));
   vs.appendChild(vl);
 } else empty(vs, 'No verdict (no analysis of this run).');
-kv(vs, [['wall time', fmt(R.wall_ns)], ['chip span', fmt(A.chip_span_ns)],
+facts(vs, [['wall time', fmt(R.wall_ns)], ['chip span', fmt(A.chip_span_ns)],
   ['task time (all blocks)', fmt(A.task_time_ns)], ['critical path (tasks)', fmt(A.path_ns)],
   ['critical path (with waits)', fmt(A.path_with_waits_ns)],
   ['average parallelism', A.average_parallelism ? A.average_parallelism.toFixed(2) : '\u2014'],
@@ -528,10 +538,10 @@ if (A.caveats && A.caveats.length) {
 // ---- timeline ------------------------------------------------------------------------------
 var ts = section('Timeline');
 var tbar = el('div'); tbar.id = 'tlbar';
-var bReset = el('button', null, 'reset zoom'), bIn = el('button', null, '+'), bOut = el('button', null, '\u2212');
+var bReset = el('button', null, 'reset: whole run'), bChip = el('button', null, 'chip'), bIn = el('button', null, '+'), bOut = el('button', null, '\u2212');
 var vinfo = el('span');
-tbar.appendChild(bReset); tbar.appendChild(bIn); tbar.appendChild(bOut); tbar.appendChild(vinfo);
-tbar.appendChild(el('span', 'empty', 'wheel: zoom \u00b7 drag: pan \u00b7 keys + \u2212 0 \u2190 \u2192'));
+tbar.appendChild(bReset); tbar.appendChild(bChip); tbar.appendChild(bIn); tbar.appendChild(bOut); tbar.appendChild(vinfo);
+tbar.appendChild(el('span', 'empty', 'wheel: zoom \u00b7 drag: pan \u00b7 keys + \u2212 \u2190 \u2192, 0 whole run, c chip'));
 ts.appendChild(tbar);
 var legend = el('div'); legend.id = 'legend';
 function sw(colour, text, outline) {
@@ -555,7 +565,17 @@ if (!rows.length) empty(ts, 'Nothing was recorded on the timeline (swimlane off?
 var tip = document.getElementById('tip');
 var ctx = cv.getContext('2d');
 var GUT = 150, RH = 18, AX = 24, W = 800, H = 100, DPR = 1;
-var v0 = tMin, v1 = tMax;
+// The first view: the chip's work (blocks and AICPU spans) when there is some, else the run.
+var c0 = Infinity, c1 = -Infinity;
+rows.forEach(function (r) {
+  if (r.type === 2 || !r.s.length) return;
+  c0 = Math.min(c0, r.s[0]);
+  for (var j = 0; j < r.e.length; j++) if (r.e[j] > c1 && !(r.f[j] & 2)) c1 = r.e[j];
+});
+if (!(c1 > c0)) { c0 = tMin; c1 = tMax; }
+var pad = (c1 - c0) * 0.02;
+c0 = Math.max(tMin, c0 - pad); c1 = Math.min(tMax, c1 + pad);
+var v0 = c0, v1 = c1;
 var BANDY = [2, 2, 10], BANDH = [RH - 4, 7, 6];
 function resize() {
   W = Math.max(400, wrap.clientWidth || 1200); H = AX + rows.length * RH + 4;
@@ -642,7 +662,6 @@ function draw() {
     var x = GUT + (tt - v0) * k;
     ctx.fillStyle = '#e3e6e8'; ctx.fillRect(x, AX, 1, H - AX);
     ctx.fillStyle = '#555'; ctx.fillRect(x, AX - 5, 1, 5);
-    ctx.textAlign = 'center'; ctx.fillText(axisLabel(tt, step), x, AX / 2 - 1);
   }
   ctx.save(); ctx.beginPath(); ctx.rect(GUT, AX, W - GUT, H - AX); ctx.clip();
   var hl = [];
@@ -650,7 +669,7 @@ function draw() {
   // The critical path: outlined slices, joined step to step.
   ctx.strokeStyle = PATH; ctx.lineWidth = 2;
   for (j = 0; j < hl.length; j += 4) ctx.strokeRect(hl[j], hl[j + 1], hl[j + 2], hl[j + 3]);
-  ctx.lineWidth = 1.25; ctx.setLineDash([4, 3]); ctx.beginPath();
+  ctx.lineWidth = 1.5; ctx.beginPath();
   var P = A.path, pi = 0;
   while (pi < P.length && P[pi][4] !== null && P[pi][4] < v0) pi++;
   for (pi = Math.max(1, pi); pi < P.length; pi++) {
@@ -662,7 +681,7 @@ function draw() {
     ctx.moveTo(GUT + (a[4] - v0) * k, AX + ra * RH + RH / 2);
     ctx.lineTo(GUT + (b[3] - v0) * k, AX + rb * RH + RH / 2);
   }
-  ctx.stroke(); ctx.setLineDash([]); ctx.restore();
+  ctx.stroke(); ctx.restore();
   // The gutter: row labels, cluster separators.
   ctx.fillStyle = '#eceff1'; ctx.fillRect(0, 0, GUT, H);
   ctx.textAlign = 'left'; prev = null;
@@ -672,6 +691,13 @@ function draw() {
     ctx.fillStyle = '#263238'; ctx.fillText(rows[j].label, 6, y + RH / 2);
   }
   ctx.fillStyle = '#90a4ae'; ctx.fillRect(GUT - 1, 0, 1, H); ctx.fillRect(0, AX - 1, W, 1);
+  ctx.fillStyle = '#333'; ctx.textAlign = 'center';
+  for (tt = Math.ceil(v0 / step) * step; tt <= v1; tt += step) {
+    var lab = axisLabel(tt, step), lw = ctx.measureText(lab).width;
+    ctx.fillText(lab, Math.min(W - lw / 2 - 2, Math.max(GUT + lw / 2 + 2, GUT + (tt - v0) * k)), AX / 2 - 1);
+  }
+  ctx.textAlign = 'left'; ctx.fillStyle = '#555';
+  ctx.fillText(fmt(v1 - v0) + ' shown', 6, AX / 2 - 1);
   vinfo.textContent = 'view ' + fmt(v0) + ' \u2013 ' + fmt(v1) + ' (span ' + fmt(v1 - v0) + ')';
 }
 var pending = false;
@@ -707,6 +733,7 @@ window.addEventListener('mousemove', function (ev) {
 });
 function reset() { v0 = tMin; v1 = tMax; redraw(); }
 bReset.onclick = reset;
+bChip.onclick = function () { v0 = c0; v1 = c1; redraw(); };
 bIn.onclick = function () { zoomAt(GUT + (W - GUT) / 2, 1 / 1.5); };
 bOut.onclick = function () { zoomAt(GUT + (W - GUT) / 2, 1.5); };
 document.addEventListener('keydown', function (ev) {
@@ -715,6 +742,7 @@ document.addEventListener('keydown', function (ev) {
   if (ev.key === '+' || ev.key === '=') zoomAt(c, 1 / 1.5);
   else if (ev.key === '-' || ev.key === '_') zoomAt(c, 1.5);
   else if (ev.key === '0') reset();
+  else if (ev.key === 'c') bChip.onclick();
   else if (ev.key === 'ArrowLeft') setView(v0 - span * 0.15, v1 - span * 0.15);
   else if (ev.key === 'ArrowRight') setView(v0 + span * 0.15, v1 + span * 0.15);
   else return;

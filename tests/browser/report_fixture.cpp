@@ -20,8 +20,15 @@ using namespace chiprt;
 using namespace chiprt::diagnostics;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT.html\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s OUT.html [TASKS]\n", argv[0]);
+    return 2;
+  }
+  // TASKS (default 40) scales the same graph up: 400000 gives about a million blocks, the size
+  // the page must stay usable at.
+  const uint64_t tasks = argc == 3 ? std::stoull(argv[2]) : 40;
+  if (tasks < 40) {
+    std::fprintf(stderr, "TASKS must be at least 40\n");
     return 2;
   }
   RunModel m;
@@ -44,9 +51,9 @@ int main(int argc, char** argv) {
 
   // Core numbering: AIC c = core c, AIV 3 + 2c and 4 + 2c.
   std::vector<uint64_t> core_free(9, chip0);
-  std::vector<uint64_t> task_end(40, 0);
+  std::vector<uint64_t> task_end(tasks, 0);
   uint64_t chip_end = 0;
-  for (uint64_t t = 0; t < 40; ++t) {
+  for (uint64_t t = 0; t < tasks; ++t) {
     const int k = static_cast<int>(t % 3);
     TaskNode n;
     n.task = t;
@@ -76,7 +83,7 @@ int main(int argc, char** argv) {
       r.start_ns = r.dispatch_ns + 300;
       r.end_ns = r.start_ns + kDur[k] + (t * 37 + b * 101) % 900;
       r.complete_ns = r.end_ns + 120;
-      if (t == 39 && b == 0) r.end_ns = r.complete_ns = kNoTime;  // the stuck block
+      if (t == tasks - 1 && b == 0) r.end_ns = r.complete_ns = kNoTime;  // the stuck block
       core_free[best] = r.end_ns == kNoTime ? r.start_ns : r.complete_ns;
       if (r.end_ns != kNoTime) task_end[t] = std::max(task_end[t], r.end_ns);
       chip_end = std::max(chip_end, r.start_ns);
@@ -91,7 +98,7 @@ int main(int argc, char** argv) {
     }
   }
   // One block that never ran (its core -1): no slice on the timeline.
-  m.blocks.push_back({39, 1, -1, kNoTime, kNoTime, kNoTime, kNoTime});
+  m.blocks.push_back({tasks - 1, 1, -1, kNoTime, kNoTime, kNoTime, kNoTime});
   m.have_edges = true;
   const uint64_t chip_stop = chip_end + 20'000;
   m.wall_ns = chip_stop + 60'000;
@@ -109,8 +116,8 @@ int main(int argc, char** argv) {
       m.thread_spans.push_back({ThreadSpan::Kind::LoopPhase, th, 1, 0, t0 + 700, t0 + 1500});
       m.thread_spans.push_back({ThreadSpan::Kind::LoopPhase, th, 2, 0, t0 + 1500, t0 + 3000});
     }
-  m.scopes = {{0, 0, 40, 24, 64, 1 << 20, 4 << 20, 90, 256, {1, 0, 0}, {400, 0, 0}},
-              {1, 1, 16, 12, 64, 300'000, 4 << 20, 40, 256, {0, 0, 0}, {0, 0, 0}}};
+  m.scopes = {{0, 0, 40, 24, 1 << 20, 90, 64, 4 << 20, 256, {1, 0, 0}, {400, 0, 0}},
+              {1, 1, 16, 12, 300'000, 40, 64, 4 << 20, 256, {0, 0, 0}, {0, 0, 0}}};
   for (const BlockRun& b : m.blocks) {
     if (b.end_ns == kNoTime) continue;
     m.counters.push_back(
@@ -126,7 +133,7 @@ int main(int argc, char** argv) {
                      "the scheduler made no progress within the watchdog timeout",
                      "a kernel never returned: see the stuck task",
                      "running_task_stalled",
-                     39,
+                     static_cast<int64_t>(tasks - 1),
                      m.blocks[m.blocks.size() - 2].core};
 
   Analysis a;

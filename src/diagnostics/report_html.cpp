@@ -95,10 +95,20 @@ json build_json(const RunModel& m, const Analysis& a) {
     return k == kernel_index.end() ? -1 : k->second;
   };
 
-  // Executed blocks as flat tuples [task, block, core, kernel index, start, end]: a million
-  // blocks stay a few tens of MB and parse fast.
+  // Executed blocks as flat tuples [task, block, core, kernel index, start, duration]: a million
+  // blocks stay a few tens of MB and parse fast. Starts (and span begins, event times) are
+  // deltas from the previous row's, durations null when not recorded: short numbers, about half
+  // the page of absolute times. The script decodes them once.
+  auto delta = [](uint64_t v, uint64_t& prev) {
+    const int64_t d = static_cast<int64_t>(v - prev);
+    prev = v;
+    return d;
+  };
+  auto dur = [](uint64_t begin, uint64_t end) {
+    return end == kNoTime ? json(nullptr) : json(static_cast<int64_t>(end - begin));
+  };
   json blocks = json::array();
-  uint64_t unrun = 0;
+  uint64_t unrun = 0, prev = 0;
   for (const BlockRun& b : m.blocks) {
     if (b.core < 0 || b.start_ns == kNoTime) {
       ++unrun;
@@ -108,25 +118,27 @@ json build_json(const RunModel& m, const Analysis& a) {
     blocks.push_back(b.block);
     blocks.push_back(b.core);
     blocks.push_back(kidx(b.task));
-    blocks.push_back(b.start_ns);
-    blocks.push_back(t(b.end_ns));
+    blocks.push_back(delta(b.start_ns, prev));
+    blocks.push_back(dur(b.start_ns, b.end_ns));
   }
   d["blocks"] = std::move(blocks);
-  json spans = json::array();  // [thread, kind, what, task, begin, end]
+  json spans = json::array();  // [thread, kind, what, task, begin, duration]
+  prev = 0;
   for (const ThreadSpan& s : m.thread_spans) {
     spans.push_back(s.thread);
     spans.push_back(static_cast<int>(s.kind));
     spans.push_back(s.what);
     spans.push_back(s.task);
-    spans.push_back(s.begin_ns);
-    spans.push_back(s.end_ns);
+    spans.push_back(delta(s.begin_ns, prev));
+    spans.push_back(dur(s.begin_ns, s.end_ns));
   }
   d["spans"] = std::move(spans);
   json sched = json::array();  // [thread, kind (0 dispatch, 1 complete), t]
+  prev = 0;
   for (const SchedulerEvent& e : m.scheduler_events) {
     sched.push_back(e.thread);
     sched.push_back(static_cast<int>(e.kind));
-    sched.push_back(e.t_ns);
+    sched.push_back(delta(e.t_ns, prev));
   }
   d["sched"] = std::move(sched);
   json host = json::array();
@@ -407,6 +419,14 @@ var RINGS = ['task window', 'heap', 'dep pool'];
 // A row holds its items sorted by start in typed arrays; flags: 1 critical path, 2 stuck;
 // band (flags >> 2): 0 full height, 1 upper, 2 lower part of the row.
 var BL = D.blocks, NB = BL.length / 6, SP = D.spans, SC = D.sched, HS = D.host;
+// Undo the delta and duration coding (see build_json) in place: absolute ns from here on.
+function undelta(a, stride, at, hasDur) {
+  for (var j = at, acc = 0; j < a.length; j += stride) {
+    acc += a[j]; a[j] = acc;
+    if (hasDur && a[j + 1] !== null) a[j + 1] += acc;
+  }
+}
+undelta(BL, 6, 4, true); undelta(SP, 6, 4, true); undelta(SC, 3, 2, false);
 var tMin = Infinity, tMax = 0;
 function see(v) { if (v !== null) { if (v < tMin) tMin = v; if (v > tMax) tMax = v; } }
 for (i = 0; i < NB; i++) { see(BL[i * 6 + 4]); see(BL[i * 6 + 5]); }
@@ -597,13 +617,20 @@ function axisLabel(t, step) {
   var dec = Math.max(0, -Math.floor(Math.log10(step / UNITS[u][0]) + 1e-9));
   return v.toFixed(dec) + ' ' + UNITS[u][1];
 }
+var ACC = new Float64Array(COL.length), touched = [];  // a pixel column's time per colour
 function drawRow(r, y, k, hl) {
-  var n = r.s.length, i = lb(r.s, v0 - r.maxd), bx = -1, bb = -1, busy = 0, best = 0, bc = 0;
+  var n = r.s.length, i = lb(r.s, v0 - r.maxd), bx = -1, bb = -1, busy = 0;
   function flush() {
     if (bx < 0) return;
+    var bc = touched[0];
+    for (var q = 0; q < touched.length; q++) {
+      if (ACC[touched[q]] > ACC[bc]) bc = touched[q];
+    }
+    for (q = 0; q < touched.length; q++) ACC[touched[q]] = 0;
+    touched.length = 0;
     ctx.globalAlpha = Math.max(0.35, Math.min(1, busy));
     ctx.fillStyle = COL[bc]; ctx.fillRect(bx, y + BANDY[bb], 1, BANDH[bb]);
-    ctx.globalAlpha = 1; bx = -1; busy = 0; best = 0;
+    ctx.globalAlpha = 1; bx = -1; busy = 0;
   }
   for (; i < n; i++) {
     var s = r.s[i];
@@ -615,21 +642,23 @@ function drawRow(r, y, k, hl) {
     if (x1 > W) x1 = W;
     var w = x1 - x0;
     if (w >= 1.5 || (f & 3)) {
-      // Wide enough, or marked (path, stuck): drawn on its own.
+      // Wide enough, or marked (path, stuck): drawn on its own (a stuck one kept in view).
       flush();
+      if (f & 2 && x0 > W - 3) x0 = W - 3;
       ctx.fillStyle = f & 2 ? STUCK : COL[r.c[i]];
-      ctx.fillRect(x0, y + BANDY[band], Math.max(w, 1), BANDH[band]);
+      ctx.fillRect(x0, y + BANDY[band], Math.max(w, f & 2 ? 3 : 1), BANDH[band]);
       if (w >= 4 && r.type === 0 && !(f & 2)) {
         ctx.fillStyle = 'rgba(255,255,255,.55)'; ctx.fillRect(x1 - 1, y + 2, 1, RH - 4);
       }
       if (f & 1) hl.push(x0, y + 1, Math.max(w, 2), RH - 2);
     } else {
       // Narrower than a pixel: aggregated per pixel column (coverage as opacity, the kernel
-      // covering most of the column as colour), so a million blocks cost a pass, not a mess.
-      var col = Math.floor(x0);
+      // with the most time in the column as colour), so a million blocks cost a pass, not a mess.
+      var col = Math.floor(x0), c = r.c[i];
       if (col !== bx || band !== bb) { flush(); bx = col; bb = band; }
       busy += w;
-      if (w >= best) { best = w; bc = r.c[i]; }
+      if (ACC[c] === 0) touched.push(c);
+      ACC[c] += w;
     }
   }
   flush();

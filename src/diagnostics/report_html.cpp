@@ -730,10 +730,11 @@ function draw() {
   vinfo.textContent = 'view ' + fmt(v0) + ' \u2013 ' + fmt(v1) + ' (span ' + fmt(v1 - v0) + ')';
 }
 var pending = false;
-function redraw() {
+function redraw() {  // one draw per frame; the timer where frames do not come (headless, hidden)
   if (pending) return;
   pending = true;
-  requestAnimationFrame(function () { pending = false; draw(); });
+  var go = function () { if (pending) { pending = false; draw(); } };
+  requestAnimationFrame(go); setTimeout(go, 50);
 }
 var FULL = tMax - tMin, MINSPAN = 20;
 function setView(a, b) {

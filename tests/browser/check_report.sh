@@ -67,6 +67,9 @@ large="$out_dir/report_large.html"
 large_expected=$("$fixture" "$large" 100000)
 check_marks "$large" "$out_dir/report_large_dom.html" "$large_expected" || exit 1
 rm -f "$large" "$out_dir/report_large_dom.html"
+# A run that recorded nothing: every section says so, no script errors, no marks.
+"$fixture" "$out_dir/report_empty.html" empty >/dev/null
+check_marks "$out_dir/report_empty.html" "$out_dir/report_empty_dom.html" 0 || exit 1
 
 # The timeline's handlers, driven by synthetic events from a page that frames the report (file
 # pages may reach each other only with --allow-file-access-from-files).

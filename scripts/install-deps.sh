@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libxxhash-dev
+  chromium  # report.html in a headless browser (tests/browser)
 )
 if [ $# -gt 0 ]; then
   packages=("$@")

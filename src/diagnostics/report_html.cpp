@@ -673,8 +673,8 @@ function drawRow(r, y, k, hl) {
     }
   }
 }
-function rowOfCore(c) { var r = coreRows.get(c); return r ? rows.indexOf(r) : -1; }
 var rowIndex = new Map(); rows.forEach(function (r, j) { rowIndex.set(r, j); });
+function rowOfCore(c) { var r = coreRows.get(c); return r ? rowIndex.get(r) : -1; }
 function draw() {
   ctx.setTransform(DPR, 0, 0, DPR, 0, 0);
   ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, W, H);

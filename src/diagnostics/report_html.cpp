@@ -581,7 +581,7 @@ ts.appendChild(legend);
 var wrap = el('div'); wrap.id = 'tlwrap';
 var cv = el('canvas'); cv.id = 'tl'; cv.tabIndex = 0;
 wrap.appendChild(cv); ts.appendChild(wrap);
-if (!rows.length) empty(ts, 'Nothing was recorded on the timeline (swimlane off?).');
+if (!rows.length) { empty(ts, 'Nothing was recorded on the timeline (swimlane off?).'); wrap.style.display = 'none'; }
 var tip = document.getElementById('tip');
 var ctx = cv.getContext('2d');
 var GUT = 150, RH = 18, AX = 24, W = 800, H = 100, DPR = 1;
@@ -673,8 +673,8 @@ function drawRow(r, y, k, hl) {
     }
   }
 }
-function rowOfCore(c) { var r = coreRows.get(c); return r ? rows.indexOf(r) : -1; }
 var rowIndex = new Map(); rows.forEach(function (r, j) { rowIndex.set(r, j); });
+function rowOfCore(c) { var r = coreRows.get(c); return r ? rowIndex.get(r) : -1; }
 function draw() {
   ctx.setTransform(DPR, 0, 0, DPR, 0, 0);
   ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, W, H);
@@ -874,7 +874,8 @@ if (CT.records) {
       ' of ' + num(CT.records) + ' blocks' : 'not measured'];
   }).concat(CT.sums[1] ? [['instructions per cycle', (CT.sums[0] / CT.sums[1]).toFixed(3)]] : []));
   table(ct, ['kernel', 'blocks', 'instructions', 'cycles', 'CPU time'], CT.per_kernel.map(function (r) {
-    return [kname(r[0]), num(r[1]), num(r[2]), num(r[3]), fmt(r[4])];
+    var h = CT.have, dash = '\u2014';  // a column no block measured: a dash, not zeros
+    return [kname(r[0]), num(r[1]), h[0] ? num(r[2]) : dash, h[1] ? num(r[3]) : dash, h[2] ? fmt(r[4]) : dash];
   }));
 } else empty(ct, 'No counters collected.');
 if (CT.note) ct.appendChild(el('div', 'empty', CT.note));

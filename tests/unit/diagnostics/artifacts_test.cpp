@@ -159,7 +159,7 @@ TEST_F(DiagnosticsArtifacts, CreateRunDirectoryFailsOnAFile) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), StatusCode::DiagnosticsError);
-    EXPECT_NE(e.message().find("file"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find((root_ / "file").string()), std::string::npos) << e.message();
   }
   EXPECT_THROW(create_run_directory((root_ / "file" / "sub").string(), &number), Error);
 }

@@ -515,6 +515,16 @@ void write_deps(std::ostream& out, const RunModel& model) {
 // ---------------------------------------------------------------------------------------------
 // critical_path.md / .json
 
+// A Markdown table cell: a '|' in a kernel's name would end the cell.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
 json waits_json(const uint64_t* waited) {
   json waits;
   for (int k = 0; k < kWaitKinds; ++k) waits[wait_kind_name(static_cast<WaitKind>(k))] = waited[k];
@@ -541,7 +551,7 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   out << "\n";
   for (size_t i = 0; i < a.path.size(); ++i) {
     const PathStep& s = a.path[i];
-    out << "| " << i + 1 << " | " << s.task << " | " << model.kernel_label(s.func_id) << " | "
+    out << "| " << i + 1 << " | " << s.task << " | " << cell(model.kernel_label(s.func_id)) << " | "
         << (s.core >= 0 ? core_label(model.shape, static_cast<uint32_t>(s.core)) : "-") << " | "
         << s.start_ns << " | " << s.end_ns << " | " << format_duration_ns(s.end_ns - s.start_ns)
         << " | " << format_duration_ns(s.gap_ns) << " | "
@@ -563,7 +573,7 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   }
   out << "\n## Per-core utilisation\n\n| core | blocks | busy | utilisation |\n|---|---|---|---|\n";
   for (const CoreUse& c : a.cores) {
-    std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% |\n", c.label.c_str(),
+    std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% |\n", cell(c.label).c_str(),
                   static_cast<unsigned long long>(c.blocks), format_duration_ns(c.busy_ns).c_str(),
                   100.0 * c.utilisation);
     out << line;
@@ -571,8 +581,8 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   out << "\n## Kernels\n\n| kernel | blocks | total | mean | p50 | p99 | max |\n"
          "|---|---|---|---|---|---|---|\n";
   for (const KernelStat& k : a.kernels) {
-    out << "| " << k.label << " | " << k.count << " | " << format_duration_ns(k.total_ns) << " | "
-        << format_duration_ns(k.mean_ns) << " | " << format_duration_ns(k.p50_ns) << " | "
+    out << "| " << cell(k.label) << " | " << k.count << " | " << format_duration_ns(k.total_ns)
+        << " | " << format_duration_ns(k.mean_ns) << " | " << format_duration_ns(k.p50_ns) << " | "
         << format_duration_ns(k.p99_ns) << " | " << format_duration_ns(k.max_ns) << " |\n";
   }
   if (!a.caveats.empty()) {

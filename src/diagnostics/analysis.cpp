@@ -573,13 +573,11 @@ std::string format_summary(const RunModel& model, const Analysis& analysis,
     text += "  top kernels:\n";
     for (size_t i = 0; i < analysis.kernels.size() && i < 5; ++i) {
       const KernelStat& k = analysis.kernels[i];
-      std::snprintf(line, sizeof line,
-                    "    %s: %llu block(s), total %s, mean %s, p50 %s, p99 %s, max %s\n",
-                    k.label.c_str(), static_cast<unsigned long long>(k.count),
-                    format_duration_ns(k.total_ns).c_str(), format_duration_ns(k.mean_ns).c_str(),
-                    format_duration_ns(k.p50_ns).c_str(), format_duration_ns(k.p99_ns).c_str(),
-                    format_duration_ns(k.max_ns).c_str());
-      text += line;
+      // Built by concatenation: a kernel's symbol may be long (a mangled C++ name).
+      text += "    " + k.label + ": " + std::to_string(k.count) + " block(s), total " +
+              format_duration_ns(k.total_ns) + ", mean " + format_duration_ns(k.mean_ns) +
+              ", p50 " + format_duration_ns(k.p50_ns) + ", p99 " + format_duration_ns(k.p99_ns) +
+              ", max " + format_duration_ns(k.max_ns) + "\n";
     }
   }
   if (!analysis.cores.empty()) {
@@ -591,13 +589,15 @@ std::string format_summary(const RunModel& model, const Analysis& analysis,
       if (use.utilisation < lowest->utilisation) lowest = &use;
       if (use.utilisation > highest->utilisation) highest = &use;
     }
-    std::snprintf(line, sizeof line,
-                  "  cores: %zu used, mean utilisation %.0f%%, lowest %s %.0f%%, highest %s "
-                  "%.0f%%\n",
-                  analysis.cores.size(), 100.0 * sum / static_cast<double>(analysis.cores.size()),
-                  lowest->label.c_str(), 100.0 * lowest->utilisation, highest->label.c_str(),
-                  100.0 * highest->utilisation);
-    text += line;
+    auto pct = [](double share) {
+      char number[16];
+      std::snprintf(number, sizeof number, "%.0f%%", 100.0 * share);
+      return std::string(number);
+    };
+    text += "  cores: " + std::to_string(analysis.cores.size()) + " used, mean utilisation " +
+            pct(sum / static_cast<double>(analysis.cores.size())) + ", lowest " + lowest->label +
+            " " + pct(lowest->utilisation) + ", highest " + highest->label + " " +
+            pct(highest->utilisation) + "\n";
   }
   text += "  verdict: " + analysis.verdict + "\n";
   for (const std::string& caveat : analysis.caveats) text += "  note: " + caveat + "\n";

@@ -515,6 +515,16 @@ void write_deps(std::ostream& out, const RunModel& model) {
 // ---------------------------------------------------------------------------------------------
 // critical_path.md / .json
 
+// A Markdown table cell: a '|' in a kernel's name would end the cell.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
 json waits_json(const uint64_t* waited) {
   json waits;
   for (int k = 0; k < kWaitKinds; ++k) waits[wait_kind_name(static_cast<WaitKind>(k))] = waited[k];
@@ -541,7 +551,7 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   out << "\n";
   for (size_t i = 0; i < a.path.size(); ++i) {
     const PathStep& s = a.path[i];
-    out << "| " << i + 1 << " | " << s.task << " | " << model.kernel_label(s.func_id) << " | "
+    out << "| " << i + 1 << " | " << s.task << " | " << cell(model.kernel_label(s.func_id)) << " | "
         << (s.core >= 0 ? core_label(model.shape, static_cast<uint32_t>(s.core)) : "-") << " | "
         << s.start_ns << " | " << s.end_ns << " | " << format_duration_ns(s.end_ns - s.start_ns)
         << " | " << format_duration_ns(s.gap_ns) << " | "
@@ -563,7 +573,7 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   }
   out << "\n## Per-core utilisation\n\n| core | blocks | busy | utilisation |\n|---|---|---|---|\n";
   for (const CoreUse& c : a.cores) {
-    std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% |\n", c.label.c_str(),
+    std::snprintf(line, sizeof line, "| %s | %llu | %s | %.1f%% |\n", cell(c.label).c_str(),
                   static_cast<unsigned long long>(c.blocks), format_duration_ns(c.busy_ns).c_str(),
                   100.0 * c.utilisation);
     out << line;
@@ -571,8 +581,8 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   out << "\n## Kernels\n\n| kernel | blocks | total | mean | p50 | p99 | max |\n"
          "|---|---|---|---|---|---|---|\n";
   for (const KernelStat& k : a.kernels) {
-    out << "| " << k.label << " | " << k.count << " | " << format_duration_ns(k.total_ns) << " | "
-        << format_duration_ns(k.mean_ns) << " | " << format_duration_ns(k.p50_ns) << " | "
+    out << "| " << cell(k.label) << " | " << k.count << " | " << format_duration_ns(k.total_ns)
+        << " | " << format_duration_ns(k.mean_ns) << " | " << format_duration_ns(k.p50_ns) << " | "
         << format_duration_ns(k.p99_ns) << " | " << format_duration_ns(k.max_ns) << " |\n";
   }
   if (!a.caveats.empty()) {
@@ -885,30 +895,92 @@ void read_run_json(const std::string& path, RunModel& model) {
   }
 }
 
-void read_deps(const std::string& path, RunModel& model) {
-  const json deps = read_json(path);
+// Our writers put one array element per line, so a million-task file is read a line at a time
+// instead of as one document. Calls on_element(text, line) for each line that holds an element
+// ('{' or '[' first, its trailing comma dropped); false when the file does not start with
+// `first_line` (not in that layout: the caller parses it whole).
+template <typename OnElement>
+bool for_each_element_line(const std::string& path, const char* first_line,
+                           OnElement&& on_element) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "missing or unreadable");
+  std::string line;
+  if (!std::getline(in, line) || line != first_line) return false;
+  size_t number = 1;
+  std::string last;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    last = line;
+    if (line[0] != '{' && line[0] != '[') continue;
+    if (line.back() == ',') line.pop_back();
+    on_element(line, number);
+  }
+  if (last != "]}") fail(path, "line " + std::to_string(number) + ": truncated (no closing ]})");
+  return true;
+}
+
+json parse_line(const std::string& text, const std::string& path, size_t line) {
   try {
-    for (const json& n : deps.at("nodes")) {
-      TaskNode node;
-      node.task = n.at("task").get<uint64_t>();
-      node.func_id = n.at("func_id").get<int32_t>();
-      node.block_num = n.at("block_num").get<uint32_t>();
-      node.scope_depth = n.at("scope_depth").get<uint32_t>();
-      if (!parse_core_type(n.at("core_type").get<std::string>(), &node.core_type)) {
-        fail(path, "task " + std::to_string(node.task) + ": unknown core_type");
-      }
-      node.dependency_only = n.at("dependency_only").get<bool>();
-      node.internal = n.at("internal").get<bool>();
-      node.submit_begin_ns = n.value("submit_begin_ns", kNoTime);
-      node.submit_end_ns = n.value("submit_end_ns", kNoTime);
-      node.ready_ns = n.value("ready_ns", kNoTime);
-      model.nodes.push_back(node);
-    }
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(path, "line " + std::to_string(line) + ": malformed JSON (" + e.what() + ")");
+  }
+}
+
+TaskNode node_from_json(const json& n, const std::string& path) {
+  TaskNode node;
+  node.task = n.at("task").get<uint64_t>();
+  node.func_id = n.at("func_id").get<int32_t>();
+  node.block_num = n.at("block_num").get<uint32_t>();
+  node.scope_depth = n.at("scope_depth").get<uint32_t>();
+  if (!parse_core_type(n.at("core_type").get<std::string>(), &node.core_type)) {
+    fail(path, "task " + std::to_string(node.task) + ": unknown core_type");
+  }
+  node.dependency_only = n.at("dependency_only").get<bool>();
+  node.internal = n.at("internal").get<bool>();
+  node.submit_begin_ns = n.value("submit_begin_ns", kNoTime);
+  node.submit_end_ns = n.value("submit_end_ns", kNoTime);
+  node.ready_ns = n.value("ready_ns", kNoTime);
+  return node;
+}
+
+// "[producer,consumer]" without a JSON document per edge.
+Edge edge_from_text(const std::string& text, const std::string& path, size_t line) {
+  Edge edge;
+  const char* p = text.data() + 1;
+  const char* end = text.data() + text.size();
+  auto a = std::from_chars(p, end, edge.producer);
+  if (a.ec == std::errc() && a.ptr < end && *a.ptr == ',') {
+    auto b = std::from_chars(a.ptr + 1, end, edge.consumer);
+    if (b.ec == std::errc() && b.ptr + 1 == end && *b.ptr == ']') return edge;
+  }
+  fail(path, "line " + std::to_string(line) + ": malformed edge \"" + text + "\"");
+}
+
+void read_deps(const std::string& path, RunModel& model) {
+  size_t current_line = 0;
+  try {
+    const bool by_line =
+        for_each_element_line(path, "{\"nodes\":[", [&](const std::string& text, size_t line) {
+          current_line = line;
+          if (text[0] == '[') {
+            model.edges.push_back(edge_from_text(text, path, line));
+          } else {
+            model.nodes.push_back(node_from_json(parse_line(text, path, line), path));
+          }
+        });
+    if (by_line) return;
+    current_line = 0;
+    const json deps = read_json(path);
+    for (const json& n : deps.at("nodes")) model.nodes.push_back(node_from_json(n, path));
     for (const json& e : deps.at("edges")) {
       model.edges.push_back({e.at(0).get<uint64_t>(), e.at(1).get<uint64_t>()});
     }
   } catch (const json::exception& e) {
-    fail(path, std::string("malformed: ") + e.what());
+    fail(path, (current_line ? "line " + std::to_string(current_line) + ": " : std::string()) +
+                   "malformed: " + e.what());
   }
 }
 
@@ -965,66 +1037,79 @@ void read_tasks(const std::string& path, RunModel& model) {
 }
 
 void read_trace(const std::string& path, RunModel& model, bool blocks_from_trace) {
-  const json trace = read_json(path);
   std::unordered_map<uint64_t, size_t> node_index;
   for (size_t i = 0; i < model.nodes.size(); ++i) node_index.emplace(model.nodes[i].task, i);
   const bool nodes_from_trace = model.nodes.empty();
-  try {
-    for (const json& e : trace.at("traceEvents")) {
-      const std::string ph = e.at("ph").get<std::string>();
-      const std::string cat = e.value("cat", "");
-      if (ph == "X" && cat == "task" && blocks_from_trace) {
-        const json& args = e.at("args");
-        BlockRun block;
-        block.task = args.at("task").get<uint64_t>();
-        block.block = args.at("block").get<uint32_t>();
-        block.core = args.at("core").get<int32_t>();
-        block.start_ns = from_micros(e.at("ts").get<double>());
-        if (!args.contains("state"))
-          block.end_ns = block.start_ns + from_micros(e.at("dur").get<double>());
-        model.blocks.push_back(block);
-        if (nodes_from_trace && !node_index.count(block.task)) {
-          TaskNode node;
-          node.task = block.task;
-          node.func_id = args.at("func_id").get<int32_t>();
-          node.scope_depth = args.value("scope_depth", 0u);
-          const KernelName* kernel = model.kernel(node.func_id);
-          if (kernel) node.core_type = kernel->core_type;
-          node_index.emplace(block.task, model.nodes.size());
-          model.nodes.push_back(node);
-        }
-        if (nodes_from_trace) {
-          TaskNode& node = model.nodes[node_index.at(block.task)];
-          node.block_num = std::max(node.block_num, block.block + 1);
-        }
-      } else if (ph == "X" && cat == "thread") {
-        const json& args = e.at("args");
-        ThreadSpan span;
-        const std::string kind = args.at("kind").get<std::string>();
-        span.kind = kind == "submit"      ? ThreadSpan::Kind::Submit
-                    : kind == "ring_wait" ? ThreadSpan::Kind::RingWait
-                                          : ThreadSpan::Kind::LoopPhase;
-        span.thread = e.at("tid").get<uint32_t>();
-        span.what = args.at("what").get<uint32_t>();
-        span.task = args.at("task").get<uint64_t>();
-        span.begin_ns = from_micros(e.at("ts").get<double>());
-        span.end_ns = span.begin_ns + from_micros(e.at("dur").get<double>());
-        model.thread_spans.push_back(span);
-      } else if (ph == "i" && cat == "sched") {
-        const json& args = e.at("args");
-        SchedulerEvent event;
-        event.kind = e.at("name").get<std::string>() == "complete" ? SchedulerEvent::Kind::Complete
-                                                                   : SchedulerEvent::Kind::Dispatch;
-        event.thread = e.at("tid").get<uint32_t>();
-        event.task = args.at("task").get<uint64_t>();
-        event.block = args.at("block").get<uint32_t>();
-        event.core = args.at("core").get<int32_t>();
-        event.t_ns = from_micros(e.at("ts").get<double>());
-        model.scheduler_events.push_back(event);
+  auto on_event = [&](const json& e) {
+    const std::string ph = e.at("ph").get<std::string>();
+    const std::string cat = e.value("cat", "");
+    if (ph == "X" && cat == "task" && blocks_from_trace) {
+      const json& args = e.at("args");
+      BlockRun block;
+      block.task = args.at("task").get<uint64_t>();
+      block.block = args.at("block").get<uint32_t>();
+      block.core = args.at("core").get<int32_t>();
+      block.start_ns = from_micros(e.at("ts").get<double>());
+      if (!args.contains("state"))
+        block.end_ns = block.start_ns + from_micros(e.at("dur").get<double>());
+      model.blocks.push_back(block);
+      if (nodes_from_trace && !node_index.count(block.task)) {
+        TaskNode node;
+        node.task = block.task;
+        node.func_id = args.at("func_id").get<int32_t>();
+        node.scope_depth = args.value("scope_depth", 0u);
+        const KernelName* kernel = model.kernel(node.func_id);
+        if (kernel) node.core_type = kernel->core_type;
+        node_index.emplace(block.task, model.nodes.size());
+        model.nodes.push_back(node);
       }
+      if (nodes_from_trace) {
+        TaskNode& node = model.nodes[node_index.at(block.task)];
+        node.block_num = std::max(node.block_num, block.block + 1);
+      }
+    } else if (ph == "X" && cat == "thread") {
+      const json& args = e.at("args");
+      ThreadSpan span;
+      const std::string kind = args.at("kind").get<std::string>();
+      span.kind = kind == "submit"      ? ThreadSpan::Kind::Submit
+                  : kind == "ring_wait" ? ThreadSpan::Kind::RingWait
+                                        : ThreadSpan::Kind::LoopPhase;
+      span.thread = e.at("tid").get<uint32_t>();
+      span.what = args.at("what").get<uint32_t>();
+      span.task = args.at("task").get<uint64_t>();
+      span.begin_ns = from_micros(e.at("ts").get<double>());
+      span.end_ns = span.begin_ns + from_micros(e.at("dur").get<double>());
+      model.thread_spans.push_back(span);
+    } else if (ph == "i" && cat == "sched") {
+      const json& args = e.at("args");
+      SchedulerEvent event;
+      event.kind = e.at("name").get<std::string>() == "complete" ? SchedulerEvent::Kind::Complete
+                                                                 : SchedulerEvent::Kind::Dispatch;
+      event.thread = e.at("tid").get<uint32_t>();
+      event.task = args.at("task").get<uint64_t>();
+      event.block = args.at("block").get<uint32_t>();
+      event.core = args.at("core").get<int32_t>();
+      event.t_ns = from_micros(e.at("ts").get<double>());
+      model.scheduler_events.push_back(event);
+    }
+  };
+  size_t current_line = 0;
+  try {
+    const bool by_line = for_each_element_line(
+        path, "{\"displayTimeUnit\":\"ns\",", [&](const std::string& text, size_t line) {
+          // Task slices are the bulk of a trace; tasks.csv has them already.
+          if (!blocks_from_trace && text.find("\"cat\":\"task\"") != std::string::npos) return;
+          current_line = line;
+          on_event(parse_line(text, path, line));
+        });
+    if (!by_line) {
+      current_line = 0;
+      const json trace = read_json(path);
+      for (const json& e : trace.at("traceEvents")) on_event(e);
     }
   } catch (const json::exception& e) {
-    fail(path, std::string("malformed: ") + e.what());
+    fail(path, (current_line ? "line " + std::to_string(current_line) + ": " : std::string()) +
+                   "malformed: " + e.what());
   }
   if (nodes_from_trace) {
     std::stable_sort(model.nodes.begin(), model.nodes.end(),

@@ -5,6 +5,35 @@
 // Errors: chiprt::Error(DiagnosticsError) naming the file and what is wrong with it. Writers
 // stream (a million-task run writes hundreds of MB without holding the text in memory).
 //
+// Layouts (times in ns from the run start unless said; a CSV time left empty was not recorded):
+//   run.json            always: variant, config switches, shape, kernels, clock_hz, anchors,
+//                       wall_ns, host spans, have_edges, records received/dropped, drop reason,
+//                       notes, counters_note, error (with the stall sub-class), files written.
+//   trace.json          swimlane_level > 0: {"displayTimeUnit","otherData","traceEvents"}, ts/dur
+//                       in us with 3 decimals (exact ns). pid 1 host, pid 2 AICPU (tid = thread),
+//                       pid 3+c cluster c (tid 0 AIC, 1 AIV0, 2 AIV1). Block slices: ph X, cat
+//                       "task", args task/block/core/func_id/scope_depth[/tensors][/state
+//                       "stuck"|"running" for a block without an end, drawn to wall_ns]; cat
+//                       "thread" X spans and cat "sched" instants on pid 2; flows s/f (cat "dep",
+//                       id = edge index). One event per line (the reader relies on it for speed
+//                       and falls back to parsing the whole document).
+//   tasks.csv           task_timing: task,block,func_id,kernel,core_type,core,submit_ns (submit
+//                       end),ready_ns,dispatch_ns,start_ns,end_ns,producers,consumers (space-
+//                       separated ids), then submit_begin_ns,complete_ns; a row with an empty
+//                       block is a task without a block record.
+//   deps.json           dependency_graph: {"nodes":[{task,func_id,kernel,block_num,core_type,
+//                       scope_depth,dependency_only,internal[,submit_begin_ns,submit_end_ns,
+//                       ready_ns]}],"edges":[[producer,consumer]]}, one element per line.
+//   critical_path.md/.json  dependency_graph: the Analysis (steps, waits, cores, kernels, verdict).
+//   scope_stats.jsonl   scope_stats (ring variant or scopes recorded): one ScopeStat per line,
+//                       waits/wait_ns by ring, "recommendation" naming rings.* / CHIPRT_RING_*.
+//   args.json, args.bin args_dump_level > 0: {"bin_file","bin_bytes","records":[...],
+//                       "left_out":[{task,index,phase,wanted_bytes}]}; args.bin = ArgsData bytes.
+//   counters.csv        hardware_counters: "#" comment lines (what "valid" means, counters_note),
+//                       then task,block,core,instructions,cycles,cpu_ns,valid (names measured).
+//   report.html         always: render_report_html.
+// Files are written as NAME.tmp and renamed into place.
+//
 // Threading: one call per directory at a time.
 #pragma once
 

@@ -88,6 +88,14 @@ TEST(DiagnosticsAnalysis, ChainSplitsEveryGapExactly) {
   EXPECT_EQ(a.verdict.rfind("kernels: 87% of the critical path", 0), 0u) << a.verdict;
   EXPECT_NE(a.verdict.find("gemm (func 1)"), std::string::npos);
   EXPECT_TRUE(a.caveats.empty());
+  const std::string summary = format_summary(model, a, "out/run-0001");
+  EXPECT_NE(summary.find("diagnostics: out/run-0001"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("critical path: 3 task(s), 300 ns of kernels, 345 ns with waits"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("gemm (func 1): 3 block(s), total 300 ns"), std::string::npos);
+  EXPECT_NE(summary.find("cores: 2 used"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("verdict: kernels:"), std::string::npos);
 }
 
 TEST(DiagnosticsAnalysis, DiamondFollowsTheProducerThatFinishedLast) {

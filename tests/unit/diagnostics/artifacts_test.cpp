@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,7 +30,10 @@ class DiagnosticsArtifacts : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
   }
-  void TearDown() override { fs::remove_all(root_); }
+  // CHIPRT_KEEP_DIAG_TEST_DIRS=1 keeps the written directories for a look.
+  void TearDown() override {
+    if (std::getenv("CHIPRT_KEEP_DIAG_TEST_DIRS") == nullptr) fs::remove_all(root_);
+  }
   fs::path root_;
 };
 
@@ -155,7 +159,7 @@ TEST_F(DiagnosticsArtifacts, CreateRunDirectoryFailsOnAFile) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), StatusCode::DiagnosticsError);
-    EXPECT_NE(e.message().find("file"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find((root_ / "file").string()), std::string::npos) << e.message();
   }
   EXPECT_THROW(create_run_directory((root_ / "file" / "sub").string(), &number), Error);
 }
@@ -403,6 +407,27 @@ TEST_F(DiagnosticsArtifacts, MalformedFilesNameTheFile) {
   expect_error("tasks.csv", "missing");
   write_text(root_ / "tasks.csv", tasks);
 
+  // deps.json: a broken node line, a broken edge, a truncated file; a whole-document deps.json
+  // (not one element per line) still reads.
+  const std::string deps = read_text(root_ / "deps.json");
+  std::string broken = deps;
+  broken.replace(broken.find("{\"task\":2"), 9, "{\"task\":x");
+  write_text(root_ / "deps.json", broken);
+  expect_error("deps.json", "line 4");
+  broken = deps;
+  broken.replace(broken.find("[1,3]"), 5, "[1;3]");
+  write_text(root_ / "deps.json", broken);
+  expect_error("deps.json", "malformed edge");
+  write_text(root_ / "deps.json", deps.substr(0, deps.size() - 3));
+  expect_error("deps.json", "truncated");
+  write_text(root_ / "deps.json", nlohmann::json::parse(deps).dump(2));
+  EXPECT_EQ(read_run_directory(root_.string()).edges.size(), m.edges.size());
+  const std::string trace = read_text(root_ / "trace.json");
+  write_text(root_ / "trace.json", nlohmann::json::parse(trace).dump());
+  EXPECT_EQ(read_run_directory(root_.string()).thread_spans.size(), m.thread_spans.size());
+  write_text(root_ / "trace.json", trace.substr(0, trace.size() / 2));
+  expect_error("trace.json", "malformed JSON");  // cut mid-line
+
   const std::string run = read_text(root_ / "run.json");
   write_text(root_ / "run.json", "{\n\"run_number\": 3,\n oops\n}");
   expect_error("run.json", "line 3");
@@ -423,6 +448,57 @@ TEST_F(DiagnosticsArtifacts, PublicSummaryAndReportRewrite) {
   EXPECT_EQ(path, (root_ / "report.html").string());
   EXPECT_TRUE(fs::exists(path));
   EXPECT_THROW(diagnostics_summary((root_ / "missing").string()), Error);
+}
+
+}  // namespace
+}  // namespace chiprt::diagnostics
+
+namespace chiprt::diagnostics {
+namespace {
+
+// A wide, long run (CHIPRT_DIAG_LARGE_TASKS tasks, default 20000): every file streams, the
+// reader rebuilds every block, and the path through the layered graph is found.
+TEST_F(DiagnosticsArtifacts, LargeRunWritesAndReadsBack) {
+  const char* env = std::getenv("CHIPRT_DIAG_LARGE_TASKS");
+  const uint64_t tasks = env ? std::strtoull(env, nullptr, 10) : 20000;
+  constexpr uint64_t kWidth = 16;  // tasks per layer, one per AIV core of 8 clusters
+  RunModel m;
+  m.run_number = 1;
+  m.variant = "host_build_graph";
+  m.config.swimlane_level = 2;
+  m.config.task_timing = true;
+  m.config.dependency_graph = true;
+  m.config.output_dir = "out";
+  m.shape = {4, 1, 8, 8, 24};
+  m.kernels = {{0, "layer", CoreType::AIV}};
+  m.have_edges = true;
+  for (uint64_t t = 0; t < tasks; ++t) {
+    const uint64_t layer = t / kWidth;
+    TaskNode node;
+    node.task = t;
+    node.func_id = 0;
+    node.submit_begin_ns = t;
+    node.submit_end_ns = t + 1;
+    node.ready_ns = layer * 100 + 2;
+    m.nodes.push_back(node);
+    const int32_t core = 8 + static_cast<int32_t>(t % kWidth);
+    m.blocks.push_back(
+        {t, 0, core, layer * 100 + 3, layer * 100 + 5, layer * 100 + 95, layer * 100 + 97});
+    m.scheduler_events.push_back({SchedulerEvent::Kind::Dispatch, 1, core, t, 0, layer * 100 + 3});
+    if (layer > 0) {
+      m.edges.push_back({t - kWidth, t});
+      m.edges.push_back({(layer - 1) * kWidth + (t + 1) % kWidth, t});
+    }
+  }
+  m.wall_ns = (tasks / kWidth + 1) * 100;
+  write_run_directory(root_.string(), m, {});
+  const RunModel r = read_run_directory(root_.string());
+  ASSERT_EQ(r.blocks.size(), m.blocks.size());
+  ASSERT_EQ(r.edges.size(), m.edges.size());
+  EXPECT_EQ(r.scheduler_events.size(), m.scheduler_events.size());
+  const Analysis a = analyze(r);
+  EXPECT_EQ(a.path.size(), (tasks + kWidth - 1) / kWidth);
+  EXPECT_EQ(a.bound, Bound::Kernels);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 #include <charconv>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -79,6 +80,8 @@ struct RunOptions {
   std::string ring_dep_pool;
   std::string graph_path;  // --graph: write the first round's graph as Graphviz DOT ("" = no)
   bool isolated = false;   // --isolated: SimIsolation::Process
+  std::string diag;        // --diag: all, or a list of collectors ("" = off)
+  std::string diag_dir;    // --diag-dir: where the run directories go
 };
 
 void print_list() {
@@ -260,6 +263,22 @@ int run_example(const RunOptions& options) {
     }
   }
 
+  if (!options.diag.empty() || !options.diag_dir.empty()) {
+    if (options.diag.empty() || options.diag_dir.empty()) {
+      std::fprintf(stderr, "error: %s\n",
+                   options.diag.empty()
+                       ? "--diag-dir names where diagnostics go; add --diag all (or a list)"
+                       : "--diag needs --diag-dir DIR: the directory the run directories go into");
+      return kExitUsage;
+    }
+    std::string error;
+    config.diagnostics.output_dir = options.diag_dir;
+    if (!chiprt::parse_diagnostics_list(options.diag, &config.diagnostics, &error)) {
+      std::fprintf(stderr, "error: --diag: %s\n", error.c_str());
+      return kExitUsage;
+    }
+  }
+
   std::ofstream graph_out;
   if (!options.graph_path.empty()) {
     graph_out.open(options.graph_path);
@@ -315,10 +334,31 @@ int run_example(const RunOptions& options) {
                                                               : ", kernels on executor threads",
               isolated ? ", chip in an isolated device process" : "", options.rounds);
   print_timing(reports);
+  if (!report.diagnostics_dir.empty()) {
+    std::printf("\n%s", chiprt::diagnostics_summary(report.diagnostics_dir).c_str());
+  }
   if (graph.has_value() && !write_graph(*graph, options.graph_path, graph_out)) {
     return kExitFailure;
   }
   return all_passed ? 0 : kExitFailure;
+}
+
+// `chiprt report DIR`: DIR is a run directory, or a --diag-dir whose latest run is meant.
+int run_report(const std::string& dir) {
+  std::string run_dir = dir;
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "run.json")) {
+    run_dir = chiprt::latest_diagnostics_run(dir);
+    if (run_dir.empty()) {
+      std::fprintf(stderr,
+                   "error: '%s' is neither a diagnostics run directory (no run.json) nor a "
+                   "directory holding run-NNNN directories\n",
+                   dir.c_str());
+      return kExitFailure;
+    }
+  }
+  std::printf("%s", chiprt::diagnostics_summary(run_dir).c_str());
+  std::printf("report: %s\n", chiprt::rewrite_diagnostics_report(run_dir).c_str());
+  return 0;
 }
 
 struct BenchOptions {
@@ -476,6 +516,16 @@ int main(int argc, char** argv) {
                   "tensormap_ringbuffer dependency entries per scope depth: N or N,N,... "
                   "(>= 64; default 4 x window or CHIPRT_RING_DEP_POOL)");
 
+  run->add_option("--diag", options.diag,
+                  "collect diagnostics: all, or a comma-separated list of swimlane[=1-4], tasks, "
+                  "deps, scopes, args[=1-3], counters (needs --diag-dir)");
+  run->add_option("--diag-dir", options.diag_dir,
+                  "directory the diagnostics go into: one run-NNNN directory per round");
+  std::string report_dir;
+  CLI::App* report = app.add_subcommand(
+      "report", "print a diagnostics run directory's summary and rewrite its report.html");
+  report->add_option("dir", report_dir, "a run directory (run-NNNN) or the --diag-dir above it")
+      ->required();
   CLI::App* bench = app.add_subcommand(
       "bench", "time the fixed graph suite on chiprt's variants and the installed peer runtimes");
   BenchOptions bench_options;
@@ -531,6 +581,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (bench->parsed()) return run_bench(bench_options);
+    if (report->parsed()) return run_report(report_dir);
     return run_example(options);
   } catch (const std::exception& e) {
     // chiprt::Error's what() is "[NAME] message (hint: ...)".

@@ -1,14 +1,17 @@
 #include "aicore/core_executor.h"
 
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <optional>
 
 #include "chiprt/callable.h"
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
 #include "common/chip_services.h"
+#include "common/diag_writer.h"
 #include "common/handshake.h"
 #include "common/run_context.h"
 
@@ -45,8 +48,60 @@ uint64_t thread_cpu_ns() {
   return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
 }
 
+// Diagnostics around one kernel call: its span (TaskExec) and, when asked for, the calling
+// thread's counters over it (Counters).
+class KernelDiag {
+ public:
+  KernelDiag(common::DiagWriter& writer, const common::DispatchPayload& payload, uint32_t core)
+      : writer_(writer),
+        payload_(payload),
+        core_(core),
+        counters_(writer.on(common::kDiagCounters) && writer.services().read_counters != nullptr) {
+    if (counters_) {
+      valid_ = writer_.services().read_counters(writer_.services().ctx, &instructions_, &cycles_,
+                                                &cpu_ns_, &reason_);
+      note_refusal();
+    }
+    begin_ = writer_.now();
+  }
+  ~KernelDiag() {
+    const uint64_t end = writer_.now();
+    writer_.put(common::DiagKind::TaskExec, static_cast<uint16_t>(core_), payload_.task_id, begin_,
+                end, payload_.func_id, payload_.block_idx, payload_.block_num);
+    if (counters_) {
+      uint64_t instructions = 0, cycles = 0, cpu_ns = 0;
+      const uint32_t valid = writer_.services().read_counters(writer_.services().ctx, &instructions,
+                                                              &cycles, &cpu_ns, &reason_);
+      writer_.put(common::DiagKind::Counters, static_cast<uint16_t>(core_), payload_.task_id,
+                  begin_, end, payload_.func_id, payload_.block_idx, valid & valid_,
+                  instructions - instructions_, cycles - cycles_, cpu_ns - cpu_ns_);
+    }
+  }
+  KernelDiag(const KernelDiag&) = delete;
+  KernelDiag& operator=(const KernelDiag&) = delete;
+
+ private:
+  // The first core that could not open its counters leaves the reason for the host's report.
+  void note_refusal() {
+    common::DiagRegionHeader* header = writer_.header();
+    if (reason_ == nullptr || reason_[0] == '\0' || header->counters_refused.load() != 0) return;
+    if (header->counters_refused.exchange(1) != 0) return;
+    std::snprintf(header->counters_reason, sizeof(header->counters_reason), "%s", reason_);
+  }
+
+  common::DiagWriter& writer_;
+  const common::DispatchPayload& payload_;
+  uint32_t core_;
+  bool counters_;
+  uint64_t begin_ = 0;
+  uint32_t valid_ = 0;
+  uint64_t instructions_ = 0, cycles_ = 0, cpu_ns_ = 0;
+  const char* reason_ = nullptr;
+};
+
 void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
-              common::SharedPrefix* prefix, HandshakeCell& cell, uint32_t core, uint32_t task) {
+              common::SharedPrefix* prefix, HandshakeCell& cell, uint32_t core, uint32_t task,
+              common::DiagWriter& diag) {
   const common::DispatchPayload payload = cell.running_payload;
   // Messages name the task by its public id, not by the index the scheduler hands the core.
   const auto task_id = static_cast<unsigned long long>(payload.task_id);
@@ -88,6 +143,10 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
     const common::RunContextScope context(
         {common::RunRole::Kernel, payload.func_id, payload.task_id, core});
     try {
+      std::optional<KernelDiag> kernel_diag;
+      if (diag.on(common::kDiagTaskExec | common::kDiagCounters)) {
+        kernel_diag.emplace(diag, payload, core);
+      }
       if (args->measure_kernel_time) {
         const uint64_t start = thread_cpu_ns();
         entry(kernel_args);
@@ -128,6 +187,7 @@ void core_service(void* launch_args, uint32_t core) {
       *reinterpret_cast<const common::ChipServices*>(static_cast<uintptr_t>(args->services_addr));
   common::SharedPrefix* prefix = common::shared_prefix(*args);
   HandshakeCell& cell = prefix->cells[core];
+  common::DiagWriter diag = common::DiagWriter::core_stream(*args, services, core);
   for (;;) {
     const uint32_t status = cell.status.load(std::memory_order_relaxed);
     if (status == common::kCoreExited) return;
@@ -166,7 +226,7 @@ void core_service(void* launch_args, uint32_t core) {
         task = pending;
       }
     }
-    run_task(args, services, prefix, cell, core, task);
+    run_task(args, services, prefix, cell, core, task, diag);
     const uint32_t next = cell.pending.load(std::memory_order_acquire);
     if (next != common::kTaskIdle) {
       promote(cell, next);

@@ -87,6 +87,7 @@ std::vector<std::string> CallConfig::validate(const PlatformLimits& limits) cons
                      " bytes at a null pointer; pass an empty span for no user data");
   }
   for (std::string& ring_error : rings.validate()) errors.push_back(std::move(ring_error));
+  for (std::string& diag_error : diagnostics.validate()) errors.push_back(std::move(diag_error));
   return errors;
 }
 

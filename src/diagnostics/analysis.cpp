@@ -22,6 +22,7 @@ struct TaskTiming {
   int32_t first_core = -1;
   uint32_t blocks = 0;
   uint32_t finished_blocks = 0;
+  bool dependency_only = false;  // never runs on a core (submit_dummy, allocate, scope fences)
   // Every block it has ran to its end (a task with a block that never ran or still runs did not
   // finish).
   bool finished() const { return blocks > 0 && finished_blocks == blocks; }
@@ -55,6 +56,7 @@ TaskTable build_tasks(const RunModel& model) {
     timing.core_type = node.core_type;
     timing.submit_end_ns = node.submit_end_ns;
     timing.ready_ns = node.ready_ns;
+    timing.dependency_only = node.dependency_only;
   }
   for (const BlockRun& block : model.blocks) {
     TaskTiming& timing = table.at(block.task);
@@ -77,12 +79,16 @@ TaskTable build_tasks(const RunModel& model) {
 
 // Per core, its busy spans (dispatch, or start, to end; a still-running block to the run's end),
 // sorted and merged, so that "every eligible core was busy" is a sweep over few intervals.
-std::unordered_map<int32_t, std::vector<Interval>> busy_spans(const RunModel& model) {
+// `from_dispatch` false: execution only (start to end), which is what a block handed to a busy
+// core's pending slot waits for between its dispatch and its start.
+std::unordered_map<int32_t, std::vector<Interval>> busy_spans(const RunModel& model,
+                                                              bool from_dispatch = true) {
   std::unordered_map<int32_t, std::vector<Interval>> spans;
   for (const BlockRun& block : model.blocks) {
     if (block.core < 0 || block.start_ns == kNoTime) continue;
-    const uint64_t begin =
-        block.dispatch_ns != kNoTime ? std::min(block.dispatch_ns, block.start_ns) : block.start_ns;
+    const uint64_t begin = from_dispatch && block.dispatch_ns != kNoTime
+                               ? std::min(block.dispatch_ns, block.start_ns)
+                               : block.start_ns;
     const uint64_t end =
         block.end_ns != kNoTime ? block.end_ns : std::max(model.wall_ns, block.start_ns);
     spans[block.core].push_back({begin, end});
@@ -330,7 +336,7 @@ Analysis analyze(const RunModel& model) {
     analysis.task_time_ns += block.end_ns - block.start_ns;
   }
   for (const TaskTiming& task : tasks) {
-    if (task.first_start_ns == kNoTime) ++never_ran;
+    if (task.first_start_ns == kNoTime && !task.dependency_only) ++never_ran;
   }
   if (chip_first_start != kNoTime && chip_last_end > chip_first_start) {
     analysis.chip_span_ns = chip_last_end - chip_first_start;
@@ -346,12 +352,43 @@ Analysis analyze(const RunModel& model) {
   std::vector<std::vector<size_t>> producers;
   std::vector<size_t> by_end;  // timing-only: finished tasks by end (ties: earliest first)
   if (model.have_edges) {
-    producers.resize(tasks.size());
+    std::vector<std::vector<size_t>> direct(tasks.size());
     for (const Edge& edge : model.edges) {
       auto p = table.index.find(edge.producer);
       auto c = table.index.find(edge.consumer);
-      if (p != table.index.end() && c != table.index.end())
-        producers[c->second].push_back(p->second);
+      if (p != table.index.end() && c != table.index.end()) direct[c->second].push_back(p->second);
+    }
+    // A dependency-only task never runs: its consumers wait for its producers, so the path
+    // looks through it (memoised; the graph is acyclic, so the expansion ends).
+    std::vector<int8_t> expanded(tasks.size(), 0);
+    producers.resize(tasks.size());
+    std::vector<size_t> stack;
+    for (size_t root = 0; root < tasks.size(); ++root) {
+      if (expanded[root] != 0) continue;
+      stack.push_back(root);
+      while (!stack.empty()) {
+        const size_t c = stack.back();
+        if (expanded[c] == 0) {
+          expanded[c] = 1;  // in progress: expand its dependency-only producers first
+          for (size_t p : direct[c]) {
+            if (tasks[p].dependency_only && expanded[p] == 0) stack.push_back(p);
+          }
+          continue;
+        }
+        stack.pop_back();
+        if (expanded[c] == 2) continue;
+        for (size_t p : direct[c]) {
+          if (!tasks[p].dependency_only) {
+            producers[c].push_back(p);
+          } else if (expanded[p] == 2) {
+            producers[c].insert(producers[c].end(), producers[p].begin(), producers[p].end());
+          }
+        }
+        std::sort(producers[c].begin(), producers[c].end());
+        producers[c].erase(std::unique(producers[c].begin(), producers[c].end()),
+                           producers[c].end());
+        expanded[c] = 2;
+      }
     }
   } else {
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -408,6 +445,7 @@ Analysis analyze(const RunModel& model) {
 
   // Split each step's gap by cause.
   const auto spans = busy_spans(model);
+  const auto running = busy_spans(model, false);
   uint64_t predecessor_end = chip_first_start;
   for (size_t i : chain) {
     const TaskTiming& task = tasks[i];
@@ -445,7 +483,20 @@ Analysis analyze(const RunModel& model) {
         add(WaitKind::Unmeasured, part);
       }
     }
-    add(have_dispatch ? WaitKind::Launch : WaitKind::Unmeasured, take(start));
+    if (have_dispatch) {
+      // Dispatched to a core still running another block (its pending slot): that part is the
+      // core's, the rest the hand-off to the core.
+      const uint64_t from = cursor;
+      const uint64_t part = take(start);
+      const uint64_t core_busy =
+          task.first_core >= 0
+              ? std::min(part, all_busy_ns(running, {task.first_core}, from, from + part))
+              : 0;
+      add(WaitKind::Core, core_busy);
+      add(WaitKind::Launch, part - core_busy);
+    } else {
+      add(WaitKind::Unmeasured, take(start));
+    }
     if (step.gap_ns > 0) {
       int largest = 0;
       for (int kind = 1; kind < kWaitKinds; ++kind) {

@@ -12,6 +12,7 @@
 //   data:         submitted, a producer not yet finished (up to ready_ns)
 //   scheduler:    ready, a core was free, not yet dispatched (ready to dispatch)
 //   core:         ready, but every eligible core was busy (counted from the cores' busy spans)
+//   core:         (also) dispatched to a core still running another block (its pending slot)
 //   launch:       dispatched, not yet started (the handshake)
 // Parts whose times were not recorded are reported as "unmeasured".
 //

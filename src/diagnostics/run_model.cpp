@@ -23,6 +23,7 @@ const KernelName* RunModel::kernel(int32_t func_id) const {
 }
 
 std::string RunModel::kernel_label(int32_t func_id) const {
+  if (func_id < 0) return "dependency-only";
   const KernelName* name = kernel(func_id);
   const std::string func = "func " + std::to_string(func_id);
   if (name == nullptr || name->symbol.empty()) return func;

@@ -300,8 +300,12 @@ RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const Cal
     const RunPlan plan = plan_run(config);  // initialises and validates
     PreparedLaunch prepared = prepare(plan, callable_id, args, t_entry);
     if (prepared.needs_launch) {
-      launch(prepared);
-      wait(prepared);
+      try {
+        launch(prepared);
+        wait(prepared);
+      } catch (const Error& e) {
+        fail_diagnostics(prepared, e);
+      }
     }
     return collect(prepared);
   });

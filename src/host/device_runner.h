@@ -156,6 +156,9 @@ class DeviceRunner {
   // the device is abandoned first (abandon_after_fault). Isolated platforms: a dead device throws
   // KernelCrashed, a killed one OpExecuteTimeout (throw_device_fault composes both).
   RunReport collect(PreparedLaunch& prepared);
+  // Records per diagnostics stream (0: the defaults of host/diag_collector.h); tests make them
+  // small to exercise full rings.
+  void set_diag_stream_records(uint64_t records) noexcept { diag_stream_records_ = records; }
 
   // How many runs reused the prebuilt image instead of orchestrating (replay_graph).
   uint64_t replayed_runs() const noexcept { return replayed_runs_; }
@@ -194,6 +197,11 @@ class DeviceRunner {
 
  private:
   void require_usable(const char* what) const;
+  // collect without diagnostics: the chip's verdict and the report.
+  RunReport collect_chip(PreparedLaunch& prepared);
+  // Called in a catch block of a step: writes the run's diagnostics with `error` (when it has
+  // any) and throws the error again, naming the directory.
+  [[noreturn]] void fail_diagnostics(PreparedLaunch& prepared, const Error& error);
   // Throws `status` unless Ok; a device lost under the call (isolated platforms: KernelCrashed or
   // DeviceFaulted) is abandoned first.
   void throw_if(const Status& status);
@@ -300,6 +308,7 @@ class DeviceRunner {
 
   std::atomic<bool> run_active_{false};
   uint64_t replayed_runs_ = 0;
+  uint64_t diag_stream_records_ = 0;  // set_diag_stream_records
   uint64_t prevalidated_launches_ = 0;
   // Whether bank 0's runtime-image region holds the cached prebuilt image (a replay then skips
   // the copy); cleared when another image is written there.

@@ -79,6 +79,8 @@ struct HostGraphRun {
   bool prevalidated = false;        // launched with ChipLaunchArgs::image_prevalidated
 };
 
+class DiagCollector;  // host/diag_collector.h
+
 struct PreparedLaunch {
   using Clock = std::chrono::steady_clock;
 
@@ -100,6 +102,9 @@ struct PreparedLaunch {
   // Filled as the steps learn it: the shape and (host_build_graph) the task count and the graph
   // build phase at prepare, the device timings at the end of the wait, the rest at collect.
   RunReport report;
+  // RunPlan::diagnostics.any(): the run's collector (made by prepare; collect writes the run
+  // directory, and every step that throws writes it with the error first).
+  std::shared_ptr<DiagCollector> diag;
 };
 
 }  // namespace chiprt::host

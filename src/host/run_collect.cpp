@@ -7,11 +7,28 @@
 
 #include "common/handshake.h"
 #include "host/device_runner.h"
+#include "host/diag_collector.h"
 #include "host/run_steps.h"
 
 namespace chiprt::host {
 
 RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
+  if (!prepared.diag) return collect_chip(prepared);
+  RunReport report;
+  try {
+    report = collect_chip(prepared);
+  } catch (const Error& e) {
+    fail_diagnostics(prepared, e);
+  }
+  std::shared_ptr<DiagCollector> diag = std::move(prepared.diag);
+  report.diagnostics_dir = diag->write(&report, nullptr, nullptr);
+  report.diagnostics_records_dropped = diag->records_dropped();
+  diag->release_region();
+  report.host_total_ns = ns_between(prepared.t_entry, RunClock::now());
+  return report;
+}
+
+RunReport DeviceRunner::collect_chip(PreparedLaunch& prepared) {
   RunReport& report = prepared.report;
   if (!prepared.needs_launch && prepared.stage == LaunchStage::Prepared) {
     // Nothing for the chip to do: the run was over when it was prepared.
@@ -33,6 +50,8 @@ RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
               .is_ok()
           ? static_cast<StatusCode>(result.result.code.load(std::memory_order_acquire))
           : StatusCode::Ok;
+  // Diagnostics are read before a fault may abandon the device (and its memory with it).
+  if (prepared.diag) prepared.diag->finish_chip(&result.result);
   if (wait.device_lost || wait.op_timeout_core >= 0) {
     std::string chip_detail;
     if (code != StatusCode::Ok) {

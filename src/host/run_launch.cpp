@@ -8,6 +8,7 @@
 
 #include "common/handshake.h"
 #include "host/device_runner.h"
+#include "host/diag_collector.h"
 #include "host/log.h"
 #include "host/run_steps.h"
 
@@ -78,6 +79,10 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
 
   prepared.t_launch = RunClock::now();
   prepared.report.host_prepare_ns = ns_between(prepared.t_entry, prepared.t_launch);
+  if (prepared.diag) {
+    prepared.diag->host_span("prepare", prepared.t_entry, prepared.t_launch);
+    prepared.diag->start();
+  }
   const Status launched = platform_->launch(request);
   if (platform_->isolated() && (launched.code() == StatusCode::KernelCrashed ||
                                 launched.code() == StatusCode::DeviceFaulted)) {

@@ -95,6 +95,7 @@ RunPlan resolve_run_plan(const CallConfig& config, PlanPurpose purpose,
   plan.scheduler_timeout_ms = context.timeouts.scheduler_ms;
   plan.stream_sync_timeout_ms = context.timeouts.stream_sync_ms;
   plan.op_execute_timeout_us = context.timeouts.op_execute_us;
+  plan.diagnostics = config.diagnostics;
   return plan;
 }
 

@@ -60,6 +60,7 @@ struct RunPlan {
   uint32_t scheduler_timeout_ms = 0;
   uint32_t stream_sync_timeout_ms = 0;
   uint64_t op_execute_timeout_us = 0;  // enforced by the host on isolated platforms
+  DiagnosticsConfig diagnostics;       // CallConfig::diagnostics (validated)
 };
 
 // The limits a config is validated against on a device of this geometry.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "host/device_runner.h"
+#include "host/diag_collector.h"
 #include "host/run_steps.h"
 
 namespace chiprt::host {
@@ -45,10 +46,18 @@ PreparedLaunch DeviceRunner::prepare(const RunPlan& plan, int32_t callable_id, c
   common::KernelTable kernel_table{};
   const RegisteredCallable& callable =
       prepare_orchestration("run", callable_id, args, plan.variant, &kernel_table);
-  if (plan.variant == RuntimeVariant::TensormapRingbuffer) {
-    prepare_ring(prepared, callable, args, kernel_table);
-  } else {
-    prepare_host_graph(prepared, callable, args, kernel_table);
+  if (plan.diagnostics.any()) {
+    prepared.diag = std::make_shared<DiagCollector>(memory_, *platform_, plan, geometry_, callable,
+                                                    t_entry, diag_stream_records_);
+  }
+  try {
+    if (plan.variant == RuntimeVariant::TensormapRingbuffer) {
+      prepare_ring(prepared, callable, args, kernel_table);
+    } else {
+      prepare_host_graph(prepared, callable, args, kernel_table);
+    }
+  } catch (const Error& e) {
+    fail_diagnostics(prepared, e);
   }
   return prepared;
 }
@@ -79,6 +88,7 @@ common::ChipLaunchArgs& DeviceRunner::start_launch_args(PreparedLaunch& prepared
   launch_args.services_addr = services_addr_;
   launch_args.scheduler_timeout_ms = plan.scheduler_timeout_ms;
   launch_args.clock_hz = geometry_.clock_hz;
+  if (prepared.diag) launch_args.diag_addr = prepared.diag->region_addr();
   return launch_args;
 }
 
@@ -87,6 +97,19 @@ void DeviceRunner::write_launch_args(const PreparedLaunch& prepared) {
                                   sizeof(common::ChipLaunchArgs)));
   // Reset every run so stamps of an earlier run never leak into this one's reduction.
   throw_if(memory_.memset(prepared.phase_buffer_addr, 0, kPhaseBufferBytes));
+}
+
+void DeviceRunner::fail_diagnostics(PreparedLaunch& prepared, const Error& error) {
+  if (!prepared.diag) throw;
+  std::shared_ptr<DiagCollector> diag = std::move(prepared.diag);
+  diag->finish_chip(prepared.launch_args ? &prepared.launch_args->result : nullptr);
+  std::string write_error;
+  const std::string dir = diag->write(nullptr, &error, &write_error);
+  if (!faulted_) diag->release_region();
+  std::string message = error.message();
+  message += dir.empty() ? "; the diagnostics directory could not be written: " + write_error
+                         : "; diagnostics of the failed run: " + dir;
+  throw Error(error.code(), message);
 }
 
 }  // namespace chiprt::host

@@ -13,6 +13,8 @@
 #include "common/graph_image_validate.h"
 #include "common/shared_layout.h"
 #include "host/device_runner.h"
+#include "host/diag_collector.h"
+#include "host/graph_image_export.h"
 #include "host/run_steps.h"
 #include "orchestrator/host_graph_builder.h"
 
@@ -209,6 +211,10 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   graph_build.present = !replayed;
   graph_build.start_ns = 0;
   graph_build.span_ns = build_ns;
+  // Diagnostics: the graph as launched (nodes and edges of deps.json, names of the tasks).
+  if (prepared.diag && task_count > 0) {
+    prepared.diag->note_host_graph(decode_graph_image(*image, {}));
+  }
   // Nothing for the chip to do: no launch.
   if (task_count == 0) return;
 

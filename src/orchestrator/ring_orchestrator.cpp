@@ -538,6 +538,12 @@ struct RingOrchestrator::State {
       if (tags[i] != ArgTag::Out) retain_owner(*tensors[i]);
     }
     if (args.has_predicate()) retain_owner(args.predicate());
+    if (mem.diag.on(common::kDiagEdges)) {
+      for (const TaskId producer : producers) {
+        mem.diag.put(common::DiagKind::Edge, 0, id, 0, 0, -1, 0, 0,
+                     static_cast<uint64_t>(mem.public_ids[handle_slot(producer)]));
+      }
+    }
     if (producers.size() > set.deps.capacity()) {
       // Many readers of a region it writes: those that completed already need no entry (the
       // wiring below skips them too), so only the running ones count against the pool.
@@ -796,34 +802,65 @@ std::size_t RingOrchestrator::tensor_map_buffers() const noexcept {
   return state_->map.buffer_count();
 }
 
+namespace {
+
+// Diagnostics: the Submit span of one submit call (swimlane level 4, task timing).
+class SubmitSpan {
+ public:
+  SubmitSpan(common::DiagWriter& diag, const TaskSpec* spec, std::size_t depth)
+      : diag_(diag), spec_(spec), depth_(depth) {
+    if (diag_.on(common::kDiagSubmitSpans)) begin_ = diag_.now();
+  }
+  // The task's public id (kNoTask: refused, no span).
+  TaskId finish(TaskId task) {
+    if (begin_ == 0 || task == kNoTask) return task;
+    diag_.put(common::DiagKind::Submit, 0, static_cast<uint64_t>(task), begin_, diag_.now(),
+              spec_ != nullptr ? spec_->func_id : -1, 0, spec_ != nullptr ? spec_->block_num : 1,
+              depth_, static_cast<uint64_t>(spec_ != nullptr ? spec_->core : CoreType::AIV),
+              spec_ == nullptr ? 1 : 0);
+    return task;
+  }
+
+ private:
+  common::DiagWriter& diag_;
+  const TaskSpec* spec_;
+  std::size_t depth_;
+  uint64_t begin_ = 0;
+};
+
+}  // namespace
+
 TaskId RingOrchestrator::submit(const TaskSpec& spec, TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
+  SubmitSpan span(s.mem.diag, &spec, s.depth());
   ArgList refs;
   if (!s.front.accept_task(s.submitted, &spec, args, &refs) ||
       !s.check_released_outputs(s.submitted, &spec, args, refs)) {
     return kNoTask;
   }
-  return s.add_task(&spec, args, refs);
+  return span.finish(s.add_task(&spec, args, refs));
 }
 
 TaskId RingOrchestrator::submit_dummy(TaskArgs& args) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
+  SubmitSpan span(s.mem.diag, nullptr, s.depth());
   ArgList refs;
   if (!s.front.accept_task(s.submitted, nullptr, args, &refs) ||
       !s.check_released_outputs(s.submitted, nullptr, args, refs)) {
     return kNoTask;
   }
-  return s.add_task(nullptr, args, refs);
+  return span.finish(s.add_task(nullptr, args, refs));
 }
 
 TaskId RingOrchestrator::allocate(TaskArgs& outputs) {
   State& s = *state_;
   if (!s.usable()) return kNoTask;
+  SubmitSpan span(s.mem.diag, nullptr, s.depth());
   ArgList refs;
   if (!s.front.accept_allocation(s.submitted, outputs, &refs)) return kNoTask;
-  return s.add_task(nullptr, outputs, refs);
+  return span.finish(s.add_task(nullptr, outputs, refs));
 }
 
 void RingOrchestrator::scope_begin(ScopeMode mode) {

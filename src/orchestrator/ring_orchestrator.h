@@ -21,6 +21,7 @@
 #include "chiprt/orchestration.h"
 #include "chiprt/status.h"
 #include "common/chip_launch.h"
+#include "common/diag_writer.h"
 #include "common/graph_image.h"
 #include "common/ring_layout.h"
 #include "common/ring_state.h"
@@ -79,6 +80,9 @@ struct RingMemory {
   uint64_t user_data_bytes = 0;
   uint32_t clusters = 0;
   uint64_t timeout_ms = 0;  // no-progress bound for waits (the scheduler timeout)
+  // Diagnostics: the orchestrating thread's stream (Submit spans, Edge records); inactive when
+  // off.
+  common::DiagWriter diag;
 };
 // Argument words per slot: one argument block (common/kernel_block.h), complete for a
 // single-block task's kernel to run in place (common::kTaskFlagArgsInPlace).

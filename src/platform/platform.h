@@ -115,6 +115,13 @@ class Platform {
   // atomic operations (a launch's status word): an atomic acquire load, unlike copy_from_device,
   // which may only read memory no chip thread is writing.
   virtual Status load_device_word(uint64_t src, uint32_t* out) = 0;
+  // The same for an 8-byte-aligned 64-bit word (a diagnostics stream's head), and its atomic
+  // release store (the stream's tail, which a chip thread reads while it runs).
+  virtual Status load_device_u64(uint64_t src, uint64_t* out) = 0;
+  virtual Status store_device_u64(uint64_t dst, uint64_t value) = 0;
+  // The chip clock now (ChipServices::cycles, Geometry::clock_hz per second), read from the host:
+  // diagnostics pair it with the host's clock to map chip times onto the host's.
+  virtual uint64_t chip_cycles_now() const = 0;
   virtual uint64_t bytes_in_use() const = 0;
   virtual uint64_t capacity() const = 0;
   // Forgets every allocation without touching it (after a device fault).

@@ -42,7 +42,11 @@ PhaseStamps::PhaseStamps(const ChipLaunchArgs& args, uint32_t thread) {
 }
 
 SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
-    : view_(view), args_(*view.args), self_(self), bell_(view.prefix->doorbells[self]) {
+    : view_(view),
+      args_(*view.args),
+      self_(self),
+      bell_(view.prefix->doorbells[self]),
+      diag_(common::DiagWriter::thread_stream(*view.args, *view.services, self)) {
   uint32_t link_of_core[common::kMaxCores];
   std::fill(std::begin(link_of_core), std::end(link_of_core), UINT32_MAX);
   for (uint32_t i = 0; i < run_core_count(args_); ++i) {
@@ -90,6 +94,12 @@ void SchedulerThread::share_surplus(int queue) {
   wake_for_work(view_, self_, queue_bit(queue));
 }
 
+void SchedulerThread::note_dispatch(const CoreLink& link, const common::DispatchPayload& payload) {
+  const uint64_t t = diag_.now();
+  diag_.put(common::DiagKind::Dispatch, static_cast<uint16_t>(link.core()), payload.task_id, t, t,
+            payload.func_id, payload.block_idx, payload.block_num);
+}
+
 bool SchedulerThread::step() {
   bool progress = open_ready_cores();
   uint32_t pushed = 0;
@@ -107,8 +117,14 @@ void SchedulerThread::run(PhaseStamps* stamps) {
   for (uint32_t i = 0; i < link_count_; ++i) kick(links_[i]);  // solicit ready reports
   restart_watchdog();
   int idle_spins = 0;
+  const bool phases = diag_.on(common::kDiagLoopPhases);
   while (!view_.failed()) {
+    const uint64_t pass_start = phases ? diag_.now() : 0;
     const bool progress = step();
+    if (phases && progress) {
+      diag_.put(common::DiagKind::LoopPhase, static_cast<uint16_t>(self_), 0, pass_start,
+                diag_.now(), -1, 0, static_cast<uint32_t>(common::DiagLoopPhase::Dispatch));
+    }
     if (view_.all_completed()) break;
     if (progress) {
       idle_spins = 0;
@@ -125,7 +141,12 @@ void SchedulerThread::run(PhaseStamps* stamps) {
       continue;
     }
     idle_spins = 0;
+    const uint64_t park_start = phases ? diag_.now() : 0;
     park();
+    if (phases) {
+      diag_.put(common::DiagKind::LoopPhase, static_cast<uint16_t>(self_), 0, park_start,
+                diag_.now(), -1, 0, static_cast<uint32_t>(common::DiagLoopPhase::Park));
+    }
   }
   flush_completions(view_, &local_);  // a failed run's count, for the report
   if (first_dispatch_ != 0) {
@@ -159,6 +180,11 @@ bool SchedulerThread::collect_finishes(uint32_t* pushed) {
       if (i >= link_count_) break;
       CoreLink& link = links_[i];
       while (link.take_finished(&task)) {
+        if (diag_.on(common::kDiagSchedEvents)) {
+          const uint64_t t = diag_.now();
+          diag_.put(common::DiagKind::Complete, static_cast<uint16_t>(link.core()),
+                    static_cast<uint64_t>(view_.public_id(task)), t, t);
+        }
         finish_dispatch(view_, task, pushed, local);
         any = true;
       }
@@ -360,6 +386,7 @@ bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
       } else {
         link.dispatch_pending(task, payloads[k]);
       }
+      if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payloads[k]);
       mark_busy(cluster.links[k]);
       kick(link);
     }
@@ -406,6 +433,7 @@ bool SchedulerThread::dispatch(uint32_t* pushed) {
       } else {
         link.dispatch_pending(task, payload);
       }
+      if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payload);
       mark_busy(i);
       if (!batching_) share_surplus(queue);
       kick(link);
@@ -530,16 +558,20 @@ void SchedulerThread::report_stuck(uint64_t now) {
       args.result.stuck_task = id;
       args.result.stuck_func_id = func_id;
       args.result.stuck_core = static_cast<int32_t>(stuck_core);
+      args.result.stall_kind = static_cast<uint32_t>(common::SchedulerStall::RunningTaskStalled);
     }
     return;
   }
   // A ring run whose orchestration function is still running with every submitted task done.
   if (view_.ring != nullptr && completed >= published &&
       view_.globals->total.load(std::memory_order_acquire) == UINT64_MAX) {
-    latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
-                     "no progress for %llu ms: the orchestration function (AICPU thread 0) has "
-                     "neither submitted a task nor returned; tasks submitted: %llu, all completed",
-                     timeout_ms, published);
+    if (latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
+                         "no progress for %llu ms (orchestrator starved: nothing to schedule): "
+                         "the orchestration function (AICPU thread 0) has neither submitted a "
+                         "task nor returned; tasks submitted: %llu, all completed",
+                         timeout_ms, published)) {
+      args.result.stall_kind = static_cast<uint32_t>(common::SchedulerStall::OrchestratorStarved);
+    }
     return;
   }
   // Nothing runs: name the first task that has not completed and why it waits.
@@ -558,15 +590,22 @@ void SchedulerThread::report_stuck(uint64_t now) {
     } else {
       std::snprintf(label, sizeof(label), "task %lld (func_id %d)", id, func_id);
     }
+    // Ready (or dispatched) work with every eligible core idle is the scheduler's stall; a task
+    // that is not ready with nothing running is a dependency deadlock.
+    const bool deadlock = state == TaskState::Pending;
+    const char* kind = deadlock ? "dependency deadlock" : "ready work but every eligible core idle";
     if (latch_chip_error(&args.result, StatusCode::SchedulerTimeout,
-                         "no progress for %llu ms: %s %s (%u producers outstanding) and no core "
-                         "is running a task; %llu of %llu tasks completed",
-                         timeout_ms, label, why,
+                         "no progress for %llu ms (%s): %s %s (%u producers outstanding) and no "
+                         "core is running a task; %llu of %llu tasks completed",
+                         timeout_ms, kind, label, why,
                          view_.fanin_remaining[t].load(std::memory_order_relaxed),
                          static_cast<unsigned long long>(completed), published)) {
       args.result.stuck_task = id;
       args.result.stuck_func_id = func_id;
       args.result.stuck_core = -1;
+      args.result.stall_kind =
+          static_cast<uint32_t>(deadlock ? common::SchedulerStall::DependencyDeadlock
+                                         : common::SchedulerStall::ReadyButCoresIdle);
     }
     return;
   }

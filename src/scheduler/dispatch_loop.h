@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "common/chip_launch.h"
+#include "common/diag_writer.h"
 #include "common/handshake.h"
 #include "common/progress.h"
 #include "scheduler/core_link.h"
@@ -95,6 +96,8 @@ class SchedulerThread {
   bool open_ready_cores();
   bool collect_finishes(uint32_t* pushed);
   bool dispatch(uint32_t* pushed);
+  // Diagnostics: a Dispatch record of the payload just handed to `link`'s core.
+  void note_dispatch(const CoreLink& link, const common::DispatchPayload& payload);
   bool dispatch_mix(uint32_t* pushed);
   // Takes the next task of `queue` (the one this pass holds first). Predicated tasks whose
   // predicate is false are completed here and skipped. Returns false when none is left.
@@ -130,6 +133,7 @@ class SchedulerThread {
   const common::ChipLaunchArgs& args_;
   uint32_t self_;
   common::Doorbell& bell_;
+  common::DiagWriter diag_;  // this thread's diagnostics stream (inactive when off)
   CoreLink links_[common::kMaxCores];
   uint32_t link_count_ = 0;
   uint32_t unopened_ = 0;  // links whose core has not been opened yet

@@ -376,6 +376,7 @@ uint64_t orchestrate(const RunView& view, SchedulerThread* own_cores, PhaseStamp
   memory.user_data_bytes = args->user_data_bytes;
   memory.clusters = args->clusters;
   memory.timeout_ms = common::scheduler_timeout_ms(*args);
+  memory.diag = common::DiagWriter::thread_stream(*args, *view.services, 0);
   const auto entry =
       reinterpret_cast<OrchestrationEntry>(static_cast<uintptr_t>(args->orchestration_entry));
   // The run's arguments cross in their wire format; a block this runtime did not write (another

@@ -226,6 +226,31 @@ Status DeviceMemory::load_word(uint64_t src, uint32_t* out) {
   return Status::ok();
 }
 
+Status DeviceMemory::load_u64(uint64_t src, uint64_t* out) {
+  if (out == nullptr) return Status(StatusCode::InvalidArgument, "load_u64: out is null");
+  if (src % alignof(uint64_t) != 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "load_u64: address " + std::to_string(src) + " is not 8-byte aligned");
+  }
+  std::lock_guard lock(mutex_);
+  if (Status status = check_range("load_u64", src, sizeof(uint64_t)); !status) return status;
+  *out = std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(host_view(src)))
+             .load(std::memory_order_acquire);
+  return Status::ok();
+}
+
+Status DeviceMemory::store_u64(uint64_t dst, uint64_t value) {
+  if (dst % alignof(uint64_t) != 0) {
+    return Status(StatusCode::InvalidArgument,
+                  "store_u64: address " + std::to_string(dst) + " is not 8-byte aligned");
+  }
+  std::lock_guard lock(mutex_);
+  if (Status status = check_range("store_u64", dst, sizeof(uint64_t)); !status) return status;
+  std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(host_view(dst)))
+      .store(value, std::memory_order_release);
+  return Status::ok();
+}
+
 Status DeviceMemory::memset(uint64_t dst, int value, uint64_t bytes) {
   std::lock_guard lock(mutex_);
   if (Status status = check_range("memset", dst, bytes); !status) return status;

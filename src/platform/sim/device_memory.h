@@ -56,6 +56,9 @@ class DeviceMemory {
   Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes);
   Status copy_from_device(void* dst, uint64_t src, uint64_t bytes);
   Status load_word(uint64_t src, uint32_t* out);
+  // Atomic acquire load / release store of an aligned 64-bit word chip threads use atomically.
+  Status load_u64(uint64_t src, uint64_t* out);
+  Status store_u64(uint64_t dst, uint64_t value);
   Status memset(uint64_t dst, int value, uint64_t bytes);
   uint64_t bytes_in_use() const;
   uint64_t capacity() const noexcept { return capacity_; }

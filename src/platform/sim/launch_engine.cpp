@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "common/run_context.h"
+#include "platform/sim/diag_services.h"
 #include "platform/sim/futex.h"
 
 namespace chiprt::platform::sim {
@@ -35,12 +36,13 @@ int64_t remaining_ns(std::chrono::steady_clock::time_point deadline) {
 
 LaunchEngine::LaunchEngine(const Options& options)
     : options_(options),
-      origin_(std::chrono::steady_clock::now()),
       core_state_(std::make_unique<PaddedState[]>(options.cores == 0 ? 1 : options.cores)),
       queue_(2 * static_cast<std::size_t>(options.cores)) {
   services_.ctx = this;
   services_.kick_core = &kick_core_thunk;
   services_.cycles = &cycles_thunk;
+  services_.diag_backoff = &diag_backoff;
+  services_.read_counters = &read_counters;
   // Private futexes unless the chip's memory is shared with another process.
   services_.park_wake = sim_park_wake(options.park_scope);
 }
@@ -56,8 +58,10 @@ LaunchEngine::~LaunchEngine() {
 }
 
 uint64_t LaunchEngine::cycles() const noexcept {
+  // The host's steady clock itself: in-process and in a device process alike,
+  // the chip's cycles then read the same as the host's clock, so diagnostics map them exactly.
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now() - origin_)
+                                   std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
 }
 

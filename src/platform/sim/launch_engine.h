@@ -132,7 +132,6 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
                              uint32_t index);
 
   const Options options_;
-  const std::chrono::steady_clock::time_point origin_;
   ChipServices services_{};
   std::vector<std::shared_ptr<void>> keep_alive_;
 

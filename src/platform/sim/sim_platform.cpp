@@ -131,6 +131,17 @@ Status SimPlatformBase::copy_from_device(void* dst, uint64_t src, uint64_t bytes
 Status SimPlatformBase::load_device_word(uint64_t src, uint32_t* out) {
   return memory_->load_word(src, out);
 }
+Status SimPlatformBase::load_device_u64(uint64_t src, uint64_t* out) {
+  return memory_->load_u64(src, out);
+}
+Status SimPlatformBase::store_device_u64(uint64_t dst, uint64_t value) {
+  return memory_->store_u64(dst, value);
+}
+uint64_t SimPlatformBase::chip_cycles_now() const {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 Status SimPlatformBase::memset(uint64_t dst, int value, uint64_t bytes) {
   return memory_->memset(dst, value, bytes);
 }

@@ -70,6 +70,10 @@ class SimPlatformBase : public Platform {
   Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes) override;
   Status copy_from_device(void* dst, uint64_t src, uint64_t bytes) override;
   Status load_device_word(uint64_t src, uint32_t* out) override;
+  Status load_device_u64(uint64_t src, uint64_t* out) override;
+  Status store_device_u64(uint64_t dst, uint64_t value) override;
+  // The host's steady clock in ns, which is what the sim chip's cycles count (LaunchEngine).
+  uint64_t chip_cycles_now() const override;
   Status memset(uint64_t dst, int value, uint64_t bytes) override;
   uint64_t bytes_in_use() const override;
   uint64_t capacity() const override;

@@ -150,6 +150,13 @@ class FaultPlatform : public platform::Platform {
   Status load_device_word(uint64_t src, uint32_t* out) override {
     return inner_->load_device_word(src, out);
   }
+  Status load_device_u64(uint64_t src, uint64_t* out) override {
+    return inner_->load_device_u64(src, out);
+  }
+  Status store_device_u64(uint64_t dst, uint64_t value) override {
+    return inner_->store_device_u64(dst, value);
+  }
+  uint64_t chip_cycles_now() const override { return inner_->chip_cycles_now(); }
   uint64_t bytes_in_use() const override { return inner_->bytes_in_use() + quarantined_bytes_; }
   uint64_t capacity() const override { return inner_->capacity(); }
   void abandon_memory() override {

@@ -1,0 +1,401 @@
+// Diagnostics of real runs, on every runtime variant and core mode (one table): the run directory
+// holds one slice per executed block, no two slices of a core overlap, every flow of the trace is
+// an edge of the graph, deps.json is the graph Worker::export_graph gives for the same call
+// (host_build_graph always; tensormap_ringbuffer when nothing retires while it submits: serial),
+// and failing runs (a kernel that throws, a stuck kernel, an orchestration error) still write
+// their directory with the error. Full diagnostics streams make producers wait for the host
+// collector instead of losing records.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chiprt/callable.h"
+#include "chiprt/orchestration.h"
+#include "common/diag_layout.h"
+#include "diagnostics/artifacts.h"
+#include "host/device_runner.h"
+#include "host/log.h"
+#include "host_test_support.h"
+
+namespace chiprt::host {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr uint64_t kWatchdogMs = 300;
+constexpr int32_t kTouch = 0;
+constexpr int32_t kThrow = 1;
+constexpr int32_t kBlocking = 2;
+constexpr int32_t kTouchAic = 3;
+
+std::atomic<bool> g_release{false};
+
+void touch_kernel(int64_t*) {}
+void throw_kernel(int64_t*) {
+  throw std::runtime_error("kernel refuses");
+}
+void blocking_kernel(int64_t*) {
+  while (!g_release.load(std::memory_order_acquire)) g_release.wait(false);
+}
+
+// A layered graph over run argument 0 (a float per slot): scalar 0 layers of scalar 1 tasks; the
+// task of layer l, column c reads slots c and c+1 of layer l-1 and writes its own slot, on AIV
+// and AIC alternately; the last layer's first task is SPMD with 3 blocks.
+void layered(Orchestration& orch, const TaskArgs& args) {
+  const Tensor& grid = args.tensor(0);
+  const uint64_t layers = args.scalar_bits(0);
+  const uint64_t width = args.scalar_bits(1);
+  auto slot = [&](uint64_t layer, uint64_t column) {
+    return grid.view({1}, {layer * width + column % width});
+  };
+  for (uint64_t l = 0; l < layers; ++l) {
+    for (uint64_t c = 0; c < width; ++c) {
+      TaskArgs task;
+      if (l > 0) task.in(slot(l - 1, c)).in(slot(l - 1, c + 1));
+      task.output_existing(slot(l, c));
+      const bool aic = (l + c) % 2 == 1;
+      const uint32_t blocks = l + 1 == layers && c == 0 ? 3 : 1;
+      orch.submit(
+          TaskSpec::kernel(aic ? kTouchAic : kTouch, aic ? CoreType::AIC : CoreType::AIV, blocks),
+          task);
+    }
+  }
+}
+// A chain of scalar 0 tasks, the last of which throws.
+void chain_then_throw(Orchestration& orch, const TaskArgs& args) {
+  for (uint64_t i = 0; i < args.scalar_bits(0); ++i) {
+    TaskArgs task;
+    task.inout(args.tensor(0).view({1}, {0}));
+    orch.submit(i + 1 == args.scalar_bits(0) ? kThrow : kTouch, CoreType::AIV, task);
+  }
+}
+// Two quick tasks, then one that blocks until the test releases it.
+void quick_then_stuck(Orchestration& orch, const TaskArgs& args) {
+  for (int32_t func : {kTouch, kTouch, kBlocking}) {
+    TaskArgs task;
+    task.inout(args.tensor(0).view({1}, {0}));
+    orch.submit(func, CoreType::AIV, task);
+  }
+}
+// Submits a task, then fails.
+void failing_orchestration(Orchestration& orch, const TaskArgs& args) {
+  TaskArgs task;
+  task.inout(args.tensor(0).view({1}, {0}));
+  orch.submit(kTouch, CoreType::AIV, task);
+  throw Error(StatusCode::InvalidArgument, "the orchestration gives up");
+}
+
+std::vector<uint8_t> callable_with(OrchestrationEntry orchestration) {
+  return CallableBuilder()
+      .orchestration_function(orchestration, ArgSignature{})
+      .kernel_function(kTouch, CoreType::AIV, &touch_kernel, ArgSignature{})
+      .kernel_function(kThrow, CoreType::AIV, &throw_kernel, ArgSignature{})
+      .kernel_function(kBlocking, CoreType::AIV, &blocking_kernel, ArgSignature{})
+      .kernel_function(kTouchAic, CoreType::AIC, &touch_kernel, ArgSignature{})
+      .build();
+}
+
+struct Combination {
+  const char* name;
+  RuntimeVariant runtime;
+  SimCoreExecution cores;
+  bool serial;
+};
+const Combination kCombinations[] = {
+    {"hbg_aicpu", RuntimeVariant::HostBuildGraph, SimCoreExecution::Aicpu, false},
+    {"hbg_executors", RuntimeVariant::HostBuildGraph, SimCoreExecution::Executors, false},
+    {"hbg_serial", RuntimeVariant::HostBuildGraph, SimCoreExecution::Auto, true},
+    {"ring_aicpu", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Aicpu, false},
+    {"ring_executors", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Executors, false},
+    {"ring_serial", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Auto, true},
+};
+
+std::set<std::pair<uint64_t, uint64_t>> edges_of(const GraphExport& graph) {
+  std::set<std::pair<uint64_t, uint64_t>> edges;
+  for (const ExportedTask& task : graph.tasks) {
+    for (uint32_t consumer : graph.consumers_of(task)) {
+      edges.emplace(static_cast<uint64_t>(task.task_id),
+                    static_cast<uint64_t>(graph.tasks[consumer].task_id));
+    }
+  }
+  return edges;
+}
+
+class DiagnosticsRun : public ::testing::TestWithParam<Combination> {
+ protected:
+  void SetUp() override {
+    saved_level_ = log_level();
+    set_log_level(LogLevel::Off);
+    g_release.store(false);
+    dir_ = fs::temp_directory_path() /
+           ("chiprt_diag_run_" + std::to_string(::getpid()) + "_" + GetParam().name);
+    fs::remove_all(dir_);
+    const Combination& c = GetParam();
+    runner_ = std::make_unique<DeviceRunner>(
+        test::make_sim(/*clusters=*/2, c.serial, 256ull << 20, /*host_threads=*/2, c.cores),
+        test::options_with_env({{kSchedulerTimeoutEnv, std::to_string(kWatchdogMs)},
+                                {kOpExecuteTimeoutEnv, "1000000"},
+                                {kStreamSyncTimeoutEnv, "1900"}}));
+    runner_->attach(0);
+    runner_->ensure_initialized();
+    grid_ = runner_->allocate(4096 * sizeof(float));
+  }
+  void TearDown() override {
+    g_release.store(true, std::memory_order_release);
+    g_release.notify_all();
+    runner_.reset();
+    set_log_level(saved_level_);
+    fs::remove_all(dir_);
+  }
+
+  CallConfig config() const {
+    CallConfig config = test::small_call_config(4096);
+    config.runtime = GetParam().runtime;
+    config.serial = GetParam().serial;
+    config.diagnostics = DiagnosticsConfig::all(dir_.string());
+    return config;
+  }
+  TaskArgs args(uint64_t a, uint64_t b = 0) const {
+    TaskArgs args;
+    args.inout(Tensor::make(grid_, {1024}, DataType::F32)).scalar(a).scalar(b);
+    return args;
+  }
+
+  std::unique_ptr<DeviceRunner> runner_;
+  DeviceBuffer grid_;
+  fs::path dir_;
+  LogLevel saved_level_ = LogLevel::Warn;
+};
+
+TEST_P(DiagnosticsRun, EveryExecutedBlockIsOneSliceAndTheGraphIsTheExportedOne) {
+  constexpr uint64_t kLayers = 6, kWidth = 8;
+  runner_->register_callable(0, callable_with(&layered));
+  const GraphExport exported = runner_->export_graph(0, args(kLayers, kWidth), config());
+  const RunReport report = runner_->run(0, args(kLayers, kWidth), config());
+  ASSERT_FALSE(report.diagnostics_dir.empty());
+  EXPECT_EQ(fs::path(report.diagnostics_dir).filename(), "run-0001");
+  EXPECT_EQ(report.diagnostics_records_dropped, 0u);
+  const diagnostics::RunModel model = diagnostics::read_run_directory(report.diagnostics_dir);
+  EXPECT_FALSE(model.error.has_value());
+
+  // One block per kernel call: every task once, the SPMD task three times.
+  const uint64_t tasks = kLayers * kWidth;
+  std::map<uint64_t, std::set<uint32_t>> blocks_of;
+  std::map<int32_t, std::vector<std::pair<uint64_t, uint64_t>>> by_core;
+  for (const diagnostics::BlockRun& block : model.blocks) {
+    ASSERT_NE(block.start_ns, diagnostics::kNoTime) << "task " << block.task;
+    ASSERT_NE(block.end_ns, diagnostics::kNoTime) << "task " << block.task;
+    EXPECT_LE(block.start_ns, block.end_ns);
+    EXPECT_LE(block.end_ns, model.wall_ns);
+    EXPECT_GE(block.core, 0);
+    EXPECT_TRUE(blocks_of[block.task].insert(block.block).second) << "task " << block.task;
+    by_core[block.core].emplace_back(block.start_ns, block.end_ns);
+  }
+  EXPECT_EQ(blocks_of.size(), tasks);
+  EXPECT_EQ(model.blocks.size(), tasks + 2);
+  EXPECT_EQ(blocks_of[(kLayers - 1) * kWidth], (std::set<uint32_t>{0, 1, 2}));
+  for (auto& [core, spans] : by_core) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      EXPECT_GE(spans[i].first, spans[i - 1].second) << "overlapping slices on core " << core;
+    }
+  }
+
+  // deps.json is the graph of the call.
+  ASSERT_TRUE(model.have_edges);
+  std::set<std::pair<uint64_t, uint64_t>> recorded;
+  for (const diagnostics::Edge& edge : model.edges) recorded.emplace(edge.producer, edge.consumer);
+  const auto expected = edges_of(exported);
+  const bool retires_while_submitting =
+      GetParam().runtime == RuntimeVariant::TensormapRingbuffer && !GetParam().serial;
+  if (retires_while_submitting) {
+    // A producer that completed and retired before its consumer was submitted is no dependency
+    // any more: the ring records the edges to producers still live.
+    for (const auto& edge : recorded) EXPECT_TRUE(expected.count(edge)) << edge.first;
+  } else {
+    EXPECT_EQ(recorded, expected);
+  }
+
+  // The trace: one task slice per block, and every flow arrow joins the ends of a recorded edge.
+  std::ifstream trace_file(fs::path(report.diagnostics_dir) / diagnostics::kTraceFile);
+  const nlohmann::json trace = nlohmann::json::parse(trace_file);
+  std::size_t slices = 0;
+  std::map<uint64_t, int> flow_starts;
+  for (const nlohmann::json& event : trace.at("traceEvents")) {
+    const std::string ph = event.at("ph");
+    if (ph == "X" && event.value("cat", "") == "task") ++slices;
+    if (ph == "s" || ph == "f") flow_starts[event.at("id").get<uint64_t>()] += ph == "s" ? 1 : -1;
+  }
+  EXPECT_EQ(slices, model.blocks.size());
+  EXPECT_FALSE(flow_starts.empty());
+  for (const auto& [id, balance] : flow_starts) EXPECT_EQ(balance, 0) << "flow " << id;
+
+  // The other files are there, and the report.
+  for (const char* file :
+       {diagnostics::kTasksFile, diagnostics::kDepsFile, diagnostics::kCriticalPathMdFile,
+        diagnostics::kCriticalPathJsonFile, diagnostics::kCountersFile, diagnostics::kRunFile,
+        diagnostics::kReportFile}) {
+    EXPECT_TRUE(fs::exists(fs::path(report.diagnostics_dir) / file)) << file;
+  }
+  EXPECT_THAT(diagnostics_summary(report.diagnostics_dir), HasSubstr("critical path: "));
+
+  // A second run goes into the next directory.
+  const RunReport second = runner_->run(0, args(kLayers, kWidth), config());
+  EXPECT_EQ(fs::path(second.diagnostics_dir).filename(), "run-0002");
+  EXPECT_EQ(latest_diagnostics_run(dir_.string()), second.diagnostics_dir);
+}
+
+TEST_P(DiagnosticsRun, AKernelThatThrowsStillWritesTheRunWithItsError) {
+  runner_->register_callable(0, callable_with(&chain_then_throw));
+  try {
+    runner_->run(0, args(4), config());
+    ADD_FAILURE() << "the throwing kernel must fail the run";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::KernelFault) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("diagnostics of the failed run: "));
+  }
+  const std::string run_dir = latest_diagnostics_run(dir_.string());
+  ASSERT_FALSE(run_dir.empty());
+  const diagnostics::RunModel model = diagnostics::read_run_directory(run_dir);
+  ASSERT_TRUE(model.error.has_value());
+  EXPECT_EQ(model.error->code, static_cast<int32_t>(StatusCode::KernelFault));
+  EXPECT_THAT(model.error->message, HasSubstr("kernel refuses"));
+  // The three tasks before it ran, and so did the one that threw (its span ends at the throw).
+  std::set<uint64_t> ran;
+  for (const diagnostics::BlockRun& block : model.blocks) {
+    if (block.end_ns != diagnostics::kNoTime) ran.insert(block.task);
+  }
+  EXPECT_EQ(ran, (std::set<uint64_t>{0, 1, 2, 3}));
+}
+
+TEST_P(DiagnosticsRun, AStuckKernelIsNamedAsTheStallAndShownWhereItRan) {
+  if (GetParam().serial) GTEST_SKIP() << "a serial launch runs the stuck kernel on its only thread";
+  runner_->register_callable(0, callable_with(&quick_then_stuck));
+  try {
+    runner_->run(0, args(0), config());
+    ADD_FAILURE() << "the stuck kernel must end the run";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::SchedulerTimeout) << e.what();
+  }
+  const std::string run_dir = latest_diagnostics_run(dir_.string());
+  ASSERT_FALSE(run_dir.empty());
+  const diagnostics::RunModel model = diagnostics::read_run_directory(run_dir);
+  ASSERT_TRUE(model.error.has_value());
+  EXPECT_EQ(model.error->stall, "running_task_stalled");
+  EXPECT_EQ(model.error->stuck_task, 2);
+  // The stuck task has a slice that started and never ended, on the core the error names.
+  bool shown = false;
+  for (const diagnostics::BlockRun& block : model.blocks) {
+    if (block.task != 2) continue;
+    shown = true;
+    EXPECT_NE(block.start_ns, diagnostics::kNoTime);
+    EXPECT_EQ(block.end_ns, diagnostics::kNoTime);
+    EXPECT_EQ(block.core, model.error->stuck_core);
+  }
+  EXPECT_TRUE(shown);
+}
+
+TEST_P(DiagnosticsRun, AFailingOrchestrationStillWritesTheRunWithItsError) {
+  runner_->register_callable(0, callable_with(&failing_orchestration));
+  EXPECT_THROW(runner_->run(0, args(0), config()), Error);
+  const std::string run_dir = latest_diagnostics_run(dir_.string());
+  ASSERT_FALSE(run_dir.empty());
+  const diagnostics::RunModel model = diagnostics::read_run_directory(run_dir);
+  ASSERT_TRUE(model.error.has_value());
+  EXPECT_THAT(model.error->message, HasSubstr("the orchestration gives up"));
+}
+
+// Streams of 64 records for a run of thousands of records per stream: the producers wait for the
+// host collector's drain (backing off) and nothing is lost.
+TEST_P(DiagnosticsRun, FullStreamsWaitForTheCollectorAndLoseNothing) {
+  constexpr uint64_t kLayers = 40, kWidth = 25;
+  runner_->set_diag_stream_records(64);
+  runner_->register_callable(0, callable_with(&layered));
+  const RunReport report = runner_->run(0, args(kLayers, kWidth), config());
+  EXPECT_EQ(report.diagnostics_records_dropped, 0u);
+  const diagnostics::RunModel model = diagnostics::read_run_directory(report.diagnostics_dir);
+  EXPECT_EQ(model.records_dropped, 0u);
+  EXPECT_EQ(model.blocks.size(), kLayers * kWidth + 2);
+}
+
+TEST_P(DiagnosticsRun, CountersDegradeToCpuTimeWhenPerfEventsAreRefused) {
+  ::setenv("CHIPRT_SIM_PERF_COUNTERS", "off", 1);
+  runner_->register_callable(0, callable_with(&layered));
+  CallConfig counters_only = config();
+  counters_only.diagnostics = DiagnosticsConfig{};
+  counters_only.diagnostics.hardware_counters = true;
+  counters_only.diagnostics.output_dir = dir_.string();
+  const RunReport report = runner_->run(0, args(2, 4), counters_only);
+  ::unsetenv("CHIPRT_SIM_PERF_COUNTERS");
+  const diagnostics::RunModel model = diagnostics::read_run_directory(report.diagnostics_dir);
+  EXPECT_THAT(model.counters_note, HasSubstr("CHIPRT_SIM_PERF_COUNTERS=off"));
+  ASSERT_EQ(model.counters.size(), 2u * 4u + 2u);
+  for (const diagnostics::TaskCounters& c : model.counters) {
+    EXPECT_EQ(c.valid, static_cast<uint32_t>(common::kDiagHaveCpuTime)) << "task " << c.task;
+  }
+  // Counters alone write no trace.
+  EXPECT_FALSE(fs::exists(fs::path(report.diagnostics_dir) / diagnostics::kTraceFile));
+  EXPECT_TRUE(fs::exists(fs::path(report.diagnostics_dir) / diagnostics::kCountersFile));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, DiagnosticsRun, ::testing::ValuesIn(kCombinations),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Bad switches are refused before anything runs, naming the field.
+TEST(DiagnosticsConfigCheck, BadSwitchesAreInvalidConfig) {
+  DeviceRunner runner(test::make_sim());
+  runner.attach(0);
+  CallConfig config;
+  config.diagnostics.swimlane_level = 5;
+  config.diagnostics.output_dir = "/tmp";
+  try {
+    runner.plan_run(config);
+    ADD_FAILURE() << "swimlane_level 5 must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::InvalidConfig);
+    EXPECT_THAT(e.what(), HasSubstr("diagnostics.swimlane_level=5"));
+  }
+  config.diagnostics.swimlane_level = 1;
+  config.diagnostics.output_dir.clear();
+  try {
+    runner.plan_run(config);
+    ADD_FAILURE() << "a collector without output_dir must be refused";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("output_dir is empty"));
+  }
+}
+
+TEST(DiagnosticsConfigCheck, TheSwitchListParses) {
+  DiagnosticsConfig config;
+  std::string error;
+  ASSERT_TRUE(parse_diagnostics_list("swimlane=2,tasks,counters", &config, &error)) << error;
+  EXPECT_EQ(config.swimlane_level, 2);
+  EXPECT_TRUE(config.task_timing);
+  EXPECT_TRUE(config.hardware_counters);
+  EXPECT_FALSE(config.dependency_graph);
+  ASSERT_TRUE(parse_diagnostics_list("all", &config, &error));
+  EXPECT_EQ(config.swimlane_level, DiagnosticsConfig::kMaxSwimlaneLevel);
+  EXPECT_EQ(config.args_dump_level, 1);
+  for (const char* bad : {"", "swimlane=9", "args=0", "tasks=1", "bogus", "tasks,,deps"}) {
+    DiagnosticsConfig untouched;
+    EXPECT_FALSE(parse_diagnostics_list(bad, &untouched, &error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+    EXPECT_FALSE(untouched.any()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace chiprt::host

@@ -246,4 +246,68 @@ TEST_F(ChiprtCli, MissingChipObjectNamesPathAndEnvironmentVariable) {
   EXPECT_TRUE(contains(r.output, "CHIPRT_CHIP_OBJECT_DIR")) << r.output;
 }
 
+namespace diag_cli {
+
+std::string fresh_dir(const char* name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      (std::string("chiprt_cli_") + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+TEST_F(ChiprtCli, DiagWritesARunDirectoryAndPrintsTheSummary) {
+  const std::string dir = fresh_dir("diag");
+  const CommandResult r =
+      run_chiprt("run vector_example --runtime tensormap_ringbuffer --diag all --diag-dir " + dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "timing (us)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "diagnostics: " + dir + "/run-0001")) << r.output;
+  EXPECT_TRUE(contains(r.output, "critical path: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "verdict: ")) << r.output;
+  for (const char* file :
+       {"run.json", "trace.json", "tasks.csv", "deps.json", "critical_path.md", "report.html"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/run-0001/" + file)) << file;
+  }
+  // `chiprt report` on the --diag-dir takes its latest run and rewrites report.html.
+  std::filesystem::remove(dir + "/run-0001/report.html");
+  const CommandResult report = run_chiprt("report " + dir);
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_TRUE(contains(report.output, "critical path: ")) << report.output;
+  EXPECT_TRUE(contains(report.output, "report: " + dir + "/run-0001/report.html")) << report.output;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/run-0001/report.html"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(ChiprtCli, DiagUsageErrorsNameTheFix) {
+  const std::string dir = fresh_dir("diag_usage");
+  CommandResult r = run_chiprt("run vector_example --diag all");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--diag needs --diag-dir DIR")) << r.output;
+  r = run_chiprt("run vector_example --diag-dir " + dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "add --diag all")) << r.output;
+  r = run_chiprt("run vector_example --diag swimlane=7 --diag-dir " + dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "'swimlane=7': the level must be an integer in [1, 4]"))
+      << r.output;
+  r = run_chiprt("report " + dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "neither a diagnostics run directory")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// A run directory whose run.json is corrupt is a DiagnosticsError naming the file.
+TEST_F(ChiprtCli, ReportOfACorruptRunNamesTheFile) {
+  const std::string dir = fresh_dir("diag_corrupt");
+  ASSERT_EQ(run_chiprt("run vector_example --diag tasks --diag-dir " + dir).exit_code, 0);
+  { std::ofstream(dir + "/run-0001/run.json") << "{\"format\": 12"; }
+  const CommandResult r = run_chiprt("report " + dir + "/run-0001");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "DiagnosticsError")) << r.output;
+  EXPECT_TRUE(contains(r.output, "run.json")) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace diag_cli
 }  // namespace

@@ -3,11 +3,14 @@
 # and checks the marks the page's script leaves on <body> (data-ready="1" after the first draw,
 # data-errors="0", data-task-marks = the blocks the fixture ran), for a small run and a large one;
 # then drives the timeline with synthetic events and takes a screenshot.
-# Usage: check_report.sh FIXTURE OUT_DIR. Exits 77 (skipped) without chromium.
+# Then real runs: `chiprt run bgemm --diag all` on both variants, whose page must hold one mark per
+# block of its tasks.csv; the screenshot of the first is report_bgemm.png.
+# Usage: check_report.sh FIXTURE OUT_DIR CHIPRT. Exits 77 (skipped) without chromium.
 set -euo pipefail
 
 fixture=$1
 out_dir=$2
+chiprt=$3
 browser=""
 for b in chromium chromium-browser google-chrome; do
   if command -v "$b" >/dev/null 2>&1; then
@@ -134,6 +137,17 @@ if [ "$result" != ok ]; then
 fi
 echo "interaction: hover tooltip, wheel zoom, keys, drag, reset ok"
 
+# Real runs of the bgemm example, one per runtime variant: every block of tasks.csv is a mark.
+for runtime in host_build_graph tensormap_ringbuffer; do
+  diag="$out_dir/bgemm_$runtime"
+  rm -rf "$diag"
+  "$chiprt" run bgemm --runtime "$runtime" --diag all --diag-dir "$diag" >"$out_dir/bgemm_$runtime.log" 2>&1 ||
+    { echo "FAIL: chiprt run bgemm --runtime $runtime --diag all failed:"; tail -20 "$out_dir/bgemm_$runtime.log"; exit 1; }
+  blocks=$(awk -F, 'NR > 1 && $2 != "" && $10 != ""' "$diag/run-0001/tasks.csv" | wc -l)
+  [ "$blocks" -gt 0 ] || { echo "FAIL: $diag/run-0001/tasks.csv has no executed block"; exit 1; }
+  check_marks "$diag/run-0001/report.html" "$out_dir/bgemm_${runtime}_dom.html" "$blocks" || exit 1
+done
+
 shot="$out_dir/report_screenshot.png"
 rm -f "$shot"
 timeout 60 "$browser" "${flags[@]}" --window-size=1400,900 "--screenshot=$shot" "file://$page" \
@@ -145,3 +159,8 @@ if [ "$size" -lt 20000 ]; then
   exit 1
 fi
 echo "ok: $shot ($size bytes)"
+bgemm_shot="$out_dir/report_bgemm.png"
+timeout 60 "$browser" "${flags[@]}" --window-size=1400,900 "--screenshot=$bgemm_shot" \
+  "file://$out_dir/bgemm_host_build_graph/run-0001/report.html" >>"$out_dir/chromium.log" 2>&1 ||
+  { echo "FAIL: chromium --screenshot of the bgemm report failed"; exit 1; }
+echo "ok: $bgemm_shot ($(stat -c %s "$bgemm_shot") bytes)"

@@ -4,10 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 #include <unordered_map>
 
 #include "chiprt/ring_sizes.h"
@@ -34,12 +36,91 @@ std::string dump(const json& value) {
 }
 
 // Trace-event times are microseconds; three decimals keep the nanoseconds exactly.
-std::string micros(uint64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000),
-                static_cast<unsigned long long>(ns % 1000));
-  return text;
+struct Micros {
+  uint64_t ns;
+};
+Micros micros(uint64_t ns) {
+  return {ns};
 }
+
+// A buffered text file writer that formats numbers with std::to_chars: the writers emit a few
+// numbers per task, and iostream formatting (locale, facets) made writing a run's files cost
+// microseconds per task. The same `<<` syntax as a stream; errors surface at close.
+class TextOut {
+ public:
+  TextOut() : buffer_(std::make_unique_for_overwrite<char[]>(kBufferBytes)) {}
+  ~TextOut() { close(); }
+  TextOut(const TextOut&) = delete;
+  TextOut& operator=(const TextOut&) = delete;
+
+  bool open(const std::string& path) {
+    file_ = std::fopen(path.c_str(), "wb");
+    ok_ = file_ != nullptr;
+    return ok_;
+  }
+  // Flushes and closes; false when any write failed.
+  bool close() {
+    if (file_ == nullptr) return ok_;
+    flush();
+    if (std::fclose(file_) != 0) ok_ = false;
+    file_ = nullptr;
+    return ok_;
+  }
+  explicit operator bool() const { return ok_; }
+
+  TextOut& write(const char* data, std::size_t bytes) {
+    if (bytes > kBufferBytes - used_) {
+      flush();
+      if (bytes > kBufferBytes) {
+        if (file_ != nullptr && std::fwrite(data, 1, bytes, file_) != bytes) ok_ = false;
+        return *this;
+      }
+    }
+    std::memcpy(buffer_.get() + used_, data, bytes);
+    used_ += bytes;
+    return *this;
+  }
+  TextOut& operator<<(std::string_view text) { return write(text.data(), text.size()); }
+  TextOut& operator<<(const std::string& text) { return write(text.data(), text.size()); }
+  TextOut& operator<<(const char* text) { return write(text, std::strlen(text)); }
+  TextOut& operator<<(char c) { return write(&c, 1); }
+  template <class T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>) TextOut&
+  operator<<(T value) {
+    char text[24];
+    const auto result = std::to_chars(text, text + sizeof text, value);
+    return write(text, static_cast<std::size_t>(result.ptr - text));
+  }
+  TextOut& operator<<(bool value) { return *this << (value ? '1' : '0'); }
+  TextOut& operator<<(double value) {
+    char text[32];
+    const auto result = std::to_chars(text, text + sizeof text, value);
+    return write(text, static_cast<std::size_t>(result.ptr - text));
+  }
+  TextOut& operator<<(Micros t) {
+    char text[32];
+    auto result = std::to_chars(text, text + sizeof text, t.ns / 1000);
+    *result.ptr++ = '.';
+    const uint64_t frac = t.ns % 1000;
+    *result.ptr++ = static_cast<char>('0' + frac / 100);
+    *result.ptr++ = static_cast<char>('0' + frac / 10 % 10);
+    *result.ptr++ = static_cast<char>('0' + frac % 10);
+    return write(text, static_cast<std::size_t>(result.ptr - text));
+  }
+
+ private:
+  static constexpr std::size_t kBufferBytes = 256 << 10;
+  void flush() {
+    if (used_ != 0 && file_ != nullptr && std::fwrite(buffer_.get(), 1, used_, file_) != used_) {
+      ok_ = false;
+    }
+    used_ = 0;
+  }
+  std::unique_ptr<char[]> buffer_;
+  std::size_t used_ = 0;
+  std::FILE* file_ = nullptr;
+  bool ok_ = false;
+};
 uint64_t from_micros(double us) {
   return static_cast<uint64_t>(std::llround(us * 1000.0));
 }
@@ -64,10 +145,7 @@ class OutFile {
  public:
   OutFile(const std::string& run_dir, const char* name)
       : name_(name), path_((fs::path(run_dir) / name).string()), tmp_(path_ + ".tmp") {
-    buffer_ = std::make_unique<char[]>(kBufferBytes);
-    out_.rdbuf()->pubsetbuf(buffer_.get(), kBufferBytes);
-    out_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!out_) fail(path_, "cannot open for writing");
+    if (!out_.open(tmp_)) fail(path_, "cannot open for writing");
   }
   ~OutFile() {
     if (!committed_) {
@@ -79,11 +157,10 @@ class OutFile {
   OutFile(const OutFile&) = delete;
   OutFile& operator=(const OutFile&) = delete;
 
-  std::ofstream& out() { return out_; }
+  TextOut& out() { return out_; }
   // Closes and renames into place; returns the path.
   std::string commit() {
-    out_.close();
-    if (!out_) fail(path_, "write failed (disk full or the directory went away?)");
+    if (!out_.close()) fail(path_, "write failed (disk full or the directory went away?)");
     std::error_code ec;
     fs::rename(tmp_, path_, ec);
     if (ec) fail(path_, "cannot rename " + tmp_ + " into place: " + ec.message());
@@ -92,12 +169,10 @@ class OutFile {
   }
 
  private:
-  static constexpr size_t kBufferBytes = 1 << 20;
   std::string name_;
   std::string path_;
   std::string tmp_;
-  std::unique_ptr<char[]> buffer_;
-  std::ofstream out_;
+  TextOut out_;
   bool committed_ = false;
 };
 
@@ -290,7 +365,7 @@ std::string tensor_summary(const TensorArgRecord& arg) {
   return text + addr;
 }
 
-void write_trace(std::ostream& out, const RunModel& model, const Index& index) {
+void write_trace(TextOut& out, const RunModel& model, const Index& index) {
   Separator sep;
   out << "{\"displayTimeUnit\":\"ns\",\n\"otherData\":";
   json other;
@@ -460,7 +535,7 @@ std::string id_list(const Index& index, bool producers, uint64_t task) {
   return text;
 }
 
-void write_tasks(std::ostream& out, const RunModel& model, const Index& index) {
+void write_tasks(TextOut& out, const RunModel& model, const Index& index) {
   out << kTasksHeader << "\n";
   std::unordered_map<int32_t, std::string> labels;
   auto row = [&](uint64_t task, const std::string& block, const BlockRun* run) {
@@ -489,7 +564,7 @@ void write_tasks(std::ostream& out, const RunModel& model, const Index& index) {
   }
 }
 
-void write_deps(std::ostream& out, const RunModel& model) {
+void write_deps(TextOut& out, const RunModel& model) {
   out << "{\"nodes\":[";
   Separator sep;
   for (const TaskNode& n : model.nodes) {
@@ -531,7 +606,7 @@ json waits_json(const uint64_t* waited) {
   return waits;
 }
 
-void write_critical_path_md(std::ostream& out, const RunModel& model, const Analysis& a) {
+void write_critical_path_md(TextOut& out, const RunModel& model, const Analysis& a) {
   char line[512];
   out << "# Critical path of run " << model.run_number << "\n\n";
   out << "**Verdict:** " << a.verdict << "\n\n";
@@ -591,7 +666,7 @@ void write_critical_path_md(std::ostream& out, const RunModel& model, const Anal
   }
 }
 
-void write_critical_path_json(std::ostream& out, const RunModel& model, const Analysis& a) {
+void write_critical_path_json(TextOut& out, const RunModel& model, const Analysis& a) {
   json head;
   head["verdict"] = a.verdict;
   head["bound"] = bound_name(a.bound);
@@ -664,7 +739,7 @@ std::string scope_recommendation(const ScopeStat& scope) {
   return text;
 }
 
-void write_scope_stats(std::ostream& out, const RunModel& model) {
+void write_scope_stats(TextOut& out, const RunModel& model) {
   for (const ScopeStat& s : model.scopes) {
     json line = {{"scope", s.scope},
                  {"depth", s.depth},
@@ -691,7 +766,7 @@ json data_json(const TensorArgRecord::Data& d) {
           {"wanted_bytes", d.wanted_bytes}};
 }
 
-void write_args(std::ostream& out, const RunModel& model, const ArgsData& data) {
+void write_args(TextOut& out, const RunModel& model, const ArgsData& data) {
   out << "{\"bin_file\":\"" << kArgsBinFile << "\",\"bin_bytes\":" << data.bytes.size()
       << ",\n\"records\":[";
   Separator sep;
@@ -720,7 +795,7 @@ void write_args(std::ostream& out, const RunModel& model, const ArgsData& data) 
   out << "\n],\n\"left_out\":" << dump(json(left_out)) << "}\n";
 }
 
-void write_counters(std::ostream& out, const RunModel& model) {
+void write_counters(TextOut& out, const RunModel& model) {
   out << "# valid: which of instructions, cycles, cpu_ns were measured for the row (the others "
          "are 0)\n";
   if (!model.counters_note.empty()) out << "# note: " << model.counters_note << "\n";
@@ -1299,8 +1374,7 @@ std::vector<std::string> write_run_directory(const std::string& run_dir, const R
       done(file, kArgsJsonFile);
     }
     OutFile file(run_dir, kArgsBinFile);
-    file.out().write(reinterpret_cast<const char*>(data.bytes.data()),
-                     static_cast<std::streamsize>(data.bytes.size()));
+    file.out().write(reinterpret_cast<const char*>(data.bytes.data()), data.bytes.size());
     done(file, kArgsBinFile);
   }
   if (c.hardware_counters) {

@@ -9,6 +9,7 @@
 
 #include "chiprt/kernel.h"
 #include "diagnostics/artifacts.h"
+#include "host/log.h"
 #include "host/run_steps.h"
 
 namespace chiprt::host {
@@ -545,11 +546,16 @@ std::string DiagCollector::write(const RunReport* report, const Error* error,
                                  std::string* write_error) {
   if (!finished_) finish_chip(nullptr);
   try {
+    const Clock::time_point t0 = Clock::now();
     diagnostics::RunModel model = build_model(report, error);
+    const Clock::time_point t1 = Clock::now();
     uint32_t number = 0;
     const std::string dir = diagnostics::create_run_directory(config_.output_dir, &number);
     model.run_number = number;
     diagnostics::write_run_directory(dir, model, diagnostics::ArgsData{});
+    CHIPRT_LOG_DEBUG("diagnostics: %zu records decoded in %.3f ms, %s written in %.3f ms",
+                     records_.size(), static_cast<double>(ns_between(t0, t1)) / 1e6, dir.c_str(),
+                     static_cast<double>(ns_between(t1, Clock::now())) / 1e6);
     return dir;
   } catch (const Error& e) {
     if (error == nullptr) throw;

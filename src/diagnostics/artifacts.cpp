@@ -69,6 +69,7 @@ class TextOut {
   explicit operator bool() const { return ok_; }
 
   TextOut& write(const char* data, std::size_t bytes) {
+    if (bytes == 0) return *this;  // data may be null (an empty args.bin)
     if (bytes > kBufferBytes - used_) {
       flush();
       if (bytes > kBufferBytes) {

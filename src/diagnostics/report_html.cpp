@@ -37,34 +37,6 @@ const char* core_type_str(CoreType type) {
   return "?";
 }
 
-// Local copies of the names (analysis.cpp owns wait_kind_name/bound_name; this file must link
-// without it).
-constexpr const char* kWaitNames[kWaitKinds] = {"orchestrator", "data",   "scheduler",
-                                                "core",         "launch", "unmeasured"};
-const char* bound_str(Bound bound) {
-  switch (bound) {
-    case Bound::Orchestration:
-      return "orchestration";
-    case Bound::Scheduling:
-      return "scheduling";
-    case Bound::Kernels:
-      return "kernels";
-    case Bound::Ring:
-      return "ring";
-    case Bound::TooFewCores:
-      return "too_few_cores";
-    case Bound::Unknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
-std::string kernel_text(const KernelName* k, int32_t func_id) {
-  const std::string id = "func " + std::to_string(func_id);
-  if (k == nullptr || k->symbol.empty()) return id;
-  return k->symbol + " (" + id + ")";
-}
-
 json build_json(const RunModel& m, const Analysis& a) {
   json d;
   // Kernels by func_id, plus any func_id a task names that the table lacks: the index into
@@ -77,7 +49,7 @@ json build_json(const RunModel& m, const Analysis& a) {
   json kernels = json::array();
   for (const auto& [func, k] : by_func) {
     kernel_index[func] = static_cast<int>(kernels.size());
-    kernels.push_back({func, kernel_text(k, func), k ? core_type_str(k->core_type) : ""});
+    kernels.push_back({func, m.kernel_label(func), k ? core_type_str(k->core_type) : ""});
   }
   d["kernels"] = std::move(kernels);
   std::unordered_map<uint64_t, int32_t> func_of;
@@ -231,11 +203,8 @@ json build_json(const RunModel& m, const Analysis& a) {
   }
   json ks = json::array();
   for (const KernelStat& k : a.kernels) {
-    const auto f = by_func.find(k.func_id);
-    ks.push_back({k.func_id,
-                  k.label.empty() ? kernel_text(f == by_func.end() ? nullptr : f->second, k.func_id)
-                                  : k.label,
-                  k.count, k.total_ns, k.mean_ns, k.p50_ns, k.p99_ns, k.max_ns});
+    ks.push_back({k.func_id, k.label.empty() ? m.kernel_label(k.func_id) : k.label, k.count,
+                  k.total_ns, k.mean_ns, k.p50_ns, k.p99_ns, k.max_ns});
   }
   json cores = json::array();
   for (const CoreUse& u : a.cores)
@@ -252,11 +221,12 @@ json build_json(const RunModel& m, const Analysis& a) {
             {"waited", std::move(waited)},
             {"kernels", std::move(ks)},
             {"cores", std::move(cores)},
-            {"bound", bound_str(a.bound)},
+            {"bound", bound_name(a.bound)},
             {"verdict", a.verdict},
             {"caveats", a.caveats}};
   json wait_names = json::array();
-  for (const char* n : kWaitNames) wait_names.push_back(n);
+  for (int k = 0; k < kWaitKinds; ++k)
+    wait_names.push_back(wait_kind_name(static_cast<WaitKind>(k)));
   d["wait_names"] = std::move(wait_names);
   return d;
 }

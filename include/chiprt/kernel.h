@@ -11,8 +11,9 @@
 //                              tensor and scalar counts, the device address of the view table
 //   args[0, tensors)           tensor data addresses (element [0,...,0] of each view)
 //   args[tensors, +scalars)    scalars
-//   view table                 TensorView[tensors]: dtype, rank, element bytes, buffer address,
-//                              start offset, shape and strides of each tensor argument's view
+//   view table                 TensorView[tensors]: dtype, rank, element bytes, argument tag,
+//                              buffer address, start offset, shape and strides of each tensor
+//                              argument's view
 //
 // so block_idx(args), block_num(args), tensor_count(args), scalar_count(args) and view(args, i)
 // work for any arity, and one kernel may serve tasks of different arities under one func_id.
@@ -85,7 +86,8 @@ struct TensorView {
   uint8_t dtype;          // a chiprt::DataType value (chiprt/types.h)
   uint8_t ndim;           // dimensions, in [1, kMaxViewDims]
   uint8_t element_bytes;  // bytes per element
-  uint8_t reserved[5];
+  uint8_t tag;            // how the task uses it: a chiprt::ArgTag value (chiprt/task_args.h)
+  uint8_t reserved[4];
   Dim dims[kMaxViewDims];  // [0, ndim) meaningful, the rest unspecified
 
   uint64_t data_addr() const noexcept { return buffer_addr + start_offset * element_bytes; }

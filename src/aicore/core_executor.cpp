@@ -1,5 +1,6 @@
 #include "aicore/core_executor.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <optional>
 
 #include "chiprt/callable.h"
+#include "chiprt/kernel.h"
 #include "chiprt/task_args.h"
 #include "common/chip_launch.h"
 #include "common/chip_services.h"
@@ -99,6 +101,127 @@ class KernelDiag {
   const char* reason_ = nullptr;
 };
 
+// The args dump of one task (kDiagArgsMeta / Inputs / Outputs), by the core running its block 0:
+// the views' metadata (TensorArg + Continuation records) and, before and after the kernel, the
+// elements of the views it reads / writes, gathered row-major into the region's args data arena.
+// NoDep views count as both (the kernel may read and write them).
+class ArgsDump {
+ public:
+  ArgsDump(common::DiagWriter& writer, const common::DispatchPayload& payload, uint32_t core,
+           const int64_t* kernel_args)
+      : writer_(writer), payload_(payload), core_(core) {
+    const kernel::TaskContext context = kernel::task_context(kernel_args);
+    views_ =
+        reinterpret_cast<const kernel::TensorView*>(static_cast<uintptr_t>(context.views_addr));
+    tensor_count_ = views_ == nullptr ? 0 : context.tensor_count;
+  }
+
+  // Before the kernel: the metadata, then the inputs' data.
+  void before() noexcept {
+    if (writer_.on(common::kDiagArgsMeta)) {
+      for (uint32_t i = 0; i < tensor_count_; ++i) put_meta(i);
+    }
+    if (!writer_.on(common::kDiagArgsInputs)) return;
+    for (uint32_t i = 0; i < tensor_count_; ++i) {
+      const auto tag = static_cast<ArgTag>(views_[i].tag);
+      if (arg_tag_reads(tag) || tag == ArgTag::NoDep) put_data(i, common::DiagArgPhase::Before);
+    }
+  }
+  // After the kernel returned: the outputs' data.
+  void after() noexcept {
+    if (!writer_.on(common::kDiagArgsOutputs)) return;
+    for (uint32_t i = 0; i < tensor_count_; ++i) {
+      const auto tag = static_cast<ArgTag>(views_[i].tag);
+      if (arg_tag_writes(tag) || tag == ArgTag::NoDep) put_data(i, common::DiagArgPhase::After);
+    }
+  }
+
+ private:
+  void put_meta(uint32_t index) noexcept {
+    const kernel::TensorView& v = views_[index];
+    const uint32_t ndim = std::min<uint32_t>(v.ndim, kernel::kMaxViewDims);
+    writer_.put(common::DiagKind::TensorArg, static_cast<uint16_t>(core_), payload_.task_id,
+                payload_.block_num, 0, payload_.func_id, payload_.block_idx,
+                index | uint32_t{v.tag} << 8 | ndim << 16, v.buffer_addr, v.start_offset,
+                uint64_t{v.dtype} | uint64_t{v.element_bytes} << 8);
+    // shape0, stride0, shape1, ... five words per Continuation record.
+    uint64_t words[5] = {};
+    uint32_t filled = 0;
+    for (uint32_t d = 0; d < ndim; ++d) {
+      for (const uint64_t word : {v.dims[d].shape, v.dims[d].stride}) {
+        words[filled++] = word;
+        if (filled == 5) {
+          put_words(words);
+          filled = 0;
+        }
+      }
+    }
+    if (filled > 0) {
+      for (uint32_t k = filled; k < 5; ++k) words[k] = 0;
+      put_words(words);
+    }
+  }
+  void put_words(const uint64_t (&words)[5]) noexcept {
+    writer_.put(common::DiagKind::Continuation, static_cast<uint16_t>(core_), payload_.task_id,
+                words[0], words[1], payload_.func_id, payload_.block_idx, 0, words[2], words[3],
+                words[4]);
+  }
+
+  void put_data(uint32_t index, common::DiagArgPhase phase) noexcept {
+    const kernel::TensorView& v = views_[index];
+    const uint32_t ndim = std::min<uint32_t>(v.ndim, kernel::kMaxViewDims);
+    uint64_t bytes = v.element_bytes;
+    for (uint32_t d = 0; d < ndim; ++d) bytes *= v.dims[d].shape;
+    common::DiagRegionHeader* header = writer_.header();
+    uint64_t offset = 0;
+    uint64_t copied = 0;
+    if (bytes > 0) {
+      offset = header->data_used.fetch_add(bytes, std::memory_order_relaxed);
+      if (offset <= header->data_bytes && bytes <= header->data_bytes - offset) {
+        gather(v, ndim,
+               reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(header->data_addr + offset)));
+        copied = bytes;
+      } else {
+        header->data_refused.fetch_add(bytes, std::memory_order_relaxed);
+        offset = 0;
+      }
+    }
+    writer_.put(common::DiagKind::ArgData, static_cast<uint16_t>(core_), payload_.task_id, 0, 0,
+                payload_.func_id, payload_.block_idx, index | static_cast<uint32_t>(phase) << 8,
+                offset, copied, bytes);
+  }
+
+  // Copies the view's elements row-major to `out` (runs along a unit-stride last dimension in
+  // one piece).
+  static void gather(const kernel::TensorView& v, uint32_t ndim, uint8_t* out) noexcept {
+    const uint64_t eb = v.element_bytes;
+    const auto* base = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(v.buffer_addr));
+    const bool inner_contiguous = ndim > 0 && v.dims[ndim - 1].stride == 1;
+    const uint32_t outer = inner_contiguous ? ndim - 1 : ndim;
+    const uint64_t run_bytes = (inner_contiguous ? v.dims[ndim - 1].shape : 1) * eb;
+    uint64_t index[kernel::kMaxViewDims] = {};
+    for (;;) {
+      uint64_t element = v.start_offset;
+      for (uint32_t d = 0; d < outer; ++d) element += index[d] * v.dims[d].stride;
+      std::memcpy(out, base + element * eb, run_bytes);
+      out += run_bytes;
+      uint32_t d = outer;
+      for (;;) {
+        if (d == 0) return;
+        --d;
+        if (++index[d] < v.dims[d].shape) break;
+        index[d] = 0;
+      }
+    }
+  }
+
+  common::DiagWriter& writer_;
+  const common::DispatchPayload& payload_;
+  uint32_t core_;
+  const kernel::TensorView* views_ = nullptr;
+  uint32_t tensor_count_ = 0;
+};
+
 void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
               common::SharedPrefix* prefix, HandshakeCell& cell, uint32_t core, uint32_t task,
               common::DiagWriter& diag) {
@@ -143,6 +266,12 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
     const common::RunContextScope context(
         {common::RunRole::Kernel, payload.func_id, payload.task_id, core});
     try {
+      std::optional<ArgsDump> args_dump;
+      if (payload.block_idx == 0 &&
+          diag.on(common::kDiagArgsMeta | common::kDiagArgsInputs | common::kDiagArgsOutputs)) {
+        args_dump.emplace(diag, payload, core, kernel_args);
+        args_dump->before();
+      }
       std::optional<KernelDiag> kernel_diag;
       if (diag.on(common::kDiagTaskExec | common::kDiagCounters)) {
         kernel_diag.emplace(diag, payload, core);
@@ -157,6 +286,9 @@ void run_task(ChipLaunchArgs* args, const common::ChipServices& services,
       } else {
         entry(kernel_args);
       }
+      // The span ends with the kernel, before the outputs are copied.
+      kernel_diag.reset();
+      if (args_dump) args_dump->after();
     } catch (const std::exception& e) {
       // The exception's text, bounded so that the location always fits the result detail.
       common::latch_chip_error(&args->result, StatusCode::KernelFault,

@@ -77,22 +77,31 @@ enum class DiagKind : uint16_t {
   // orchestrator stream. task = consumer, a = producer (public task ids).
   Edge = 8,
   // orchestrator stream, when a scope ends (the run's outermost scope, number 0, at the run's
-  // end). Scopes are numbered in the order they open. task: scope number; value: scope depth;
-  // a: tasks submitted in the scope (its nested scopes excluded); b: peak task-window slots in
-  // use at this depth while it was open; c: peak heap bytes; begin: peak dependency-pool
-  // entries; end: 0. The host knows the capacities (RunReport::rings).
+  // end, also after a failure). Scopes are numbered in the order they open. task: scope number;
+  // value: scope depth; a: tasks submitted in the scope (its nested scopes excluded); b: peak
+  // task-window slots in use in the ring set of its depth while it was open (sampled after each
+  // submission and at its opening); c: peak heap bytes; begin: peak dependency-pool entries;
+  // end: 0. The host knows the capacities (RunReport::rings).
   ScopeStats = 9,
-  // orchestrator stream. begin/end of one back-pressure wait; value: DiagRing; a: scope depth;
-  // b: number of the innermost open scope; task: the task being submitted (its public id).
+  // orchestrator stream. begin/end of one back-pressure wait (a ring without room for the task
+  // being submitted; the spill storage's waits count as the dependency pool's); value: DiagRing;
+  // a: scope depth; b: number of the innermost open scope; task: the task being submitted (its
+  // public id).
   RingWait = 10,
-  // core stream, block 0 of a task, before the kernel. task, func_id; value: tensor index |
-  // (chiprt::ArgTag << 8) | (ndim << 16); a: buffer address; b: start_offset (elements); c: dtype |
-  // element_bytes << 8. The next ceil(2 * ndim / 5) records are DiagKind::Continuation records
-  // carrying shape0, stride0, shape1, ... in their 5 payload words (begin, end, a, b, c).
+  // core stream, block 0 of a task, before the kernel. task, func_id; begin: the task's block_num;
+  // value: tensor index | (chiprt::ArgTag << 8) | (ndim << 16); a: buffer address; b:
+  // start_offset (elements); c: dtype | element_bytes << 8. The tag comes from the view
+  // (kernel::TensorView::tag). The next ceil(2 * ndim / 5) records are DiagKind::Continuation
+  // records carrying shape0, stride0, shape1, ... in their 5 payload words (begin, end, a, b, c;
+  // unused words 0).
   TensorArg = 11,
-  // core stream. task, value: tensor index | (DiagArgPhase << 8); a: offset of the bytes in the
+  // core stream, block 0 of a task, after its TensorArg records: Before for the views the task
+  // reads (In, InOut, NoDep) before the kernel, After for those it writes (Out, InOut,
+  // OutputExisting, NoDep) after block 0's kernel returned (other blocks of an SPMD task may still
+  // run). task, func_id; value: tensor index | (DiagArgPhase << 8); a: offset of the bytes in the
   // args data arena (from DiagRegionHeader::data_addr); b: bytes copied (the view's elements,
-  // gathered row-major); c: bytes the view has (b < c: the budget ran out, b is 0).
+  // gathered row-major); c: bytes the view has (b < c: the budget ran out, b is 0, and the bytes
+  // count in data_refused).
   ArgData = 12,
   // Payload words of the record before it (see TensorArg).
   Continuation = 13,

@@ -41,16 +41,19 @@ inline constexpr uint32_t kMaxKernelBlockWords =
 // Words a core copies for a kernel: the context and the arguments.
 inline constexpr uint32_t kMaxKernelCallWords = kContextWords + kMaxKernelArgs;
 
-// The view descriptor of `t` into `view` (kViewWords words); only its ndim dimensions are written,
-// and the others cleared when `clear_unused_dims`.
-inline void encode_view(const Tensor& t, int64_t* view, bool clear_unused_dims = false) noexcept {
+// The view descriptor of `t`, passed as `tag`, into `view` (kViewWords words); only its ndim
+// dimensions are written, and the others cleared when `clear_unused_dims`. The tag tells the
+// chip's diagnostics (args dump) how the task uses the view.
+inline void encode_view(const Tensor& t, ArgTag tag, int64_t* view,
+                        bool clear_unused_dims = false) noexcept {
   static_assert(offsetof(kernel::TensorView, dims) == 3 * sizeof(int64_t));
   const uint64_t fixed[3] = {t.buffer.addr, t.start_offset,
                              uint64_t{static_cast<uint8_t>(t.dtype)} | uint64_t{t.ndim} << 8 |
-                                 uint64_t{static_cast<uint8_t>(t.element_bytes())} << 16};
-  static_assert(offsetof(kernel::TensorView, dtype) == 16 &&
-                offsetof(kernel::TensorView, ndim) == 17 &&
-                offsetof(kernel::TensorView, element_bytes) == 18);
+                                 uint64_t{static_cast<uint8_t>(t.element_bytes())} << 16 |
+                                 uint64_t{static_cast<uint8_t>(tag)} << 24};
+  static_assert(
+      offsetof(kernel::TensorView, dtype) == 16 && offsetof(kernel::TensorView, ndim) == 17 &&
+      offsetof(kernel::TensorView, element_bytes) == 18 && offsetof(kernel::TensorView, tag) == 19);
   std::memcpy(view, fixed, sizeof(fixed));
   int64_t* dims = view + 3;
   // A fixed-size clear (a few vector stores), not one sized by ndim (a library call).
@@ -88,7 +91,7 @@ inline void write_kernel_block(int64_t* args, Tensor* const* tensors, int tensor
     scalars[i] = static_cast<int64_t>(task_args.scalar_bits(i));
   int64_t* views = scalars + scalar_count;
   for (int i = 0; i < tensor_count; ++i) {
-    encode_view(*tensors[i], views + i * kViewWords, clear_unused_dims);
+    encode_view(*tensors[i], task_args.tag(i), views + i * kViewWords, clear_unused_dims);
   }
 }
 

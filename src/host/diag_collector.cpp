@@ -46,6 +46,10 @@ uint32_t diag_switches(const DiagnosticsConfig& config, RuntimeVariant variant) 
   }
   if (ring && config.dependency_graph) bits |= common::kDiagEdges;
   if (config.hardware_counters) bits |= common::kDiagCounters;
+  if (ring && config.scope_stats) bits |= common::kDiagScopeStats;
+  if (config.args_dump_level >= 1) bits |= common::kDiagArgsMeta;
+  if (config.args_dump_level >= 2) bits |= common::kDiagArgsInputs;
+  if (config.args_dump_level >= 3) bits |= common::kDiagArgsOutputs;
   return bits;
 }
 
@@ -93,7 +97,13 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
   const uint64_t streams_bytes = uint64_t{stream_count} * sizeof(common::DiagStream);
   uint64_t records_bytes = 0;
   for (const uint64_t records : capacity) records_bytes += records * sizeof(DiagRecord);
-  const uint64_t total = header_bytes + streams_bytes + records_bytes;
+  // The args data arena, after the records.
+  if ((switches_ & (common::kDiagArgsInputs | common::kDiagArgsOutputs)) != 0) {
+    arena_bytes_ =
+        std::min({config_.args_dump_budget_bytes, kDiagMaxArgsArenaBytes, platform.capacity() / 4});
+  }
+  const uint64_t total =
+      header_bytes + streams_bytes + records_bytes + round_up(arena_bytes_, kDeviceAlign);
   if (Status status = memory_.allocate(total, kDeviceAlign, AllocationOwner::Runtime, &region_);
       !status.is_ok()) {
     throw Error(StatusCode::DiagnosticsError,
@@ -127,6 +137,11 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
     streams[s].records_addr = records_addr;
     streams[s].capacity = capacity[s];
     records_addr += capacity[s] * sizeof(DiagRecord);
+  }
+  if (arena_bytes_ > 0) {
+    arena_addr_ = records_addr;
+    header->data_addr = arena_addr_;
+    header->data_bytes = arena_bytes_;
   }
   if (Status status = memory_.copy_to_device(region_.addr, image.data(), image.size());
       !status.is_ok()) {
@@ -243,11 +258,32 @@ void DiagCollector::finish_chip(const common::ChipResult* result) {
       counters_reason_.assign(header.counters_reason,
                               strnlen(header.counters_reason, sizeof(header.counters_reason)));
     }
+    arena_refused_ = header.data_refused.load(std::memory_order_relaxed);
+    read_args_data();
   }
   if (result != nullptr) {
     stuck_task_ = result->stuck_task;
     stuck_core_ = result->stuck_core;
     stall_kind_ = result->stall_kind;
+  }
+}
+
+void DiagCollector::read_args_data() {
+  if (arena_addr_ == 0) return;
+  // The used part ends with the last view copied (a refused claim copied nothing).
+  uint64_t used = 0;
+  for (const DiagRecord& r : records_) {
+    if (static_cast<DiagKind>(r.kind) == DiagKind::ArgData && r.b > 0 && r.a <= arena_bytes_ &&
+        r.b <= arena_bytes_ - r.a) {
+      used = std::max(used, r.a + r.b);
+    }
+  }
+  args_data_.resize(used);
+  if (used == 0) return;
+  if (Status status = platform_.copy_from_device(args_data_.data(), arena_addr_, used);
+      !status.is_ok()) {
+    args_data_.clear();
+    if (drain_error_.empty()) drain_error_ = "reading the args data: " + status.message();
   }
 }
 
@@ -516,15 +552,15 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
     model.counters_note = counters_reason_;
   }
   if (config_.scope_stats) {
-    model.notes.push_back(
-        "scope stats: not collected by this version of chiprt (the switch is accepted; "
-        "scope_stats.jsonl is not written)");
+    if (plan_.variant == RuntimeVariant::TensormapRingbuffer) {
+      decode_scopes(model);
+    } else {
+      model.notes.push_back(
+          "scope stats: tensormap_ringbuffer only (host_build_graph has no rings; "
+          "scope_stats.jsonl is not written)");
+    }
   }
-  if (config_.args_dump_level > 0) {
-    model.notes.push_back(
-        "args dump: not collected by this version of chiprt (the switch is accepted; args.json "
-        "and args.bin are not written)");
-  }
+  if (config_.args_dump_level > 0) decode_args(model);
   if (report != nullptr && report->task_count == 0) {
     model.notes.push_back("the run submitted no task: nothing ran on the chip");
   }
@@ -542,6 +578,143 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   return model;
 }
 
+void DiagCollector::decode_scopes(diagnostics::RunModel& model) const {
+  const ResolvedRingSizes rings = plan_.rings.used();
+  std::map<uint64_t, diagnostics::ScopeStat> scopes;  // by number
+  auto scope = [&](uint64_t number, uint64_t depth) -> diagnostics::ScopeStat& {
+    auto [it, inserted] = scopes.try_emplace(number);
+    diagnostics::ScopeStat& s = it->second;
+    if (inserted) {
+      s.scope = number;
+      s.depth = static_cast<uint32_t>(depth);
+      const std::size_t set = std::min<uint64_t>(depth, kRingScopeDepths - 1);
+      s.task_window_capacity = rings.task_window[set];
+      s.heap_capacity = rings.heap_bytes[set];
+      s.dep_pool_capacity = rings.dep_pool[set];
+    }
+    return s;
+  };
+  std::vector<uint64_t> ended;
+  for (const DiagRecord& r : records_) {
+    if (static_cast<DiagKind>(r.kind) == DiagKind::ScopeStats) {
+      diagnostics::ScopeStat& s = scope(r.task, r.value);
+      s.tasks = r.a;
+      s.peak_task_window = r.b;
+      s.peak_heap_bytes = r.c;
+      s.peak_dep_pool = r.begin;
+      ended.push_back(r.task);
+    } else if (static_cast<DiagKind>(r.kind) == DiagKind::RingWait && r.value < 3) {
+      diagnostics::ScopeStat& s = scope(r.b, r.a);
+      ++s.waits[r.value];
+      const uint64_t begin = to_run_ns(r.begin), end = to_run_ns(r.end);
+      if (begin != kNoTime && end != kNoTime && end > begin) s.wait_ns[r.value] += end - begin;
+    }
+  }
+  std::sort(ended.begin(), ended.end());
+  uint64_t unfinished = 0;
+  for (auto& [number, s] : scopes) {
+    if (!std::binary_search(ended.begin(), ended.end(), number)) ++unfinished;
+    model.scopes.push_back(s);
+  }
+  if (unfinished > 0) {
+    model.notes.push_back("scope stats: " + std::to_string(unfinished) +
+                          " scope(s) did not end (the run stopped inside them): only their "
+                          "back-pressure waits are known");
+  }
+}
+
+void DiagCollector::decode_args(diagnostics::RunModel& model) const {
+  // A TensorArg's shape and strides follow it in Continuation records of the same stream.
+  struct Pending {
+    std::size_t arg = 0;
+    uint32_t words_left = 0;
+    uint32_t word = 0;
+  };
+  std::vector<Pending> pending(streams_.size());
+  std::map<std::pair<uint64_t, uint32_t>, std::size_t> arg_of;  // (task, index) -> model.args
+  for (std::size_t k = 0; k < records_.size(); ++k) {
+    const DiagRecord& r = records_[k];
+    Pending& p = pending[record_stream_[k]];
+    switch (static_cast<DiagKind>(r.kind)) {
+      case DiagKind::TensorArg: {
+        diagnostics::TensorArgRecord a;
+        a.task = r.task;
+        a.index = r.value & 0xff;
+        const uint32_t tag = (r.value >> 8) & 0xff;
+        a.tag = tag < kArgTagCount ? static_cast<ArgTag>(tag) : ArgTag::NoDep;
+        const uint32_t ndim = std::min<uint32_t>((r.value >> 16) & 0xff, kMaxTensorDims);
+        a.buffer_addr = r.a;
+        a.start_offset = r.b;
+        a.dtype = static_cast<DataType>(r.c & 0xff);
+        a.shape.assign(ndim, 0);
+        a.strides.assign(ndim, 0);
+        p = {model.args.size(), 2 * ndim, 0};
+        arg_of[{a.task, a.index}] = model.args.size();
+        model.args.push_back(std::move(a));
+        break;
+      }
+      case DiagKind::Continuation: {
+        if (p.words_left == 0) break;
+        diagnostics::TensorArgRecord& a = model.args[p.arg];
+        for (const uint64_t word : {r.begin, r.end, r.a, r.b, r.c}) {
+          if (p.words_left == 0) break;
+          (p.word % 2 == 0 ? a.shape : a.strides)[p.word / 2] = word;
+          ++p.word;
+          --p.words_left;
+        }
+        break;
+      }
+      case DiagKind::ArgData: {
+        auto it = arg_of.find({r.task, r.value & 0xff});
+        if (it == arg_of.end()) break;
+        diagnostics::TensorArgRecord& a = model.args[it->second];
+        diagnostics::TensorArgRecord::Data& d =
+            ((r.value >> 8) & 0xff) == static_cast<uint32_t>(common::DiagArgPhase::Before)
+                ? a.before
+                : a.after;
+        d.present = true;
+        d.wanted_bytes = r.c;
+        // Bytes the host could not read back count as left out.
+        if (r.b > 0 && r.a <= args_data_.size() && r.b <= args_data_.size() - r.a) {
+          d.offset = r.a;
+          d.bytes = r.b;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  std::sort(model.args.begin(), model.args.end(),
+            [](const diagnostics::TensorArgRecord& x, const diagnostics::TensorArgRecord& y) {
+              return x.task != y.task ? x.task < y.task : x.index < y.index;
+            });
+  if (config_.args_dump_level >= 2) {
+    if (arena_bytes_ < config_.args_dump_budget_bytes) {
+      model.notes.push_back("args dump: the data arena held " + std::to_string(arena_bytes_) +
+                            " of the " + std::to_string(config_.args_dump_budget_bytes) +
+                            " budget bytes (at most " + std::to_string(kDiagMaxArgsArenaBytes) +
+                            " bytes and a quarter of the device memory)");
+    }
+    if (arena_refused_ > 0) {
+      model.notes.push_back("args dump: " + std::to_string(arena_refused_) +
+                            " bytes of tensor data did not fit the budget (args.json left_out "
+                            "lists the views); raise args_dump_budget_bytes");
+    }
+  }
+  if (config_.args_dump_level >= 3) {
+    // Block 0 copies the outputs after its own kernel, while other blocks may still run.
+    const bool spmd = std::any_of(records_.begin(), records_.end(), [](const DiagRecord& r) {
+      return static_cast<DiagKind>(r.kind) == DiagKind::TensorArg && r.begin > 1;
+    });
+    if (spmd) {
+      model.notes.push_back(
+          "args dump: an SPMD task's outputs are copied when its block 0 returns; blocks still "
+          "running then may not have written their part");
+    }
+  }
+}
+
 std::string DiagCollector::write(const RunReport* report, const Error* error,
                                  std::string* write_error) {
   if (!finished_) finish_chip(nullptr);
@@ -552,7 +725,9 @@ std::string DiagCollector::write(const RunReport* report, const Error* error,
     uint32_t number = 0;
     const std::string dir = diagnostics::create_run_directory(config_.output_dir, &number);
     model.run_number = number;
-    diagnostics::write_run_directory(dir, model, diagnostics::ArgsData{});
+    diagnostics::ArgsData data;
+    data.bytes = args_data_;
+    diagnostics::write_run_directory(dir, model, data);
     CHIPRT_LOG_DEBUG("diagnostics: %zu records decoded in %.3f ms, %s written in %.3f ms",
                      records_.size(), static_cast<double>(ns_between(t0, t1)) / 1e6, dir.c_str(),
                      static_cast<double>(ns_between(t1, Clock::now())) / 1e6);

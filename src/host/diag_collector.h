@@ -42,6 +42,9 @@ namespace chiprt::host {
 // Records per stream (a power of two; CHIPRT_DIAG_STREAM_RECORDS overrides both for tests).
 inline constexpr uint64_t kDiagCoreStreamRecords = 16384;    // 1 MiB per core
 inline constexpr uint64_t kDiagThreadStreamRecords = 65536;  // 4 MiB per AICPU thread
+// The args data arena (args dump levels 2-3) takes the budget, but at most this much and a
+// quarter of the device memory: the rest of the budget is then not collected (a note says so).
+inline constexpr uint64_t kDiagMaxArgsArenaBytes = 256ull << 20;
 
 // The chip-side switches (common::DiagSwitch bits) a config turns on.
 uint32_t diag_switches(const DiagnosticsConfig& config, RuntimeVariant variant);
@@ -87,6 +90,10 @@ class DiagCollector {
     uint64_t tail = 0;
   };
   void drain_loop();
+  // Reads the args data arena's used part (finish_chip).
+  void read_args_data();
+  void decode_scopes(diagnostics::RunModel& model) const;
+  void decode_args(diagnostics::RunModel& model) const;
   // Reads every stream's new records once; true when it read any.
   bool drain_once();
   uint64_t to_run_ns(uint64_t cycles) const noexcept;
@@ -103,6 +110,10 @@ class DiagCollector {
   uint32_t switches_ = 0;
   DeviceBuffer region_{};
   uint64_t header_addr_ = 0;
+  uint64_t arena_addr_ = 0;  // the args data arena (0: none)
+  uint64_t arena_bytes_ = 0;
+  uint64_t arena_refused_ = 0;            // bytes of views that did not fit (from the header)
+  std::vector<unsigned char> args_data_;  // the arena's used part, read at finish_chip
   std::vector<StreamCursor> streams_;
   std::vector<common::DiagRecord> records_;  // every record read, stream by stream in order
   std::vector<uint16_t> record_stream_;      // the stream each of records_ came from

@@ -124,6 +124,13 @@ struct RingOrchestrator::State {
   // The scope rules are the front's; a frame is what the rings need of an open scope.
   struct ScopeFrame {
     uint64_t first_seq = 0;  // next_seq of the scope's set when it began
+    // Diagnostics (kDiagScopeStats): the scope's number, tasks submitted in it (nested scopes
+    // excluded), and the peak use of its set's rings while it was open.
+    uint64_t number = 0;
+    uint64_t tasks = 0;
+    uint64_t peak_window = 0;
+    uint64_t peak_heap = 0;
+    uint64_t peak_deps = 0;
   };
   // What a wait loop watches: progress resets the no-progress clock.
 
@@ -144,6 +151,7 @@ struct RingOrchestrator::State {
   std::vector<TaskId> retained;    // scratch: owners of the runtime outputs it reads
   PreparedArgs prepared;           // scratch: tensor-map descriptions of the task's arguments
   uint64_t collection = 0;         // stamp of the current producer collection
+  uint64_t scopes_opened = 0;      // diagnostics: scopes numbered so far (the root is 0)
 
   // ---- errors -------------------------------------------------------------------------------
   void fail(StatusCode code, std::string message) { front.latch(code, std::move(message)); }
@@ -356,6 +364,58 @@ struct RingOrchestrator::State {
     return retired;
   }
 
+  // ---- diagnostics (kDiagScopeStats) -----------------------------------------------------
+  // The RingWait record of one back-pressure wait, put when the wait ends (either way).
+  class RingWaitSpan {
+   public:
+    RingWaitSpan(State& state, RingKind kind, uint64_t task_id)
+        : state_(state), kind_(kind), task_id_(task_id) {
+      if (state_.mem.diag.on(common::kDiagScopeStats)) begin_ = state_.mem.diag.now();
+    }
+    ~RingWaitSpan() {
+      if (begin_ == 0) return;
+      // The spill storage is sized by the dependency pool: its waits are the pool's.
+      const common::DiagRing ring = kind_ == RingKind::Window ? common::DiagRing::TaskWindow
+                                    : kind_ == RingKind::Heap ? common::DiagRing::Heap
+                                                              : common::DiagRing::DepPool;
+      const std::size_t depth = state_.depth();
+      state_.mem.diag.put(common::DiagKind::RingWait, 0, task_id_, begin_, state_.mem.diag.now(),
+                          -1, 0, static_cast<uint32_t>(ring), depth, state_.scopes[depth].number);
+    }
+    RingWaitSpan(const RingWaitSpan&) = delete;
+    RingWaitSpan& operator=(const RingWaitSpan&) = delete;
+
+   private:
+    State& state_;
+    RingKind kind_;
+    uint64_t task_id_;
+    uint64_t begin_ = 0;
+  };
+
+  // After a task took its room: the innermost scope's task count and its set's peaks.
+  void note_scope_use(const SetState& set) {
+    ++scopes[depth()].tasks;
+    note_ring_use(scopes[depth()], set);
+  }
+  static void note_ring_use(ScopeFrame& frame, const SetState& set) {
+    frame.peak_window = std::max(frame.peak_window, set.next_seq - set.retired_seq);
+    frame.peak_heap = std::max(frame.peak_heap, set.heap.used());
+    frame.peak_deps = std::max(frame.peak_deps, set.deps.used());
+  }
+  // The ScopeStats record of the scope at `scope_depth`, which ends. A parent sharing its set
+  // (depths past the last set) saw the same occupancy while it was open: it inherits the peaks.
+  void put_scope_stats(std::size_t scope_depth) {
+    const ScopeFrame& frame = scopes[scope_depth];
+    mem.diag.put(common::DiagKind::ScopeStats, 0, frame.number, frame.peak_deps, 0, -1, 0,
+                 static_cast<uint32_t>(scope_depth), frame.tasks, frame.peak_window,
+                 frame.peak_heap);
+    if (scope_depth == 0 || set_of_depth(scope_depth - 1) != set_of_depth(scope_depth)) return;
+    ScopeFrame& parent = scopes[scope_depth - 1];
+    parent.peak_window = std::max(parent.peak_window, frame.peak_window);
+    parent.peak_heap = std::max(parent.peak_heap, frame.peak_heap);
+    parent.peak_deps = std::max(parent.peak_deps, frame.peak_deps);
+  }
+
   // Waits until `try_take` succeeds on ring `kind` of set d (back-pressure). Fails with
   // RingDeadlock when the set's oldest task holds the reference of an open scope (nothing can
   // free it before this allocation returns), WaitTimeout when nothing completes or retires for
@@ -364,6 +424,7 @@ struct RingOrchestrator::State {
   bool acquire(uint32_t d, RingKind kind, uint64_t ring_size, uint64_t task_id,
                TryTake&& try_take) {
     if (try_take()) return true;
+    RingWaitSpan wait_span(*this, kind, task_id);
     SetState& set = sets[d];
     common::ProgressWatch progress = start_progress();
     for (;;) {
@@ -690,6 +751,7 @@ struct RingOrchestrator::State {
     if (holds_scope_ref) set.holders[set.holder_count++] = seq;
     set.next_seq = seq + 1;
     submitted = id + 1;
+    if (mem.diag.on(common::kDiagScopeStats)) note_scope_use(set);
 
     // Drop the guard: the task is ready now unless a producer is still running.
     if (fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) driver.publish_ready(slot);
@@ -782,11 +844,15 @@ Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
       s.mem.run != 0 ? RunMemory(args, {s.mem.heap_addr, s.mem.heap_size}, s.mem.run) : RunMemory(),
       {s.mem.user_data, static_cast<std::size_t>(s.mem.user_data_bytes)});
   s.front.latch(geometry);
+  s.scopes[0] = State::ScopeFrame{};
+  s.scopes_opened = 0;
   if (!s.front.failed()) s.front.run(entry, *this, args, common::RunRole::ChipOrchestration);
   if (!s.front.failed()) {
     s.end_scope_refs(0);  // the implicit root scope ends with the function
     s.retire_all();
   }
+  // The root scope's statistics, also after a failure (what it saw up to there).
+  if (s.mem.diag.on(common::kDiagScopeStats)) s.put_scope_stats(0);
   return s.front.error();
 }
 
@@ -868,7 +934,12 @@ void RingOrchestrator::scope_begin(ScopeMode mode) {
   if (!s.usable() || !s.front.open_scope(mode, s.submitted)) return;
   const std::size_t depth = s.depth();
   if (depth >= s.scopes.size()) s.scopes.resize(depth * 2);
-  s.scopes[depth].first_seq = s.sets[s.set_of_depth(depth)].next_seq;
+  State::ScopeFrame& frame = s.scopes[depth];
+  frame = State::ScopeFrame{};
+  frame.first_seq = s.sets[s.set_of_depth(depth)].next_seq;
+  frame.number = ++s.scopes_opened;
+  // Tasks of an earlier scope at this depth may still hold the set's rings.
+  if (s.mem.diag.on(common::kDiagScopeStats)) s.note_ring_use(frame, s.sets[s.set_of_depth(depth)]);
 }
 
 void RingOrchestrator::scope_end() {
@@ -879,6 +950,7 @@ void RingOrchestrator::scope_end() {
     return;
   }
   s.end_scope_refs(s.depth());
+  if (s.mem.diag.on(common::kDiagScopeStats)) s.put_scope_stats(s.depth());
   ScopeMode closed;
   s.front.close_scope(s.submitted, &closed);
   s.retire_all();

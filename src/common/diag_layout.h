@@ -77,11 +77,12 @@ enum class DiagKind : uint16_t {
   // orchestrator stream. task = consumer, a = producer (public task ids).
   Edge = 8,
   // orchestrator stream, when a scope ends (the run's outermost scope, number 0, at the run's
-  // end, also after a failure). Scopes are numbered in the order they open. task: scope number;
-  // value: scope depth; a: tasks submitted in the scope (its nested scopes excluded); b: peak
-  // task-window slots in use in the ring set of its depth while it was open (sampled after each
-  // submission and at its opening); c: peak heap bytes; begin: peak dependency-pool entries;
-  // end: 0. The host knows the capacities (RunReport::rings).
+  // end; after a failure, every scope still open, innermost first, then the root). Scopes are
+  // numbered in the order they open. task: scope number; value: scope depth; a: tasks submitted in
+  // the scope (its nested scopes excluded); b: peak task-window slots in use in the ring set of its
+  // depth while it was open (sampled after each submission and at its opening); c: peak heap bytes;
+  // begin: peak dependency-pool entries; end: 0 when the scope ended, 1 when the run stopped inside
+  // it. The host knows the capacities (RunReport::rings).
   ScopeStats = 9,
   // orchestrator stream. begin/end of one back-pressure wait (a ring without room for the task
   // being submitted; the spill storage's waits count as the dependency pool's); value: DiagRing;

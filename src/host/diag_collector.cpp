@@ -594,7 +594,8 @@ void DiagCollector::decode_scopes(diagnostics::RunModel& model) const {
     }
     return s;
   };
-  std::vector<uint64_t> ended;
+  std::vector<uint64_t> recorded;  // scopes with a ScopeStats record
+  uint64_t open_at_stop = 0;       // of which the run stopped inside
   for (const DiagRecord& r : records_) {
     if (static_cast<DiagKind>(r.kind) == DiagKind::ScopeStats) {
       diagnostics::ScopeStat& s = scope(r.task, r.value);
@@ -602,7 +603,8 @@ void DiagCollector::decode_scopes(diagnostics::RunModel& model) const {
       s.peak_task_window = r.b;
       s.peak_heap_bytes = r.c;
       s.peak_dep_pool = r.begin;
-      ended.push_back(r.task);
+      recorded.push_back(r.task);
+      if (r.end != 0) ++open_at_stop;
     } else if (static_cast<DiagKind>(r.kind) == DiagKind::RingWait && r.value < 3) {
       diagnostics::ScopeStat& s = scope(r.b, r.a);
       ++s.waits[r.value];
@@ -610,16 +612,21 @@ void DiagCollector::decode_scopes(diagnostics::RunModel& model) const {
       if (begin != kNoTime && end != kNoTime && end > begin) s.wait_ns[r.value] += end - begin;
     }
   }
-  std::sort(ended.begin(), ended.end());
-  uint64_t unfinished = 0;
+  std::sort(recorded.begin(), recorded.end());
+  uint64_t unrecorded = 0;
   for (auto& [number, s] : scopes) {
-    if (!std::binary_search(ended.begin(), ended.end(), number)) ++unfinished;
+    if (!std::binary_search(recorded.begin(), recorded.end(), number)) ++unrecorded;
     model.scopes.push_back(s);
   }
-  if (unfinished > 0) {
-    model.notes.push_back("scope stats: " + std::to_string(unfinished) +
-                          " scope(s) did not end (the run stopped inside them): only their "
-                          "back-pressure waits are known");
+  if (open_at_stop > 0) {
+    model.notes.push_back("scope stats: " + std::to_string(open_at_stop) +
+                          " scope(s) did not end (the run stopped inside them): their figures "
+                          "cover the run up to the stop");
+  }
+  if (unrecorded > 0) {
+    model.notes.push_back("scope stats: " + std::to_string(unrecorded) +
+                          " scope(s) left no statistics (the chip stopped before the "
+                          "orchestration returned): only their back-pressure waits are known");
   }
 }
 
@@ -726,7 +733,7 @@ std::string DiagCollector::write(const RunReport* report, const Error* error,
     const std::string dir = diagnostics::create_run_directory(config_.output_dir, &number);
     model.run_number = number;
     diagnostics::ArgsData data;
-    data.bytes = args_data_;
+    data.bytes = std::move(args_data_);
     diagnostics::write_run_directory(dir, model, data);
     CHIPRT_LOG_DEBUG("diagnostics: %zu records decoded in %.3f ms, %s written in %.3f ms",
                      records_.size(), static_cast<double>(ns_between(t0, t1)) / 1e6, dir.c_str(),

@@ -402,12 +402,13 @@ struct RingOrchestrator::State {
     frame.peak_heap = std::max(frame.peak_heap, set.heap.used());
     frame.peak_deps = std::max(frame.peak_deps, set.deps.used());
   }
-  // The ScopeStats record of the scope at `scope_depth`, which ends. A parent sharing its set
-  // (depths past the last set) saw the same occupancy while it was open: it inherits the peaks.
-  void put_scope_stats(std::size_t scope_depth) {
+  // The ScopeStats record of the scope at `scope_depth`, which ends (or, `ended` false, is still
+  // open when the run stopped). A parent sharing its set (depths past the last set) saw the same
+  // occupancy while it was open: it inherits the peaks.
+  void put_scope_stats(std::size_t scope_depth, bool ended) {
     const ScopeFrame& frame = scopes[scope_depth];
-    mem.diag.put(common::DiagKind::ScopeStats, 0, frame.number, frame.peak_deps, 0, -1, 0,
-                 static_cast<uint32_t>(scope_depth), frame.tasks, frame.peak_window,
+    mem.diag.put(common::DiagKind::ScopeStats, 0, frame.number, frame.peak_deps, ended ? 0 : 1, -1,
+                 0, static_cast<uint32_t>(scope_depth), frame.tasks, frame.peak_window,
                  frame.peak_heap);
     if (scope_depth == 0 || set_of_depth(scope_depth - 1) != set_of_depth(scope_depth)) return;
     ScopeFrame& parent = scopes[scope_depth - 1];
@@ -851,8 +852,12 @@ Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
     s.end_scope_refs(0);  // the implicit root scope ends with the function
     s.retire_all();
   }
-  // The root scope's statistics, also after a failure (what it saw up to there).
-  if (s.mem.diag.on(common::kDiagScopeStats)) s.put_scope_stats(0);
+  // The statistics of the scopes still open (after a failure: what they saw up to there; their
+  // records say they did not end), innermost first, then the root's.
+  if (s.mem.diag.on(common::kDiagScopeStats)) {
+    for (std::size_t depth = s.depth(); depth > 0; --depth) s.put_scope_stats(depth, false);
+    s.put_scope_stats(0, !s.front.failed());
+  }
   return s.front.error();
 }
 
@@ -950,7 +955,7 @@ void RingOrchestrator::scope_end() {
     return;
   }
   s.end_scope_refs(s.depth());
-  if (s.mem.diag.on(common::kDiagScopeStats)) s.put_scope_stats(s.depth());
+  if (s.mem.diag.on(common::kDiagScopeStats)) s.put_scope_stats(s.depth(), true);
   ScopeMode closed;
   s.front.close_scope(s.submitted, &closed);
   s.retire_all();

@@ -177,6 +177,13 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
 }
 
+void run_interleaved_pair(int repetitions, const std::function<void(int side, bool timed)>& run) {
+  for (int side = 0; side < 2; ++side) run(side, /*timed=*/false);
+  for (int rep = 0; rep < repetitions; ++rep) {
+    for (int k = 0; k < 2; ++k) run((rep + k) % 2, /*timed=*/true);
+  }
+}
+
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns) {
   nlohmann::json out = nlohmann::json::array();
   for (const ColumnInfo& c : columns) {

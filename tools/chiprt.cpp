@@ -392,6 +392,15 @@ bool write_json(const std::string& path, const nlohmann::json& json) {
   return true;
 }
 
+// A report's end: prints its table, writes its JSON when --json asked; the exit code (1 when a
+// cell or row was not measured or the JSON could not be written).
+int finish_bench_report(const BenchOptions& options, const std::string& table,
+                        const nlohmann::json& json, bool all_measured) {
+  std::printf("%s", table.c_str());
+  if (!options.json_path.empty() && !write_json(options.json_path, json)) return kExitFailure;
+  return all_measured ? 0 : kExitFailure;
+}
+
 int run_bench_scaling(const BenchOptions& options) {
   chiprt::perf::ScalingOptions scaling;
   scaling.quick = options.quick;
@@ -423,12 +432,9 @@ int run_bench_scaling(const BenchOptions& options) {
     scaling.shapes = selection.shapes;
   }
   const chiprt::perf::ScalingResult result = chiprt::perf::run_scaling(scaling, stderr);
-  std::printf("%s", chiprt::perf::format_scaling_table(result).c_str());
-  if (!options.json_path.empty() &&
-      !write_json(options.json_path, chiprt::perf::scaling_to_json(result))) {
-    return kExitFailure;
-  }
-  return chiprt::perf::all_scaling_cells_measured(result) ? 0 : kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_scaling_table(result),
+                             chiprt::perf::scaling_to_json(result),
+                             chiprt::perf::all_scaling_cells_measured(result));
 }
 
 // --isolation both: the isolated chip against the in-process one, interleaved.
@@ -442,12 +448,9 @@ int run_bench_isolation(const BenchOptions& options, const chiprt::perf::SuiteOp
   compare.kernel_workloads = suite.kernel_workloads;
   const chiprt::perf::IsolationResult result =
       chiprt::perf::run_isolation_comparison(compare, stderr);
-  std::printf("%s", chiprt::perf::format_isolation_table(result).c_str());
-  if (!options.json_path.empty() &&
-      !write_json(options.json_path, chiprt::perf::isolation_to_json(result))) {
-    return kExitFailure;
-  }
-  return chiprt::perf::all_isolation_rows_measured(result) ? 0 : kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_isolation_table(result),
+                             chiprt::perf::isolation_to_json(result),
+                             chiprt::perf::all_isolation_rows_measured(result));
 }
 
 // --diagnostics: each diagnostics switch on against off, interleaved.
@@ -470,12 +473,9 @@ int run_bench_diagnostics(const BenchOptions& options, const chiprt::perf::Suite
   }
   const chiprt::perf::DiagnosticsCostResult result =
       chiprt::perf::run_diagnostics_cost(cost, stderr);
-  std::printf("%s", chiprt::perf::format_diagnostics_table(result).c_str());
-  if (!options.json_path.empty() &&
-      !write_json(options.json_path, chiprt::perf::diagnostics_to_json(result))) {
-    return kExitFailure;
-  }
-  return chiprt::perf::all_diagnostics_rows_measured(result) ? 0 : kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_diagnostics_table(result),
+                             chiprt::perf::diagnostics_to_json(result),
+                             chiprt::perf::all_diagnostics_rows_measured(result));
 }
 
 int run_bench(const BenchOptions& options) {
@@ -501,11 +501,9 @@ int run_bench(const BenchOptions& options) {
     chiprt::parse_sim_isolation(options.isolation, &suite.isolation);
   }
   const chiprt::perf::SuiteResult result = chiprt::perf::run_suite(suite, stderr);
-  std::printf("%s", chiprt::perf::format_table(result).c_str());
-  if (!options.json_path.empty() && !write_json(options.json_path, chiprt::perf::to_json(result))) {
-    return kExitFailure;
-  }
-  return chiprt::perf::all_cells_measured(result) ? 0 : kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_table(result),
+                             chiprt::perf::to_json(result),
+                             chiprt::perf::all_cells_measured(result));
 }
 
 }  // namespace

@@ -319,11 +319,8 @@ std::string format_diagnostics_table(const DiagnosticsCostResult& result) {
 
 nlohmann::json diagnostics_to_json(const DiagnosticsCostResult& result) {
   const DiagnosticsCostOptions& o = result.options;
-  nlohmann::json j;
+  nlohmann::json j = session_json(o.threads, result.hardware_threads, result.host_load);
   j["comparison"] = "diagnostics";
-  j["worker_threads"] = o.threads;
-  j["hardware_threads"] = result.hardware_threads;
-  j["host_load"] = result.host_load.to_json();
   j["requested_tasks"] = o.tasks;
   j["repetitions"] = o.repetitions;
   j["switches"] = o.switches;

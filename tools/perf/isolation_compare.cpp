@@ -208,11 +208,8 @@ std::string format_isolation_table(const IsolationResult& result) {
 
 nlohmann::json isolation_to_json(const IsolationResult& result) {
   const IsolationOptions& o = result.options;
-  nlohmann::json j;
+  nlohmann::json j = session_json(o.threads, result.hardware_threads, result.host_load);
   j["comparison"] = "isolation";
-  j["worker_threads"] = o.threads;
-  j["hardware_threads"] = result.hardware_threads;
-  j["host_load"] = result.host_load.to_json();
   j["requested_tasks"] = o.tasks;
   j["repetitions"] = o.repetitions;
   j["latency_runs"] = o.latency_runs;

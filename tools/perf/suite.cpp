@@ -184,6 +184,12 @@ void run_interleaved_pair(int repetitions, const std::function<void(int side, bo
   }
 }
 
+nlohmann::json session_json(unsigned threads, unsigned hardware_threads, const HostLoad& load) {
+  return {{"worker_threads", threads},
+          {"hardware_threads", hardware_threads},
+          {"host_load", load.to_json()}};
+}
+
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns) {
   nlohmann::json out = nlohmann::json::array();
   for (const ColumnInfo& c : columns) {
@@ -488,10 +494,7 @@ std::string format_table(const SuiteResult& result) {
 
 nlohmann::json to_json(const SuiteResult& result) {
   const SuiteOptions& o = result.options;
-  nlohmann::json j;
-  j["worker_threads"] = o.threads;
-  j["hardware_threads"] = result.hardware_threads;
-  j["host_load"] = result.host_load.to_json();
+  nlohmann::json j = session_json(o.threads, result.hardware_threads, result.host_load);
   j["requested_tasks"] = o.tasks;
   j["repetitions"] = o.repetitions;
   j["quick"] = o.quick;

@@ -132,6 +132,8 @@ unsigned begin_session(unsigned* threads, HostLoad* load);
 std::vector<Workload> make_workloads(const std::vector<Shape>& shapes, uint64_t tasks,
                                      uint64_t* max_tasks);
 std::string format_ns(double ns);  // "1234", "56.7"
+// What every report's JSON says of its session: worker_threads, hardware_threads, host_load.
+nlohmann::json session_json(unsigned threads, unsigned hardware_threads, const HostLoad& load);
 // The table's columns as the JSON array both reports write (id, label, kind, description,
 // available, note).
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns);

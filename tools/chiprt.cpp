@@ -9,6 +9,7 @@
 //   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
 //                [--workloads NAME[,NAME...]] [--isolation none|process|both]
 //                [--scaling [--scaling-sizes N,N[,N...]]]
+//                [--diagnostics [--diag-switches SWITCH[,SWITCH...]]]
 //
 // --graph exports the first round's task graph (Worker::export_graph: the host_build_graph build
 // of the same call, whatever the runtime), prints its shape and writes it as Graphviz DOT.
@@ -31,6 +32,9 @@
 // ratio.
 // `bench --scaling` runs the graph workloads at several sizes instead (tools/perf/scaling.h): ns
 // per task at each size, its growth, and chiprt's memory per in-flight task.
+// `bench --diagnostics` measures instead what each diagnostics switch costs
+// (tools/perf/diagnostics_cost.h): the empty-task graph rows with each switch on alone and with
+// all, and the real-kernel rows with all, each against diagnostics off, interleaved.
 //
 // Exit codes: 0 every round passed (bench: every available cell measured), 1 a round failed or
 // the runtime reported an error, 2 usage error (bad option, unknown example or case).
@@ -51,6 +55,7 @@
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
 #include "chiprt/worker.h"
+#include "diagnostics_cost.h"
 #include "example.h"
 #include "isolation_compare.h"
 #include "scaling.h"
@@ -373,6 +378,8 @@ struct BenchOptions {
   std::vector<std::string>
       scaling_sizes;      // empty = 10000,100000,1000000 (--quick 1000,10000,100000)
   std::string isolation;  // --isolation: none, process, both ("" = not given: Default)
+  bool diagnostics = false;
+  std::vector<std::string> diag_switches;  // --diag-switches: empty = every switch and all
 };
 
 bool write_json(const std::string& path, const nlohmann::json& json) {
@@ -383,6 +390,15 @@ bool write_json(const std::string& path, const nlohmann::json& json) {
     return false;
   }
   return true;
+}
+
+// A report's end: prints its table, writes its JSON when --json asked; the exit code (1 when a
+// cell or row was not measured or the JSON could not be written).
+int finish_bench_report(const BenchOptions& options, const std::string& table,
+                        const nlohmann::json& json, bool all_measured) {
+  std::printf("%s", table.c_str());
+  if (!options.json_path.empty() && !write_json(options.json_path, json)) return kExitFailure;
+  return all_measured ? 0 : kExitFailure;
 }
 
 int run_bench_scaling(const BenchOptions& options) {
@@ -416,12 +432,9 @@ int run_bench_scaling(const BenchOptions& options) {
     scaling.shapes = selection.shapes;
   }
   const chiprt::perf::ScalingResult result = chiprt::perf::run_scaling(scaling, stderr);
-  std::printf("%s", chiprt::perf::format_scaling_table(result).c_str());
-  if (!options.json_path.empty() &&
-      !write_json(options.json_path, chiprt::perf::scaling_to_json(result))) {
-    return kExitFailure;
-  }
-  return chiprt::perf::all_scaling_cells_measured(result) ? 0 : kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_scaling_table(result),
+                             chiprt::perf::scaling_to_json(result),
+                             chiprt::perf::all_scaling_cells_measured(result));
 }
 
 // --isolation both: the isolated chip against the in-process one, interleaved.
@@ -435,12 +448,34 @@ int run_bench_isolation(const BenchOptions& options, const chiprt::perf::SuiteOp
   compare.kernel_workloads = suite.kernel_workloads;
   const chiprt::perf::IsolationResult result =
       chiprt::perf::run_isolation_comparison(compare, stderr);
-  std::printf("%s", chiprt::perf::format_isolation_table(result).c_str());
-  if (!options.json_path.empty() &&
-      !write_json(options.json_path, chiprt::perf::isolation_to_json(result))) {
-    return kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_isolation_table(result),
+                             chiprt::perf::isolation_to_json(result),
+                             chiprt::perf::all_isolation_rows_measured(result));
+}
+
+// --diagnostics: each diagnostics switch on against off, interleaved.
+int run_bench_diagnostics(const BenchOptions& options, const chiprt::perf::SuiteOptions& suite) {
+  chiprt::perf::DiagnosticsCostOptions cost;
+  cost.threads = suite.threads;
+  cost.tasks = suite.tasks;
+  cost.repetitions = suite.repetitions;
+  if (!options.workloads.empty()) {
+    cost.shapes = suite.shapes;
+    cost.kernel_workloads = suite.kernel_workloads;
   }
-  return chiprt::perf::all_isolation_rows_measured(result) ? 0 : kExitFailure;
+  if (!options.diag_switches.empty()) {
+    std::string error;
+    if (!chiprt::perf::check_diagnostics_switches(options.diag_switches, &error)) {
+      std::fprintf(stderr, "error: --diag-switches: %s\n", error.c_str());
+      return kExitUsage;
+    }
+    cost.switches = options.diag_switches;
+  }
+  const chiprt::perf::DiagnosticsCostResult result =
+      chiprt::perf::run_diagnostics_cost(cost, stderr);
+  return finish_bench_report(options, chiprt::perf::format_diagnostics_table(result),
+                             chiprt::perf::diagnostics_to_json(result),
+                             chiprt::perf::all_diagnostics_rows_measured(result));
 }
 
 int run_bench(const BenchOptions& options) {
@@ -459,17 +494,16 @@ int run_bench(const BenchOptions& options) {
     std::fprintf(stderr, "error: --workloads: %s\n", selection_error.c_str());
     return kExitUsage;
   }
+  if (options.diagnostics) return run_bench_diagnostics(options, suite);
   // Checked by CLI11 against none, process, both.
   if (options.isolation == "both") return run_bench_isolation(options, suite);
   if (!options.isolation.empty()) {
     chiprt::parse_sim_isolation(options.isolation, &suite.isolation);
   }
   const chiprt::perf::SuiteResult result = chiprt::perf::run_suite(suite, stderr);
-  std::printf("%s", chiprt::perf::format_table(result).c_str());
-  if (!options.json_path.empty() && !write_json(options.json_path, chiprt::perf::to_json(result))) {
-    return kExitFailure;
-  }
-  return chiprt::perf::all_cells_measured(result) ? 0 : kExitFailure;
+  return finish_bench_report(options, chiprt::perf::format_table(result),
+                             chiprt::perf::to_json(result),
+                             chiprt::perf::all_cells_measured(result));
 }
 
 }  // namespace
@@ -559,14 +593,31 @@ int main(int argc, char** argv) {
                    "10000,100000,1000000; --quick 1000,10000,100000)")
       ->delimiter(',')
       ->needs(scaling_option);
+  CLI::Option* isolation_option =
+      bench
+          ->add_option(
+              "--isolation", bench_options.isolation,
+              "where the chiprt columns' chip lives: none (in process), process (an isolated "
+              "device process), both (instead of the suite: every chiprt column on every row "
+              "and an empty run's latency, alternately on both, with their ratio); default: "
+              "CHIPRT_SIM_ISOLATION, else in process")
+          ->check(CLI::IsMember({"none", "process", "both"}))
+          ->excludes(scaling_option);
+  CLI::Option* diagnostics_option =
+      bench
+          ->add_flag("--diagnostics", bench_options.diagnostics,
+                     "instead of the suite: what each diagnostics switch costs, on against off "
+                     "interleaved, on both runtime variants in process (graph rows: independent, "
+                     "chain with each switch alone and all; bgemm, paged_attention with all)")
+          ->excludes(scaling_option)
+          ->excludes(isolation_option);
   bench
-      ->add_option("--isolation", bench_options.isolation,
-                   "where the chiprt columns' chip lives: none (in process), process (an isolated "
-                   "device process), both (instead of the suite: every chiprt column on every row "
-                   "and an empty run's latency, alternately on both, with their ratio); default: "
-                   "CHIPRT_SIM_ISOLATION, else in process")
-      ->check(CLI::IsMember({"none", "process", "both"}))
-      ->excludes(scaling_option);
+      ->add_option("--diag-switches", bench_options.diag_switches,
+                   "the switches --diagnostics measures, comma separated, each one switch as "
+                   "`chiprt run --diag` names it or all (default swimlane=1,swimlane=2,"
+                   "swimlane=3,swimlane=4,tasks,deps,scopes,args=1,counters,all)")
+      ->delimiter(',')
+      ->needs(diagnostics_option);
 
   try {
     app.parse(argc, argv);

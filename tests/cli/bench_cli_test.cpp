@@ -575,4 +575,149 @@ TEST(ChiprtBenchCli, ScalingRejectsBadSizesAndRealKernelRows) {
   }
 }
 
+// The switch groups `chiprt bench --diagnostics` measures by default, as `chiprt run --diag`
+// names them, and the columns it runs them on.
+const std::vector<std::string> kDiagnosticsSwitches = {
+    "swimlane=1", "swimlane=2", "swimlane=3", "swimlane=4", "tasks",
+    "deps",       "scopes",     "args=1",     "counters",   "all"};
+const std::vector<std::string> kDiagnosticsColumns = {"host_build_graph", "tensormap_ringbuffer"};
+
+// The session directories the diagnostics mode leaves in the temporary directory.
+std::set<std::string> diagnostics_session_dirs() {
+  std::set<std::string> dirs;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("chiprt-bench-diagnostics-")) dirs.insert(name);
+  }
+  return dirs;
+}
+
+// One measured side of a --diagnostics row: `repetitions` samples each of wall and device time,
+// medians and per-task values that agree with them.
+void expect_diagnostics_side(const nlohmann::json& side, uint64_t tasks, std::size_t repetitions,
+                             const std::string& where) {
+  for (const char* part : {"wall_ns", "device_ns"}) {
+    EXPECT_EQ(side.at(part).at("samples").size(), repetitions) << where << " " << part;
+    EXPECT_GT(side.at(part).at("median").get<double>(), 0.0) << where << " " << part;
+  }
+  EXPECT_DOUBLE_EQ(side.at("wall_ns_per_task").get<double>(),
+                   side.at("wall_ns").at("median").get<double>() / static_cast<double>(tasks))
+      << where;
+  EXPECT_DOUBLE_EQ(side.at("device_ns_per_task").get<double>(),
+                   side.at("device_ns").at("median").get<double>() / static_cast<double>(tasks))
+      << where;
+}
+
+// --diagnostics: a row per (graph workload, column, switch) and per (real-kernel workload,
+// column) with all on, each off and on with overhead and ratio; the run directories are gone
+// afterwards.
+TEST(ChiprtBenchCli, DiagnosticsMeasuresEverySwitchOnBothVariants) {
+  const std::set<std::string> dirs_before = diagnostics_session_dirs();
+  const std::filesystem::path json_path = temp_json("chiprt-bench-diagnostics");
+  const CommandResult r = run_bench(
+      "--diagnostics --quick --tasks 100 --repetitions 1 --threads 2 --json " + json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("overhead = on - off per task; ratio = on / off"), std::string::npos)
+      << r.output;
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
+  EXPECT_EQ(j.at("comparison"), "diagnostics");
+  EXPECT_EQ(j.at("switches"), nlohmann::json(kDiagnosticsSwitches));
+  expect_host_load(j, r.output);
+
+  std::set<std::string> expected;
+  for (const std::string& column : kDiagnosticsColumns) {
+    for (const char* workload : {"independent", "chain"}) {
+      for (const std::string& sw : kDiagnosticsSwitches) {
+        expected.insert(std::string("graph/") + workload + "/" + column + "/" + sw);
+        // The table's line of the row: workload, column, switch, tasks, unit.
+        const std::regex line("(^|\n)" + std::string(workload) + " +" + column + " +" + sw +
+                              " +100 +ns/task +[0-9.]+ +[0-9.]+ +[+-][0-9.]+ +[0-9.]+ ");
+        EXPECT_TRUE(std::regex_search(r.output, line))
+            << workload << "/" << column << "/" << sw << " line missing:\n"
+            << r.output;
+      }
+    }
+    for (const std::string& workload : kKernelWorkloads) {
+      expected.insert("real_kernels/" + workload + "/" + column + "/all");
+    }
+  }
+  std::set<std::string> seen;
+  for (const nlohmann::json& row : j.at("rows")) {
+    const std::string where =
+        row.at("kind").get<std::string>() + "/" + row.at("workload").get<std::string>() + "/" +
+        row.at("column").get<std::string>() + "/" + row.at("switch").get<std::string>();
+    EXPECT_TRUE(seen.insert(where).second) << where << " twice";
+    ASSERT_EQ(row.at("status"), "measured") << where << ": " << row.dump();
+    const uint64_t tasks = row.at("tasks").get<uint64_t>();
+    ASSERT_GT(tasks, 0u) << where;
+    if (row.at("kind") == "graph") {
+      EXPECT_EQ(tasks, 100u) << where;
+    }
+    expect_diagnostics_side(row.at("off"), tasks, 1, where + " off");
+    expect_diagnostics_side(row.at("on"), tasks, 1, where + " on");
+    const double off = row.at("off").at("wall_ns").at("median").get<double>();
+    const double on = row.at("on").at("wall_ns").at("median").get<double>();
+    EXPECT_DOUBLE_EQ(row.at("ratio").get<double>(), on / off) << where;
+    EXPECT_DOUBLE_EQ(row.at("overhead_ns_per_task").get<double>(),
+                     row.at("on").at("wall_ns_per_task").get<double>() -
+                         row.at("off").at("wall_ns_per_task").get<double>())
+        << where;
+    EXPECT_DOUBLE_EQ(row.at("device_ratio").get<double>(),
+                     row.at("on").at("device_ns").at("median").get<double>() /
+                         row.at("off").at("device_ns").at("median").get<double>())
+        << where;
+    EXPECT_EQ(row.contains("above_bound"), row.at("kind") == "real_kernels") << where;
+    if (row.contains("above_bound")) {
+      EXPECT_EQ(row.at("above_bound").get<bool>(), on / off > 1.10) << where;
+    }
+  }
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(diagnostics_session_dirs(), dirs_before) << "a session directory was left behind";
+}
+
+// --diag-switches and --workloads pick the rows: only those switches, only those workloads.
+TEST(ChiprtBenchCli, DiagSwitchesSelectsTheMeasuredSwitches) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-diagnostics-switches");
+  const CommandResult r = run_bench(
+      "--diagnostics --quick --tasks 50 --repetitions 2 --threads 2 --workloads chain "
+      "--diag-switches swimlane=2,all --json " +
+      json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
+  std::set<std::string> seen;
+  for (const nlohmann::json& row : j.at("rows")) {
+    EXPECT_EQ(row.at("kind"), "graph") << row.dump();
+    EXPECT_EQ(row.at("workload"), "chain") << row.dump();
+    EXPECT_EQ(row.at("off").at("wall_ns").at("samples").size(), 2u) << row.dump();
+    seen.insert(row.at("column").get<std::string>() + "/" + row.at("switch").get<std::string>());
+  }
+  EXPECT_EQ(seen,
+            (std::set<std::string>{"host_build_graph/swimlane=2", "host_build_graph/all",
+                                   "tensormap_ringbuffer/swimlane=2", "tensormap_ringbuffer/all"}));
+  EXPECT_EQ(j.at("rows").size(), 4u);
+}
+
+TEST(ChiprtBenchCli, DiagnosticsRejectsBadSwitchesAndModesItCannotCombineWith) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"--diagnostics --diag-switches tasks,bogus", "'bogus' is not a diagnostics switch"},
+           Case{"--diagnostics --diag-switches swimlane=9", "'swimlane=9'"},
+           Case{"--diagnostics --diag-switches tasks=1", "'tasks=1' is not a diagnostics switch"},
+           Case{"--diag-switches all", "--diag-switches requires --diagnostics"},
+           Case{"--diagnostics --isolation both", "excludes"},
+           Case{"--diagnostics --scaling", "excludes"},
+           Case{"--diagnostics --workloads chain,matmul", "unknown workload 'matmul'"},
+       }) {
+    const CommandResult r = run_bench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
 }  // namespace

@@ -21,23 +21,20 @@ constexpr SimIsolation kPlatforms[] = {SimIsolation::None, SimIsolation::Process
 // One timed run of a row on one platform: {tasks, ns} (the row divides as its kind says).
 using TimedRun = std::function<RunResult(SimIsolation)>;
 
-// Warm-up on each platform, then `repetitions` runs of each, alternating which platform goes first
-// (so neither always runs right after the other's caches or wake-ups). `per_task`: the values are
-// ns per task, else ns per run.
+// run_interleaved_pair over the two platforms. `per_task`: the values are ns per task, else ns per
+// run.
 void measure_interleaved(const TimedRun& run, int repetitions, bool per_task, IsolationRow* row) {
   try {
-    for (const SimIsolation platform : kPlatforms) run(platform);
-    for (int rep = 0; rep < repetitions; ++rep) {
-      for (int k = 0; k < 2; ++k) {
-        const SimIsolation platform = kPlatforms[(rep + k) % 2];
-        const RunResult r = run(platform);
-        row->tasks = r.tasks;
-        const double value = per_task ? static_cast<double>(r.wall_ns) /
-                                            static_cast<double>(std::max<uint64_t>(r.tasks, 1))
-                                      : static_cast<double>(r.wall_ns);
-        (platform == SimIsolation::None ? row->in_process : row->isolated).push_back(value);
-      }
-    }
+    run_interleaved_pair(repetitions, [&](int side, bool timed) {
+      const SimIsolation platform = kPlatforms[side];
+      const RunResult r = run(platform);
+      if (!timed) return;
+      row->tasks = r.tasks;
+      const double value = per_task ? static_cast<double>(r.wall_ns) /
+                                          static_cast<double>(std::max<uint64_t>(r.tasks, 1))
+                                    : static_cast<double>(r.wall_ns);
+      (platform == SimIsolation::None ? row->in_process : row->isolated).push_back(value);
+    });
   } catch (const std::exception& e) {
     row->error = e.what();
     return;
@@ -211,11 +208,8 @@ std::string format_isolation_table(const IsolationResult& result) {
 
 nlohmann::json isolation_to_json(const IsolationResult& result) {
   const IsolationOptions& o = result.options;
-  nlohmann::json j;
+  nlohmann::json j = session_json(o.threads, result.hardware_threads, result.host_load);
   j["comparison"] = "isolation";
-  j["worker_threads"] = o.threads;
-  j["hardware_threads"] = result.hardware_threads;
-  j["host_load"] = result.host_load.to_json();
   j["requested_tasks"] = o.tasks;
   j["repetitions"] = o.repetitions;
   j["latency_runs"] = o.latency_runs;

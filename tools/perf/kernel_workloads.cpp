@@ -99,6 +99,7 @@ KernelRunResult KernelBenchDevice::run(KernelWorkload workload, const CallConfig
   KernelRunResult result;
   result.tasks = report.task_count;
   result.wall_ns = report.host_total_ns;
+  result.device_wall_ns = report.device_wall_ns;
   result.kernel_ns = report.kernel_ns;
   // host_build_graph measures its graph build on the host; a replay skips it.
   result.replayed = config.replay_graph && !report.phase(Phase::GraphBuild).present;

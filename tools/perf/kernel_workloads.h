@@ -43,8 +43,10 @@ inline constexpr std::string_view kKernelBenchCase = "bench";
 std::optional<CallConfig> kernel_column_config(std::string_view column_id);
 
 struct KernelRunResult {
-  uint64_t tasks = 0;      // tasks the run executed (RunReport::task_count)
-  uint64_t wall_ns = 0;    // RunReport::host_total_ns: Worker::run entry to return
+  uint64_t tasks = 0;    // tasks the run executed (RunReport::task_count)
+  uint64_t wall_ns = 0;  // RunReport::host_total_ns: Worker::run entry to return
+  // RunReport::device_wall_ns: launch to the chip reporting completion (0 on a peer).
+  uint64_t device_wall_ns = 0;
   uint64_t kernel_ns = 0;  // RunReport::kernel_ns: kernel CPU time summed over all cores
   bool replayed = false;   // host_build_graph replayed a cached graph (no GraphBuild phase)
 };

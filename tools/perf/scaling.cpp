@@ -452,11 +452,8 @@ std::string format_scaling_table(const ScalingResult& result) {
 
 nlohmann::json scaling_to_json(const ScalingResult& result) {
   const ScalingOptions& o = result.options;
-  nlohmann::json j;
+  nlohmann::json j = session_json(o.threads, result.hardware_threads, result.host_load);
   j["mode"] = "scaling";
-  j["worker_threads"] = o.threads;
-  j["hardware_threads"] = result.hardware_threads;
-  j["host_load"] = result.host_load.to_json();
   j["sizes"] = o.sizes;
   j["repetitions"] = o.repetitions;
   j["cell_budget_s"] = o.cell_budget_s;

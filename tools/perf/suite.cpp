@@ -177,6 +177,19 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
 }
 
+void run_interleaved_pair(int repetitions, const std::function<void(int side, bool timed)>& run) {
+  for (int side = 0; side < 2; ++side) run(side, /*timed=*/false);
+  for (int rep = 0; rep < repetitions; ++rep) {
+    for (int k = 0; k < 2; ++k) run((rep + k) % 2, /*timed=*/true);
+  }
+}
+
+nlohmann::json session_json(unsigned threads, unsigned hardware_threads, const HostLoad& load) {
+  return {{"worker_threads", threads},
+          {"hardware_threads", hardware_threads},
+          {"host_load", load.to_json()}};
+}
+
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns) {
   nlohmann::json out = nlohmann::json::array();
   for (const ColumnInfo& c : columns) {
@@ -481,10 +494,7 @@ std::string format_table(const SuiteResult& result) {
 
 nlohmann::json to_json(const SuiteResult& result) {
   const SuiteOptions& o = result.options;
-  nlohmann::json j;
-  j["worker_threads"] = o.threads;
-  j["hardware_threads"] = result.hardware_threads;
-  j["host_load"] = result.host_load.to_json();
+  nlohmann::json j = session_json(o.threads, result.hardware_threads, result.host_load);
   j["requested_tasks"] = o.tasks;
   j["repetitions"] = o.repetitions;
   j["quick"] = o.quick;

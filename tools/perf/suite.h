@@ -116,6 +116,11 @@ nlohmann::json to_json(const SuiteResult& result);
 Cell time_cell(const std::function<void()>& warm_up, const std::function<RunResult()>& run,
                int repetitions, double budget_s);
 double median_of(std::vector<double> values);  // 0 for none
+// The two-sided comparisons (isolation_compare.h, diagnostics_cost.h): `run(side, timed)` runs
+// side 0 or 1 once. One untimed run of each side first (warm-up), then `repetitions` rounds of one
+// timed run of each, alternating which side goes first so that neither always runs right after
+// the other's caches or wake-ups. Exceptions from `run` propagate.
+void run_interleaved_pair(int repetitions, const std::function<void(int side, bool timed)>& run);
 // Lays out `grid` (first row: headings) as lines of text: the first `left` columns left-aligned,
 // the others right-aligned, two spaces apart.
 std::string layout_table(const std::vector<std::vector<std::string>>& grid, std::size_t left);
@@ -127,6 +132,8 @@ unsigned begin_session(unsigned* threads, HostLoad* load);
 std::vector<Workload> make_workloads(const std::vector<Shape>& shapes, uint64_t tasks,
                                      uint64_t* max_tasks);
 std::string format_ns(double ns);  // "1234", "56.7"
+// What every report's JSON says of its session: worker_threads, hardware_threads, host_load.
+nlohmann::json session_json(unsigned threads, unsigned hardware_threads, const HostLoad& load);
 // The table's columns as the JSON array both reports write (id, label, kind, description,
 // available, note).
 nlohmann::json columns_to_json(const std::vector<ColumnInfo>& columns);

@@ -3,8 +3,8 @@
 // an edge of the graph, deps.json is the graph Worker::export_graph gives for the same call
 // (host_build_graph always; tensormap_ringbuffer when nothing retires while it submits: serial),
 // and failing runs (a kernel that throws, a stuck kernel, an orchestration error) still write
-// their directory with the error. Full diagnostics streams make producers wait for the host
-// collector instead of losing records.
+// their directory with the error. Each part of a MIX task is a slice of its own, on its core.
+// Full diagnostics streams make producers wait for the host collector instead of losing records.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -90,6 +90,12 @@ void quick_then_stuck(Orchestration& orch, const TaskArgs& args) {
     task.inout(args.tensor(0).view({1}, {0}));
     orch.submit(func, CoreType::AIV, task);
   }
+}
+// One MIX task: AIC, AIV0 and AIV1 parts, each block 0 of the task on a core of its own.
+void one_mix_task(Orchestration& orch, const TaskArgs& args) {
+  TaskArgs task;
+  task.inout(args.tensor(0).view({1}, {0}));
+  orch.submit(TaskSpec::mixed({.aic = kTouchAic, .aiv0 = kTouch, .aiv1 = kTouch}), task);
 }
 // Submits a task, then fails.
 void failing_orchestration(Orchestration& orch, const TaskArgs& args) {
@@ -222,6 +228,23 @@ TEST_P(DiagnosticsRun, EveryExecutedBlockIsOneSliceAndTheGraphIsTheExportedOne) 
   const RunReport second = runner_->run(0, args(kLayers, kWidth), config());
   EXPECT_EQ(fs::path(second.diagnostics_dir).filename(), "run-0002");
   EXPECT_EQ(latest_diagnostics_run(dir_.string()), second.diagnostics_dir);
+}
+
+// The parts of a MIX task are all block 0: each is a slice of its own, on its own core, with its
+// own dispatch (matched by core, not by block alone).
+TEST_P(DiagnosticsRun, EveryPartOfAMixTaskIsASliceOnItsCore) {
+  runner_->register_callable(0, callable_with(&one_mix_task));
+  const RunReport report = runner_->run(0, args(0), config());
+  const diagnostics::RunModel model = diagnostics::read_run_directory(report.diagnostics_dir);
+  ASSERT_EQ(model.blocks.size(), 3u);
+  std::set<int32_t> cores;
+  for (const diagnostics::BlockRun& block : model.blocks) {
+    EXPECT_EQ(block.task, 0u);
+    EXPECT_EQ(block.block, 0u);
+    EXPECT_TRUE(cores.insert(block.core).second) << "core " << block.core << " twice";
+    EXPECT_NE(block.dispatch_ns, diagnostics::kNoTime) << "core " << block.core;
+    EXPECT_NE(block.end_ns, diagnostics::kNoTime) << "core " << block.core;
+  }
 }
 
 TEST_P(DiagnosticsRun, AKernelThatThrowsStillWritesTheRunWithItsError) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -386,9 +387,13 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   }
   if ((switches_ & common::kDiagEdges) != 0) model.have_edges = true;
 
-  // Blocks: one per TaskExec; Dispatch and Complete records are matched to them by (task, block)
-  // and (task, core).
-  std::map<std::pair<uint64_t, uint32_t>, std::size_t> block_of;
+  // Blocks: one per TaskExec; Dispatch records are matched to them by (task, block, core) and
+  // Complete records by (task, core). The core belongs to the key: the parts of a MIX task (AIC,
+  // AIV0, AIV1) are all block 0 of their task, one on each core, so keyed by (task, block) alone
+  // the Dispatch of a part that never ended (the AIV0 kernel that crashed the device) found the
+  // TaskExec of a part that did, and the crashed part had no slice.
+  using BlockKey = std::tuple<uint64_t, uint32_t, int32_t>;
+  std::map<BlockKey, std::size_t> block_of;
   std::vector<const DiagRecord*> dispatches;
   std::vector<const DiagRecord*> completions;
   const uint32_t device_cores = geometry_.clusters * 3;
@@ -405,7 +410,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
         block.core = r.where;
         block.start_ns = to_run_ns(r.begin);
         block.end_ns = to_run_ns(r.end);
-        block_of[{r.task, r.block}] = model.blocks.size();
+        block_of[BlockKey{r.task, r.block, block.core}] = model.blocks.size();
         model.blocks.push_back(block);
         diagnostics::TaskNode& n = node(r.task);
         n.func_id = r.func_id;
@@ -469,7 +474,8 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   }
   for (const DiagRecord* r : dispatches) {
     const uint64_t t = to_run_ns(r->begin);
-    auto it = block_of.find({r->task, r->block});
+    const BlockKey key{r->task, r->block, static_cast<int32_t>(r->where)};
+    auto it = block_of.find(key);
     if (it == block_of.end()) {
       // Dispatched and never finished: still running (stuck, or the device died under it).
       diagnostics::BlockRun block;
@@ -478,7 +484,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
       block.core = r->where;
       block.dispatch_ns = t;
       block.start_ns = t;
-      it = block_of.emplace(std::make_pair(r->task, r->block), model.blocks.size()).first;
+      it = block_of.emplace(key, model.blocks.size()).first;
       model.blocks.push_back(block);
       diagnostics::TaskNode& n = node(r->task);
       n.func_id = r->func_id;

@@ -3,8 +3,8 @@
 // an edge of the graph, deps.json is the graph Worker::export_graph gives for the same call
 // (host_build_graph always; tensormap_ringbuffer when nothing retires while it submits: serial),
 // and failing runs (a kernel that throws, a stuck kernel, an orchestration error) still write
-// their directory with the error. Full diagnostics streams make producers wait for the host
-// collector instead of losing records.
+// their directory with the error. Each part of a MIX task is a slice of its own, on its core.
+// Full diagnostics streams make producers wait for the host collector instead of losing records.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -24,6 +24,7 @@
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
 #include "common/diag_layout.h"
+#include "diag_run_checks.h"
 #include "diagnostics/artifacts.h"
 #include "host/device_runner.h"
 #include "host/log.h"
@@ -90,6 +91,12 @@ void quick_then_stuck(Orchestration& orch, const TaskArgs& args) {
     orch.submit(func, CoreType::AIV, task);
   }
 }
+// One MIX task: AIC, AIV0 and AIV1 parts, each block 0 of the task on a core of its own.
+void one_mix_task(Orchestration& orch, const TaskArgs& args) {
+  TaskArgs task;
+  task.inout(args.tensor(0).view({1}, {0}));
+  orch.submit(TaskSpec::mixed({.aic = kTouchAic, .aiv0 = kTouch, .aiv1 = kTouch}), task);
+}
 // Submits a task, then fails.
 void failing_orchestration(Orchestration& orch, const TaskArgs& args) {
   TaskArgs task;
@@ -122,17 +129,6 @@ const Combination kCombinations[] = {
     {"ring_executors", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Executors, false},
     {"ring_serial", RuntimeVariant::TensormapRingbuffer, SimCoreExecution::Auto, true},
 };
-
-std::set<std::pair<uint64_t, uint64_t>> edges_of(const GraphExport& graph) {
-  std::set<std::pair<uint64_t, uint64_t>> edges;
-  for (const ExportedTask& task : graph.tasks) {
-    for (uint32_t consumer : graph.consumers_of(task)) {
-      edges.emplace(static_cast<uint64_t>(task.task_id),
-                    static_cast<uint64_t>(graph.tasks[consumer].task_id));
-    }
-  }
-  return edges;
-}
 
 class DiagnosticsRun : public ::testing::TestWithParam<Combination> {
  protected:
@@ -194,7 +190,6 @@ TEST_P(DiagnosticsRun, EveryExecutedBlockIsOneSliceAndTheGraphIsTheExportedOne) 
   // One block per kernel call: every task once, the SPMD task three times.
   const uint64_t tasks = kLayers * kWidth;
   std::map<uint64_t, std::set<uint32_t>> blocks_of;
-  std::map<int32_t, std::vector<std::pair<uint64_t, uint64_t>>> by_core;
   for (const diagnostics::BlockRun& block : model.blocks) {
     ASSERT_NE(block.start_ns, diagnostics::kNoTime) << "task " << block.task;
     ASSERT_NE(block.end_ns, diagnostics::kNoTime) << "task " << block.task;
@@ -202,32 +197,14 @@ TEST_P(DiagnosticsRun, EveryExecutedBlockIsOneSliceAndTheGraphIsTheExportedOne) 
     EXPECT_LE(block.end_ns, model.wall_ns);
     EXPECT_GE(block.core, 0);
     EXPECT_TRUE(blocks_of[block.task].insert(block.block).second) << "task " << block.task;
-    by_core[block.core].emplace_back(block.start_ns, block.end_ns);
   }
   EXPECT_EQ(blocks_of.size(), tasks);
   EXPECT_EQ(model.blocks.size(), tasks + 2);
   EXPECT_EQ(blocks_of[(kLayers - 1) * kWidth], (std::set<uint32_t>{0, 1, 2}));
-  for (auto& [core, spans] : by_core) {
-    std::sort(spans.begin(), spans.end());
-    for (std::size_t i = 1; i < spans.size(); ++i) {
-      EXPECT_GE(spans[i].first, spans[i - 1].second) << "overlapping slices on core " << core;
-    }
-  }
+  diag_checks::expect_no_overlap_per_core(model);
 
   // deps.json is the graph of the call.
-  ASSERT_TRUE(model.have_edges);
-  std::set<std::pair<uint64_t, uint64_t>> recorded;
-  for (const diagnostics::Edge& edge : model.edges) recorded.emplace(edge.producer, edge.consumer);
-  const auto expected = edges_of(exported);
-  const bool retires_while_submitting =
-      GetParam().runtime == RuntimeVariant::TensormapRingbuffer && !GetParam().serial;
-  if (retires_while_submitting) {
-    // A producer that completed and retired before its consumer was submitted is no dependency
-    // any more: the ring records the edges to producers still live.
-    for (const auto& edge : recorded) EXPECT_TRUE(expected.count(edge)) << edge.first;
-  } else {
-    EXPECT_EQ(recorded, expected);
-  }
+  diag_checks::expect_graph_is_exported(model, exported, GetParam().runtime, GetParam().serial);
 
   // The trace: one task slice per block, and every flow arrow joins the ends of a recorded edge.
   std::ifstream trace_file(fs::path(report.diagnostics_dir) / diagnostics::kTraceFile);
@@ -244,18 +221,30 @@ TEST_P(DiagnosticsRun, EveryExecutedBlockIsOneSliceAndTheGraphIsTheExportedOne) 
   for (const auto& [id, balance] : flow_starts) EXPECT_EQ(balance, 0) << "flow " << id;
 
   // The other files are there, and the report.
-  for (const char* file :
-       {diagnostics::kTasksFile, diagnostics::kDepsFile, diagnostics::kCriticalPathMdFile,
-        diagnostics::kCriticalPathJsonFile, diagnostics::kCountersFile, diagnostics::kRunFile,
-        diagnostics::kReportFile}) {
-    EXPECT_TRUE(fs::exists(fs::path(report.diagnostics_dir) / file)) << file;
-  }
+  diag_checks::expect_full_run_files(report.diagnostics_dir);
   EXPECT_THAT(diagnostics_summary(report.diagnostics_dir), HasSubstr("critical path: "));
 
   // A second run goes into the next directory.
   const RunReport second = runner_->run(0, args(kLayers, kWidth), config());
   EXPECT_EQ(fs::path(second.diagnostics_dir).filename(), "run-0002");
   EXPECT_EQ(latest_diagnostics_run(dir_.string()), second.diagnostics_dir);
+}
+
+// The parts of a MIX task are all block 0: each is a slice of its own, on its own core, with its
+// own dispatch (matched by core, not by block alone).
+TEST_P(DiagnosticsRun, EveryPartOfAMixTaskIsASliceOnItsCore) {
+  runner_->register_callable(0, callable_with(&one_mix_task));
+  const RunReport report = runner_->run(0, args(0), config());
+  const diagnostics::RunModel model = diagnostics::read_run_directory(report.diagnostics_dir);
+  ASSERT_EQ(model.blocks.size(), 3u);
+  std::set<int32_t> cores;
+  for (const diagnostics::BlockRun& block : model.blocks) {
+    EXPECT_EQ(block.task, 0u);
+    EXPECT_EQ(block.block, 0u);
+    EXPECT_TRUE(cores.insert(block.core).second) << "core " << block.core << " twice";
+    EXPECT_NE(block.dispatch_ns, diagnostics::kNoTime) << "core " << block.core;
+    EXPECT_NE(block.end_ns, diagnostics::kNoTime) << "core " << block.core;
+  }
 }
 
 TEST_P(DiagnosticsRun, AKernelThatThrowsStillWritesTheRunWithItsError) {

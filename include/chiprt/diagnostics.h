@@ -46,6 +46,13 @@ struct DiagnosticsConfig {
   bool hardware_counters = false;  // counters.csv (perf_event_open where the host allows it)
   // Where the run directories go; created when missing. Required when anything is on.
   std::string output_dir;
+  // Write the run directory on a background thread of the Worker, off the run's critical path:
+  // run() returns once the chip's records are read, with RunReport::diagnostics_dir created and
+  // named; its files appear as they are written (each under its final name only when complete,
+  // run.json last). Worker::flush_diagnostics() waits for them and reports a failed write;
+  // close() waits too. At most 4 directories wait: a run beyond that waits in run() for the
+  // oldest. A run that fails writes its directory before it throws, whatever this says.
+  bool background_write = false;
 
   static constexpr int kMaxSwimlaneLevel = 4;
   static constexpr int kMaxArgsDumpLevel = 3;

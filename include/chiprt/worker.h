@@ -131,6 +131,15 @@ class Worker {
   // How many times reset() replaced the device.
   uint64_t reset_count() const;
 
+  // Waits until the run directories of earlier runs with DiagnosticsConfig::background_write are
+  // written (a no-op when none is pending). Throws Error(DiagnosticsError) naming every directory
+  // whose write failed since the last flush, with the reason (that directory then lacks the files
+  // after the failure, run.json among them). Needs no device: allowed after a fault too.
+  void flush_diagnostics();
+
+  // Releases the device and everything the Worker created. Waits for pending background
+  // diagnostics writes first; a write that failed is then only logged (flush_diagnostics() before
+  // close reports it as an error).
   void close();
 
  private:

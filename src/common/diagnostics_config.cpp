@@ -69,6 +69,7 @@ bool parse_diagnostics_list(std::string_view list, DiagnosticsConfig* out, std::
   if (list == "all") {
     DiagnosticsConfig all = DiagnosticsConfig::all(config.output_dir);
     all.args_dump_budget_bytes = config.args_dump_budget_bytes;
+    all.background_write = config.background_write;
     *out = all;
     return true;
   }

@@ -36,6 +36,7 @@
 #include "host/arena.h"
 #include "host/callable_registry.h"
 #include "host/device_memory.h"
+#include "host/diag_write_queue.h"
 #include "host/prepared_launch.h"
 #include "host/ring_sizing.h"
 #include "host/run_plan.h"
@@ -169,6 +170,13 @@ class DeviceRunner {
   // The ring sizes the last tensormap_ringbuffer run resolved (and where each field came from).
   const RingSizeResolution& last_ring_sizes() const noexcept { return last_ring_sizes_; }
 
+  // Waits until every run directory queued for background writing
+  // (DiagnosticsConfig::background_write) is written; returns "DIR: reason" per failed write
+  // since the last flush.
+  std::vector<std::string> flush_diagnostics() { return diag_writes_.flush(); }
+  // The background writer itself: tests hold it with a job of their own to order a write.
+  DiagWriteQueue& diag_write_queue() noexcept { return diag_writes_; }
+
   // --- teardown ------------------------------------------------------------------------------
   // Releases everything in dependency order; idempotent. After a fault it only forgets.
   void finalize();
@@ -222,8 +230,9 @@ class DeviceRunner {
   // A host-built, validated graph image and what the build observed.
   struct HostBuild {
     std::vector<uint8_t> image;
-    uint64_t task_count = 0;       // records, scope fences included
-    uint64_t user_task_count = 0;  // the orchestration's tasks
+    uint64_t task_count = 0;                          // records, scope fences included
+    uint64_t user_task_count = 0;                     // the orchestration's tasks
+    std::chrono::steady_clock::time_point t_build{};  // the orchestration's start
     uint64_t build_ns = 0;
     bool accessed_tensor_data = false;
   };
@@ -317,6 +326,9 @@ class DeviceRunner {
   orchestrator::BuilderScratch builder_scratch_;
   uint64_t launches_ = 0;
   RingSizeResolution last_ring_sizes_;
+  // Last member, so it is destroyed first: its jobs hold collectors that name memory_ and
+  // platform_ (they no longer use them, but nothing may outlive what it names).
+  DiagWriteQueue diag_writes_;
 };
 
 }  // namespace chiprt::host

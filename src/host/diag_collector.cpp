@@ -65,6 +65,7 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
       geometry_(geometry),
       callable_id_(callable.id),
       t_entry_(t_entry),
+      isolated_(platform.isolated()),
       switches_(diag_switches(plan.diagnostics, plan.variant)) {
   for (int32_t f = 0; f < kMaxFuncId; ++f) {
     const RegisteredKernel& kernel = callable.kernels[static_cast<std::size_t>(f)];
@@ -323,7 +324,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   model.callable_id = callable_id_;
   model.variant = std::string(runtime_variant_name(plan_.variant));
   model.serial = plan_.shape.serial;
-  model.isolated = platform_.isolated();
+  model.isolated = isolated_;
   model.config = config_;
   model.shape.aicpu_threads = plan_.shape.aicpu_threads;
   model.shape.orchestrator_threads = plan_.variant == RuntimeVariant::TensormapRingbuffer ? 1 : 0;
@@ -334,7 +335,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   model.clock_hz = geometry_.clock_hz;
   model.anchors = anchors_;
   model.host_spans = host_spans_;
-  model.wall_ns = ns_since(t_entry_, Clock::now());
+  model.wall_ns = wall_ns_;  // reserve_directory ended it
   model.records_received = records_.size();
   model.records_dropped = dropped_;
   if (dropped_ != 0) {
@@ -728,23 +729,34 @@ void DiagCollector::decode_args(diagnostics::RunModel& model) const {
   }
 }
 
+std::string DiagCollector::reserve_directory() {
+  if (!finished_) finish_chip(nullptr);
+  if (!dir_.empty()) return dir_;
+  // The run's wall time ends here, not when a background writer gets to it.
+  wall_ns_ = ns_since(t_entry_, Clock::now());
+  dir_ = diagnostics::create_run_directory(config_.output_dir, &run_number_);
+  return dir_;
+}
+
+void DiagCollector::write_files(const RunReport* report, const Error* error) {
+  reserve_directory();
+  const Clock::time_point t0 = Clock::now();
+  diagnostics::RunModel model = build_model(report, error);
+  const Clock::time_point t1 = Clock::now();
+  model.run_number = run_number_;
+  diagnostics::ArgsData data;
+  data.bytes = std::move(args_data_);
+  diagnostics::write_run_directory(dir_, model, data);
+  CHIPRT_LOG_DEBUG("diagnostics: %zu records decoded in %.3f ms, %s written in %.3f ms",
+                   records_.size(), static_cast<double>(ns_between(t0, t1)) / 1e6, dir_.c_str(),
+                   static_cast<double>(ns_between(t1, Clock::now())) / 1e6);
+}
+
 std::string DiagCollector::write(const RunReport* report, const Error* error,
                                  std::string* write_error) {
-  if (!finished_) finish_chip(nullptr);
   try {
-    const Clock::time_point t0 = Clock::now();
-    diagnostics::RunModel model = build_model(report, error);
-    const Clock::time_point t1 = Clock::now();
-    uint32_t number = 0;
-    const std::string dir = diagnostics::create_run_directory(config_.output_dir, &number);
-    model.run_number = number;
-    diagnostics::ArgsData data;
-    data.bytes = std::move(args_data_);
-    diagnostics::write_run_directory(dir, model, data);
-    CHIPRT_LOG_DEBUG("diagnostics: %zu records decoded in %.3f ms, %s written in %.3f ms",
-                     records_.size(), static_cast<double>(ns_between(t0, t1)) / 1e6, dir.c_str(),
-                     static_cast<double>(ns_between(t1, Clock::now())) / 1e6);
-    return dir;
+    write_files(report, error);
+    return dir_;
   } catch (const Error& e) {
     if (error == nullptr) throw;
     if (write_error != nullptr) *write_error = e.message();

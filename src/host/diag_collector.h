@@ -9,7 +9,9 @@
 // start (just before the launch: anchors the chip clock, starts draining), finish_chip (at the
 // start of collect, before a fault may abandon the device: stops draining and reads the rest),
 // then write (success or failure, with the error). The region is released by release_region
-// while the device is usable; after a fault the runner's abandonment forgets it.
+// while the device is usable; after a fault the runner's abandonment forgets it. A background
+// write (DiagnosticsConfig::background_write) splits write: reserve_directory and release_region
+// on the run's thread, write_files later on the DiagWriteQueue's.
 //
 // Threading: the methods are called by the thread driving the run; the drain thread only reads
 // the streams through the platform (whose memory calls are thread-safe) and appends to its own
@@ -72,9 +74,16 @@ class DiagCollector {
   // At the start of collect (or when a launch fails): stops draining and reads what is left,
   // with the chip's result (stuck task, stall kind).
   void finish_chip(const common::ChipResult* result);
-  // Builds the model and writes the run directory; returns its path. The error, when the run
-  // failed. Never throws for a failed write when `error` is set (the run's own error wins): the
-  // write's failure is then returned in *write_error.
+  // Ends the run's wall time and creates its run directory (once); returns its path. Throws
+  // chiprt::Error when the directory cannot be created.
+  std::string reserve_directory();
+  // Builds the model and writes the files into the reserved directory (reserving it first when
+  // needed). Touches no device memory (finish_chip read it all), so a background writer may call
+  // it after release_region. Throws on a failed write.
+  void write_files(const RunReport* report, const Error* error);
+  // reserve_directory + write_files; returns the path. The error, when the run failed. Never
+  // throws for a failed write when `error` is set (the run's own error wins): the write's failure
+  // is then returned in *write_error.
   std::string write(const RunReport* report, const Error* error, std::string* write_error);
   // Frees the region (the device must be usable). Idempotent.
   void release_region() noexcept;
@@ -107,6 +116,7 @@ class DiagCollector {
   int32_t callable_id_ = -1;
   std::vector<diagnostics::KernelName> kernels_;
   Clock::time_point t_entry_;
+  bool isolated_ = false;
   uint32_t switches_ = 0;
   DeviceBuffer region_{};
   uint64_t header_addr_ = 0;
@@ -122,7 +132,9 @@ class DiagCollector {
   std::vector<diagnostics::HostSpan> host_spans_;
   // Anchors: (host ns from t_entry, chip cycles) at start and at finish.
   std::vector<std::pair<uint64_t, uint64_t>> anchors_;
-  uint64_t wall_ns_ = 0;
+  uint64_t wall_ns_ = 0;  // set by reserve_directory
+  std::string dir_;       // the reserved run directory
+  uint32_t run_number_ = 0;
   uint64_t dropped_ = 0;
   std::string counters_reason_;
   std::string drain_error_;

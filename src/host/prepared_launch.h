@@ -89,8 +89,9 @@ struct PreparedLaunch {
   LaunchStage stage = LaunchStage::Prepared;
   // false: nothing for the chip to do (a graph of no tasks); collect only finishes the report.
   bool needs_launch = false;
-  Clock::time_point t_entry;   // the run's start (RunReport::host_prepare_ns counts from it)
-  Clock::time_point t_launch;  // set by launch
+  Clock::time_point t_entry;     // the run's start (RunReport::host_prepare_ns counts from it)
+  Clock::time_point t_launch;    // set by launch
+  Clock::time_point t_launched;  // the platform took the launch (diagnostics' host spans)
   // The launch arguments as written to the device at launch_args_addr (in the slot's staging
   // buffer); collect reads the chip's result back into it.
   std::unique_ptr<common::ChipLaunchArgs> launch_args;

@@ -15,15 +15,28 @@ namespace chiprt::host {
 RunReport DeviceRunner::collect(PreparedLaunch& prepared) {
   if (!prepared.diag) return collect_chip(prepared);
   RunReport report;
+  const RunClock::time_point t_collect = RunClock::now();
   try {
     report = collect_chip(prepared);
   } catch (const Error& e) {
+    prepared.diag->host_span("read-back", t_collect, RunClock::now());
     fail_diagnostics(prepared, e);
   }
+  prepared.diag->host_span("read-back", t_collect, RunClock::now());
   std::shared_ptr<DiagCollector> diag = std::move(prepared.diag);
-  report.diagnostics_dir = diag->write(&report, nullptr, nullptr);
   report.diagnostics_records_dropped = diag->records_dropped();
+  // finish_chip read everything the files need: the region goes before any write may throw.
   diag->release_region();
+  if (prepared.plan.diagnostics.background_write) {
+    report.diagnostics_dir = diag->reserve_directory();
+    report.host_total_ns = ns_between(prepared.t_entry, RunClock::now());
+    diag_writes_.push(report.diagnostics_dir, [diag, written = report] {
+      diag->write_files(&written, nullptr);
+      return std::string();
+    });
+    return report;
+  }
+  report.diagnostics_dir = diag->write(&report, nullptr, nullptr);
   report.host_total_ns = ns_between(prepared.t_entry, RunClock::now());
   return report;
 }

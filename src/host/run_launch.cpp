@@ -96,6 +96,8 @@ void DeviceRunner::launch(PreparedLaunch& prepared) {
   throw_if(launched);
   ++launches_;
   prepared.stage = LaunchStage::Launched;
+  prepared.t_launched = RunClock::now();
+  if (prepared.diag) prepared.diag->host_span("launch", prepared.t_launch, prepared.t_launched);
   // The stream-sync timeout bounds a launch that stopped progressing, not a long one: the
   // deadline moves with every sample that shows progress.
   prepared.wait.watch =
@@ -145,8 +147,10 @@ bool DeviceRunner::poll(PreparedLaunch& prepared) {
         platform_->device_fault().kind != platform::DeviceFault::Kind::None) {
       state.device_lost = true;
     }
-    prepared.report.device_wall_ns = ns_between(prepared.t_launch, RunClock::now());
+    const RunClock::time_point t_finished = RunClock::now();
+    prepared.report.device_wall_ns = ns_between(prepared.t_launch, t_finished);
     prepared.stage = LaunchStage::Finished;
+    if (prepared.diag) prepared.diag->host_span("wait", prepared.t_launched, t_finished);
     if (!state.waited.is_ok() && state.waited.code() != StatusCode::StreamSyncTimeout &&
         !state.device_lost && state.op_timeout_core < 0) {
       throw Error(state.waited);

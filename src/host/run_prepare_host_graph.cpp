@@ -123,9 +123,9 @@ DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
   const std::span<const std::byte> user_data(
       reinterpret_cast<const std::byte*>(user_data_copy.data()), plan.user_data.size());
   HostBuild built;
-  const RunClock::time_point t_build = RunClock::now();
+  built.t_build = RunClock::now();
   builder.build(callable.orchestration, args, next_run_number(), user_data);
-  built.build_ns = ns_between(t_build, RunClock::now());
+  built.build_ns = ns_between(built.t_build, RunClock::now());
   built.image = builder.take_image();
   built.accessed_tensor_data = builder.accessed_tensor_data();
   throw_if(check_image(built.image, &built.task_count, &built.user_task_count));
@@ -167,6 +167,10 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     user_task_count = built.user_task_count;
     build_ns = built.build_ns;
     if (built.accessed_tensor_data) cacheable = false;
+    if (prepared.diag) {
+      prepared.diag->host_span("orchestration", built.t_build,
+                               built.t_build + std::chrono::nanoseconds(build_ns));
+    }
   }
 
   const uint64_t shared_bytes = common::shared_state_bytes(task_count);
@@ -224,7 +228,9 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   // another image has been written to bank 0 since.
   if (!(replayed && prebuilt_image_resident_)) {
     if (bank == 0) prebuilt_image_resident_ = false;
+    const RunClock::time_point t_upload = RunClock::now();
     throw_if(memory_.copy_to_device(image_region.addr, image->data(), image_size));
+    if (prepared.diag) prepared.diag->host_span("upload", t_upload, RunClock::now());
     if (bank == 0) prebuilt_image_resident_ = run.cached;
   }
   // A built image that was not cached is done with once it is on the device: its storage, pages

@@ -207,12 +207,27 @@ uint64_t Worker::reset_count() const {
   return impl_->ready("reset_count").reset_count();
 }
 
+void Worker::flush_diagnostics() {
+  const auto lock = impl_->enter("flush_diagnostics");
+  const std::vector<std::string> failures = impl_->ready("flush_diagnostics").flush_diagnostics();
+  if (failures.empty()) return;
+  std::string message = "writing the diagnostics of " + std::to_string(failures.size()) +
+                        " run(s) in the background failed:";
+  for (const std::string& failure : failures) message += " " + failure + ";";
+  message.pop_back();
+  throw Error(StatusCode::DiagnosticsError, message);
+}
+
 void Worker::close() {
   const auto lock = impl_->enter("close");
   if (impl_->state == Impl::State::Closed) return;
   impl_->state = Impl::State::Closed;
   std::unique_ptr<host::DeviceRunner> runner = std::move(impl_->runner);
-  if (runner != nullptr) runner->finalize();
+  if (runner == nullptr) return;
+  for (const std::string& failure : runner->flush_diagnostics()) {
+    CHIPRT_LOG_WARN("Worker::close: a background diagnostics write failed: %s", failure.c_str());
+  }
+  runner->finalize();
 }
 
 }  // namespace chiprt

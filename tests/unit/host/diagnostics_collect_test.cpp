@@ -2,16 +2,20 @@
 // statistics (tasks per scope, peak ring occupancy, back-pressure waits and the recommendation
 // naming the ring setting) on a graph whose peaks are known, and the args dump (metadata at level
 // 1, inputs at 2, inputs and outputs at 3) whose bytes round-trip through args.json + args.bin,
-// with what a small byte budget leaves out listed. Both variants, threaded and serial.
+// with what a small byte budget leaves out listed; background writing (the same directory as a
+// foreground write, back-pressure, a failed write reported by the flush, a failed run written at
+// once). Both variants, threaded and serial.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <string>
@@ -418,9 +422,196 @@ TEST_P(DiagnosticsArgs, ASmallBudgetListsWhatItLeftOut) {
   EXPECT_TRUE(noted);
 }
 
+// DiagnosticsConfig::background_write: run() returns once the records are read and the
+// DeviceRunner's writer thread writes the directory; flush_diagnostics waits for it.
+class DiagnosticsBackground : public DiagnosticsCollect {
+ protected:
+  void SetUp() override {
+    DiagnosticsCollect::SetUp();
+    x_ = runner_->allocate(32 * sizeof(float));
+    y_ = runner_->allocate(16 * sizeof(float));
+    std::vector<float> x(32, 1.5f);
+    runner_->copy_to_device(x_.addr, x.data(), x.size() * sizeof(float));
+    runner_->register_callable(0, callable_with(&strided_pair));
+  }
+  DiagnosticsConfig everything(bool background) const {
+    DiagnosticsConfig diagnostics = DiagnosticsConfig::all(dir_.string());
+    diagnostics.args_dump_level = 3;
+    diagnostics.background_write = background;
+    return diagnostics;
+  }
+  RunReport run(const DiagnosticsConfig& diagnostics) {
+    TaskArgs args;
+    args.in(Tensor::make(x_, {4, 8}, DataType::F32))
+        .output_existing(Tensor::make(y_, {4, 4}, DataType::F32));
+    return runner_->run(0, args, config(diagnostics));
+  }
+  static std::vector<std::string> file_names(const fs::path& run_dir) {
+    std::vector<std::string> names;
+    for (const fs::directory_entry& entry : fs::directory_iterator(run_dir)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  static std::string contents(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  DeviceBuffer x_{};
+  DeviceBuffer y_{};
+};
+
+TEST_P(DiagnosticsBackground, WritesTheSameDirectoryAsAForegroundWrite) {
+  const fs::path foreground = run(everything(false)).diagnostics_dir;
+  const RunReport report = run(everything(true));
+  const fs::path background = report.diagnostics_dir;
+  ASSERT_FALSE(background.empty());
+  EXPECT_NE(background, foreground);
+  EXPECT_TRUE(runner_->flush_diagnostics().empty());
+  EXPECT_EQ(file_names(background), file_names(foreground));
+  EXPECT_THAT(file_names(background), ::testing::Contains(std::string(diagnostics::kRunFile)));
+  // The same graph, tensors and data; only the times differ.
+  EXPECT_EQ(contents(background / diagnostics::kArgsBinFile),
+            contents(foreground / diagnostics::kArgsBinFile));
+  auto args_records = [](const fs::path& run_dir) {
+    return nlohmann::json::parse(contents(run_dir / diagnostics::kArgsJsonFile)).at("records");
+  };
+  EXPECT_EQ(args_records(background), args_records(foreground));
+  const diagnostics::RunModel a = diagnostics::read_run_directory(foreground.string());
+  const diagnostics::RunModel b = diagnostics::read_run_directory(background.string());
+  EXPECT_EQ(b.nodes.size(), a.nodes.size());
+  // The ring variant records an edge only where the producer was still live when its consumer
+  // was submitted: how many it records depends on timing, so only host_build_graph's must match.
+  if (GetParam().runtime == RuntimeVariant::HostBuildGraph) {
+    ASSERT_EQ(b.edges.size(), a.edges.size());
+    for (size_t i = 0; i < a.edges.size(); ++i) {
+      EXPECT_EQ(b.edges[i].producer, a.edges[i].producer);
+      EXPECT_EQ(b.edges[i].consumer, a.edges[i].consumer);
+    }
+  }
+  EXPECT_EQ(b.blocks.size(), a.blocks.size());
+  EXPECT_TRUE(b.config.background_write);
+  EXPECT_FALSE(a.config.background_write);
+  // The run's wall time ends when run() returns, not when the writer got to it.
+  EXPECT_LE(b.wall_ns, report.host_total_ns);
+}
+
+// The host track shows the run's phases in order, each inside the run: prepare (holding the
+// graph build and the image upload of host_build_graph), launch, wait, read-back.
+TEST_P(DiagnosticsBackground, TheHostTrackShowsEachPhaseInOrder) {
+  const RunReport report = run(everything(false));
+  const diagnostics::RunModel model = diagnostics::read_run_directory(report.diagnostics_dir);
+  auto span = [&](const std::string& name) -> const diagnostics::HostSpan* {
+    const diagnostics::HostSpan* found = nullptr;
+    for (const diagnostics::HostSpan& h : model.host_spans) {
+      if (h.name != name) continue;
+      EXPECT_EQ(found, nullptr) << "two host spans named " << name;
+      found = &h;
+    }
+    return found;
+  };
+  for (const diagnostics::HostSpan& h : model.host_spans) {
+    EXPECT_LE(h.begin_ns, h.end_ns) << h.name;
+    EXPECT_LE(h.end_ns, model.wall_ns) << h.name;
+  }
+  const diagnostics::HostSpan* prepare = span("prepare");
+  const diagnostics::HostSpan* launch = span("launch");
+  const diagnostics::HostSpan* wait = span("wait");
+  const diagnostics::HostSpan* read_back = span("read-back");
+  ASSERT_NE(prepare, nullptr);
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(wait, nullptr);
+  ASSERT_NE(read_back, nullptr);
+  EXPECT_EQ(prepare->begin_ns, 0u);
+  EXPECT_EQ(launch->begin_ns, prepare->end_ns);
+  EXPECT_EQ(wait->begin_ns, launch->end_ns);
+  EXPECT_LE(wait->end_ns, read_back->begin_ns);
+  const diagnostics::HostSpan* orchestration = span("orchestration");
+  const diagnostics::HostSpan* upload = span("upload");
+  if (GetParam().runtime == RuntimeVariant::HostBuildGraph) {
+    // The host builds the graph and uploads its image before the launch.
+    ASSERT_NE(orchestration, nullptr);
+    ASSERT_NE(upload, nullptr);
+    EXPECT_GE(orchestration->begin_ns, prepare->begin_ns);
+    EXPECT_LE(orchestration->end_ns, upload->begin_ns);
+    EXPECT_LE(upload->end_ns, prepare->end_ns);
+  } else {
+    // The ring variant orchestrates on the chip: its submits are on the AICPU tracks.
+    EXPECT_EQ(orchestration, nullptr);
+    EXPECT_EQ(upload, nullptr);
+  }
+}
+
+TEST_P(DiagnosticsBackground, MoreRunsThanTheQueueHoldsAreAllWritten) {
+  std::vector<std::string> dirs;
+  for (std::size_t i = 0; i < 2 * DiagWriteQueue::kMaxPending + 1; ++i) {
+    dirs.push_back(run(everything(true)).diagnostics_dir);
+  }
+  EXPECT_TRUE(runner_->flush_diagnostics().empty());
+  EXPECT_EQ(latest_diagnostics_run(dir_.string()), dirs.back());
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    SCOPED_TRACE(dirs[i]);
+    if (i > 0) {
+      EXPECT_LT(dirs[i - 1], dirs[i]);
+    }
+    const diagnostics::RunModel model = diagnostics::read_run_directory(dirs[i]);
+    EXPECT_EQ(model.run_number, i + 1);
+    EXPECT_EQ(model.blocks.size(), 2u);
+  }
+}
+
+TEST_P(DiagnosticsBackground, AWriteThatFailsInTheBackgroundIsReportedByFlush) {
+  // Hold the writer until the run's directory is gone, so the write must fail.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  runner_->diag_write_queue().push("held", [released] {
+    released.wait();
+    return std::string();
+  });
+  const std::string lost = run(everything(true)).diagnostics_dir;
+  ASSERT_TRUE(fs::is_directory(lost));
+  fs::remove_all(lost);
+  release.set_value();
+  const std::vector<std::string> failures = runner_->flush_diagnostics();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_THAT(failures[0], HasSubstr(lost + ": "));
+  EXPECT_THAT(failures[0], HasSubstr("cannot open for writing"));
+  // Nothing else is harmed: the next run writes its directory.
+  const std::string next = run(everything(true)).diagnostics_dir;
+  EXPECT_TRUE(runner_->flush_diagnostics().empty());
+  EXPECT_TRUE(fs::exists(fs::path(next) / diagnostics::kRunFile));
+}
+
+TEST_P(DiagnosticsBackground, AFailedRunWritesItsDirectoryBeforeItThrows) {
+  runner_->register_callable(1, callable_with([](Orchestration& orch, const TaskArgs& args) {
+                               orch.submit(kTouch, CoreType::AIV,
+                                           TaskArgs().output_existing(args.tensor(0)));
+                               throw Error(StatusCode::InvalidArgument, "gives up");
+                             }));
+  TaskArgs args;
+  args.inout(Tensor::make(y_, {16}, DataType::F32));
+  try {
+    runner_->run(1, args, config(everything(true)));
+    FAIL() << "the run should fail";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.message(), HasSubstr("gives up"));
+    EXPECT_THAT(e.message(), HasSubstr("diagnostics of the failed run: "));
+  }
+  // Without a flush: the failure path does not queue.
+  EXPECT_EQ(runner_->diag_write_queue().pending(), 0u);
+  const diagnostics::RunModel model =
+      diagnostics::read_run_directory(latest_diagnostics_run(dir_.string()));
+  ASSERT_TRUE(model.error.has_value());
+  EXPECT_THAT(model.error->message, HasSubstr("gives up"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, DiagnosticsCollect, ::testing::ValuesIn(kModes),
                          [](const auto& info) { return std::string(info.param.name); });
 INSTANTIATE_TEST_SUITE_P(Modes, DiagnosticsArgs, ::testing::ValuesIn(kModes),
+                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Modes, DiagnosticsBackground, ::testing::ValuesIn(kModes),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

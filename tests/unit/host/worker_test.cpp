@@ -4,11 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "chiprt/callable.h"
 #include "chiprt/orchestration.h"
 #include "host/device_runner.h"
+#include "host/log.h"
 #include "host/worker_access.h"
 #include "host_test_support.h"
 
@@ -16,6 +21,7 @@ namespace chiprt {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 template <class Fn>
 Error expect_error(Fn&& fn, StatusCode code) {
@@ -59,6 +65,7 @@ TEST(WorkerMisuse, EveryCallBeforeInitIsNotInitialized) {
   expect_error([&] { worker.copy_from(&x, DeviceBuffer{64, 64}, 4); }, StatusCode::NotInitialized);
   expect_error([&] { worker.memset(DeviceBuffer{64, 64}, 0, 4); }, StatusCode::NotInitialized);
   expect_error([&] { worker.device_bytes_in_use(); }, StatusCode::NotInitialized);
+  expect_error([&] { worker.flush_diagnostics(); }, StatusCode::NotInitialized);
   expect_error([&] { host::runner_of(worker); }, StatusCode::NotInitialized);
 }
 
@@ -76,6 +83,7 @@ TEST(WorkerMisuse, EveryCallAfterCloseIsAlreadyClosed) {
   expect_error([&] { worker.register_callable(0, callable_with_signature({})); },
                StatusCode::AlreadyClosed);
   expect_error([&] { worker.init(small_options()); }, StatusCode::AlreadyClosed);
+  expect_error([&] { worker.flush_diagnostics(); }, StatusCode::AlreadyClosed);
   expect_error([&] { host::runner_of(worker); }, StatusCode::AlreadyClosed);
 }
 
@@ -263,6 +271,53 @@ TEST(WorkerLifecycle, DestructorClosesAndFreesEverything) {
     in_use = worker.device_bytes_in_use();
   }
   EXPECT_GT(in_use, 1024u);
+}
+
+// Background diagnostics writes (the queue fed directly, so that the outcome of each write is
+// chosen; the collect tests write real run directories through it).
+TEST(WorkerDiagnostics, FlushReportsEveryFailedBackgroundWriteOnce) {
+  Worker worker;
+  worker.init(small_options());
+  worker.flush_diagnostics();  // nothing pending: a no-op
+  host::DiagWriteQueue& queue = host::runner_of(worker).diag_write_queue();
+  queue.push("/d/run-0001", [] { return std::string(); });
+  queue.push("/d/run-0002", [] { return std::string("disk full"); });
+  queue.push("/d/run-0003",
+             []() -> std::string { throw Error(StatusCode::DiagnosticsError, "x"); });
+  Error e = expect_error([&] { worker.flush_diagnostics(); }, StatusCode::DiagnosticsError);
+  EXPECT_THAT(e.message(), HasSubstr("diagnostics of 2 run(s) in the background failed"));
+  EXPECT_THAT(e.message(), HasSubstr("/d/run-0002: disk full"));
+  EXPECT_THAT(e.message(), HasSubstr("/d/run-0003: x"));
+  EXPECT_THAT(e.message(), Not(HasSubstr("run-0001")));
+  worker.flush_diagnostics();  // reported once
+}
+
+TEST(WorkerDiagnostics, CloseWaitsForPendingWritesAndLogsAFailedOne) {
+  const host::LogLevel saved_level = host::log_level();
+  host::set_log_level(host::LogLevel::Warn);
+  Worker worker;
+  worker.init(small_options());
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> written{0};
+  host::DiagWriteQueue& queue = host::runner_of(worker).diag_write_queue();
+  queue.push("/d/run-0001", [released, &written] {
+    released.wait();
+    ++written;
+    return std::string();
+  });
+  queue.push("/d/run-0002", [&written] {
+    ++written;
+    return std::string("lost");  // only logged by close
+  });
+  ::testing::internal::CaptureStderr();
+  std::thread closer([&] { worker.close(); });
+  release.set_value();
+  closer.join();
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  host::set_log_level(saved_level);
+  EXPECT_EQ(written.load(), 2);
+  EXPECT_THAT(logged, HasSubstr("a background diagnostics write failed: /d/run-0002: lost"));
 }
 
 }  // namespace

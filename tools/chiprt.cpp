@@ -278,6 +278,8 @@ int run_example(const RunOptions& options) {
     }
     std::string error;
     config.diagnostics.output_dir = options.diag_dir;
+    // Each round's directory is written while the next round runs; flushed before the summary.
+    config.diagnostics.background_write = true;
     if (!chiprt::parse_diagnostics_list(options.diag, &config.diagnostics, &error)) {
       std::fprintf(stderr, "error: --diag: %s\n", error.c_str());
       return kExitUsage;
@@ -319,6 +321,8 @@ int run_example(const RunOptions& options) {
       first_failure = "round " + std::to_string(round + 1) + ": " + last.message;
     }
   }
+  // Throws (DiagnosticsError, naming the directory) when a round's directory was not written.
+  worker.flush_diagnostics();
   worker.close();
 
   const chiprt::RunReport& report = reports.back();

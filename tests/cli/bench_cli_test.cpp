@@ -618,8 +618,12 @@ TEST(ChiprtBenchCli, DiagnosticsMeasuresEverySwitchOnBothVariants) {
   const CommandResult r = run_bench(
       "--diagnostics --quick --tasks 100 --repetitions 1 --threads 2 --json " + json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("overhead = on - off per task; ratio = on / off"), std::string::npos)
+  EXPECT_NE(r.output.find("overhead = on - off per task (wall); ratio = on / off (wall)"),
+            std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("written = (on wall + files) / off wall"), std::string::npos) << r.output;
+  // 100-task runs never fill a diagnostics ring.
+  EXPECT_NE(r.output.find("\nrecords dropped: none\n"), std::string::npos) << r.output;
   const nlohmann::json j = take_json(json_path);
   ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
   EXPECT_EQ(j.at("comparison"), "diagnostics");
@@ -668,6 +672,10 @@ TEST(ChiprtBenchCli, DiagnosticsMeasuresEverySwitchOnBothVariants) {
                      row.at("on").at("device_ns").at("median").get<double>() /
                          row.at("off").at("device_ns").at("median").get<double>())
         << where;
+    const double files = row.at("on").at("files_ns").at("median").get<double>();
+    EXPECT_GT(files, 0) << where << ": the on side waits for its background write";
+    EXPECT_DOUBLE_EQ(row.at("written_ratio").get<double>(), (on + files) / off) << where;
+    EXPECT_EQ(row.at("records_dropped").get<uint64_t>(), 0u) << where;
     EXPECT_EQ(row.contains("above_bound"), row.at("kind") == "real_kernels") << where;
     if (row.contains("above_bound")) {
       EXPECT_EQ(row.at("above_bound").get<bool>(), on / off > 1.10) << where;

@@ -42,6 +42,8 @@ class ChiprtDevice {
   RunReport run(const Workload& workload, const CallConfig& config);
   uint64_t max_tasks() const noexcept { return max_tasks_; }
   ChiprtDeviceMemory memory();
+  // Worker::flush_diagnostics: waits for run directories written in the background.
+  void flush_diagnostics() { worker_.flush_diagnostics(); }
 
  private:
   Worker worker_;

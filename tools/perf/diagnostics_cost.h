@@ -8,10 +8,13 @@
 //   - the real-kernel rows (kernel_workloads.h: bgemm, paged_attention) with `all`: wall time off
 //     and on and their ratio (the bound: within 1.10; rows above it are marked, not
 //     failed).
-// The time is Worker::run's wall time (RunReport::host_total_ns), writing the run directory
-// included: what a user pays. The device part (RunReport::device_wall_ns: launch to completion)
-// is reported beside it. Each repetition runs the row once off and once on, alternating which goes
-// first, after an untimed warm-up run of each; a row reports the medians.
+// The time is Worker::run's wall time (RunReport::host_total_ns): what a run's caller waits. The
+// run directory is written in the background (DiagnosticsConfig::background_write), and the
+// bench waits for it after the run (Worker::flush_diagnostics, not in the wall time, so that the
+// writer never overlaps the next timed run); that wait is reported as `files`, and wall + files
+// as the cost of a run that waits for its files. The device part (RunReport::device_wall_ns:
+// launch to completion) is reported beside it. Each repetition runs the row once off and once on,
+// alternating which goes first, after an untimed warm-up run of each; a row reports the medians.
 //
 // The run directories go into a temporary directory of the session (under
 // std::filesystem::temp_directory_path()); each is deleted right after its run, so that disk use
@@ -64,8 +67,10 @@ enum class DiagnosticsCostRowKind : uint8_t { Graph, RealKernels };
 struct DiagnosticsCostSide {
   std::vector<double> wall_ns;    // RunReport::host_total_ns
   std::vector<double> device_ns;  // RunReport::device_wall_ns
+  std::vector<double> files_ns;   // the flush after the run (0 off)
   double wall_ns_median = 0;
   double device_ns_median = 0;
+  double files_ns_median = 0;
   double wall_ns_per_task = 0;  // wall_ns_median / tasks
   double device_ns_per_task = 0;
 };
@@ -82,8 +87,13 @@ struct DiagnosticsCostRow {
   double overhead_ns_per_task = 0;  // on.wall_ns_per_task - off.wall_ns_per_task
   double ratio = 0;                 // on.wall_ns_median / off.wall_ns_median
   double device_ratio = 0;          // on.device_ns_median / off.device_ns_median
+  // (on wall + files) / off wall, medians: the cost when the caller waits for the files too.
+  double written_ratio = 0;
   // Real-kernel rows: ratio above kKernelRowsRatioBound.
   bool above_bound = false;
+  // Diagnostics records the chip dropped (a ring full for kDiagFullWaitMs), summed over the timed
+  // runs with the switch on; the streaming drain should keep it 0.
+  uint64_t records_dropped = 0;
 };
 
 struct DiagnosticsCostResult {

@@ -62,6 +62,10 @@ KernelBenchDevice::KernelBenchDevice(unsigned threads, SimIsolation isolation)
 
 KernelBenchDevice::~KernelBenchDevice() = default;
 
+void KernelBenchDevice::flush_diagnostics() {
+  worker_->flush_diagnostics();
+}
+
 namespace {
 
 // Runs the bench case of `workload`'s example on `worker` through `executor` and checks it.
@@ -100,6 +104,7 @@ KernelRunResult KernelBenchDevice::run(KernelWorkload workload, const CallConfig
   result.tasks = report.task_count;
   result.wall_ns = report.host_total_ns;
   result.device_wall_ns = report.device_wall_ns;
+  result.records_dropped = report.diagnostics_records_dropped;
   result.kernel_ns = report.kernel_ns;
   // host_build_graph measures its graph build on the host; a replay skips it.
   result.replayed = config.replay_graph && !report.phase(Phase::GraphBuild).present;

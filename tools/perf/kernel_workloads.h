@@ -47,8 +47,9 @@ struct KernelRunResult {
   uint64_t wall_ns = 0;  // RunReport::host_total_ns: Worker::run entry to return
   // RunReport::device_wall_ns: launch to the chip reporting completion (0 on a peer).
   uint64_t device_wall_ns = 0;
-  uint64_t kernel_ns = 0;  // RunReport::kernel_ns: kernel CPU time summed over all cores
-  bool replayed = false;   // host_build_graph replayed a cached graph (no GraphBuild phase)
+  uint64_t kernel_ns = 0;        // RunReport::kernel_ns: kernel CPU time summed over all cores
+  bool replayed = false;         // host_build_graph replayed a cached graph (no GraphBuild phase)
+  uint64_t records_dropped = 0;  // RunReport::diagnostics_records_dropped
 };
 
 class KernelBenchDevice {
@@ -68,6 +69,8 @@ class KernelBenchDevice {
   // untimed, then `peer` builds and runs it (wall_ns: its graph construction to its last task's
   // completion). Throws like run(), and chiprt::Error when the graph cannot run on a peer.
   KernelRunResult run_on_peer(KernelWorkload workload, DagRunner& peer);
+  // Worker::flush_diagnostics: waits for run directories written in the background.
+  void flush_diagnostics();
 
  private:
   std::unique_ptr<Worker> worker_;

@@ -18,7 +18,6 @@ namespace chiprt::host {
 namespace {
 
 constexpr uint64_t kServicesBytes = round_up(sizeof(platform::ChipServices), kDeviceAlign);
-constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
 
 }  // namespace
 
@@ -116,14 +115,18 @@ void DeviceRunner::ensure_initialized() {
   throw_if(platform_->load_chip_runtime());
   if (!chip_init_done_) {
     DeviceBuffer block;
-    throw_if(memory_.allocate(kServicesBytes + kKernelTableBytes, kDeviceAlign,
+    // One kernel table per pipeline slot: a run prepared while another executes binds its
+    // callable into its own slot's table, never into the one the executing run reads.
+    throw_if(memory_.allocate(kServicesBytes + kPipelineDepth * kKernelTableBytes, kDeviceAlign,
                               AllocationOwner::Runtime, &block));
     status_block_addr_ = block.addr;
     services_addr_ = block.addr;
     kernel_table_addr_ = block.addr + kServicesBytes;
     Status status = memory_.copy_to_device(services_addr_, &platform_->services(),
                                            sizeof(platform::ChipServices));
-    if (status.is_ok()) status = memory_.memset(kernel_table_addr_, 0, kKernelTableBytes);
+    if (status.is_ok()) {
+      status = memory_.memset(kernel_table_addr_, 0, kPipelineDepth * kKernelTableBytes);
+    }
     if (!status.is_ok()) {
       (void)memory_.free(block.addr, AllocationOwner::Runtime);
       status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
@@ -227,7 +230,7 @@ void DeviceRunner::unregister_callable(int32_t id) {
 
 void DeviceRunner::bind(int32_t id) {
   ensure_initialized();
-  throw_if(callables_.bind(id, kernel_table_addr_, nullptr));
+  throw_if(callables_.bind(id, kernel_table_addr(0), nullptr));
 }
 
 void DeviceRunner::check_signature(const RegisteredCallable& callable, const TaskArgs& args) const {
@@ -317,8 +320,9 @@ GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args
     require_usable("export_graph");
     const RunPlan plan = plan_run(config, PlanPurpose::ExportGraph);  // initialises and validates
     common::KernelTable kernel_table{};
-    const RegisteredCallable& callable = prepare_orchestration(
-        "export_graph", callable_id, args, RuntimeVariant::HostBuildGraph, &kernel_table);
+    const RegisteredCallable& callable =
+        prepare_orchestration("export_graph", callable_id, args, RuntimeVariant::HostBuildGraph,
+                              plan.slot, &kernel_table);
     HostBuild built = orchestrate_host_graph(plan, callable, args, kernel_table);
     std::array<uint64_t, kMaxFuncId> kernel_entries{};
     for (std::size_t f = 0; f < kernel_entries.size(); ++f) {

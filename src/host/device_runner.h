@@ -109,8 +109,13 @@ class DeviceRunner {
   // Replays the kernel address table with exactly this callable's kernels.
   void bind(int32_t id);
   const CallableRegistry& callables() const noexcept { return callables_; }
-  // Device address of the kernel address table (uint64_t[kMaxFuncId]); 0 before init.
-  uint64_t kernel_table_addr() const noexcept { return kernel_table_addr_; }
+  // Device address of pipeline slot `slot`'s kernel address table (uint64_t[kMaxFuncId]; one per
+  // slot, so a run prepared while another executes never rewrites the table the chip reads); 0
+  // before init. bind() fills slot 0's.
+  static constexpr uint64_t kKernelTableBytes = sizeof(uint64_t) * kMaxFuncId;
+  uint64_t kernel_table_addr(uint32_t slot = 0) const noexcept {
+    return kernel_table_addr_ == 0 ? 0 : kernel_table_addr_ + slot * kKernelTableBytes;
+  }
 
   // --- runs ----------------------------------------------------------------------------------
   // plan_run, prepare, launch, wait and collect, holding the active-run guard.
@@ -157,6 +162,9 @@ class DeviceRunner {
   // the device is abandoned first (abandon_after_fault). Isolated platforms: a dead device throws
   // KernelCrashed, a killed one OpExecuteTimeout (throw_device_fault composes both).
   RunReport collect(PreparedLaunch& prepared);
+  // Called in a catch block of a step (run(), the pipeline's driver): writes the run's
+  // diagnostics with `error` (when it has any) and throws the error again, naming the directory.
+  [[noreturn]] void fail_diagnostics(PreparedLaunch& prepared, const Error& error);
   // Records per diagnostics stream (0: the defaults of host/diag_collector.h); tests make them
   // small to exercise full rings.
   void set_diag_stream_records(uint64_t records) noexcept { diag_stream_records_ = records; }
@@ -207,9 +215,6 @@ class DeviceRunner {
   void require_usable(const char* what) const;
   // collect without diagnostics: the chip's verdict and the report.
   RunReport collect_chip(PreparedLaunch& prepared);
-  // Called in a catch block of a step: writes the run's diagnostics with `error` (when it has
-  // any) and throws the error again, naming the directory.
-  [[noreturn]] void fail_diagnostics(PreparedLaunch& prepared, const Error& error);
   // Throws `status` unless Ok; a device lost under the call (isolated platforms: KernelCrashed or
   // DeviceFaulted) is abandoned first.
   void throw_if(const Status& status);
@@ -223,10 +228,11 @@ class DeviceRunner {
   // The checks and bind every orchestrating call shares, after the plan resolved: the callable
   // id is in range and registered (CallableIdOutOfRange / UnknownCallable naming `what`), its
   // orchestration for `variant` is loaded, the signature and argument buffers match; then binds
-  // its kernels into the device kernel table and fills `kernel_table` for the orchestrator.
+  // its kernels into pipeline slot `slot`'s device kernel table and fills `kernel_table` for the
+  // orchestrator.
   const RegisteredCallable& prepare_orchestration(const char* what, int32_t callable_id,
                                                   const TaskArgs& args, RuntimeVariant variant,
-                                                  common::KernelTable* kernel_table);
+                                                  uint32_t slot, common::KernelTable* kernel_table);
   // A host-built, validated graph image and what the build observed.
   struct HostBuild {
     std::vector<uint8_t> image;

@@ -19,7 +19,7 @@ uint32_t next_run_number() {
 
 const RegisteredCallable& DeviceRunner::prepare_orchestration(const char* what, int32_t callable_id,
                                                               const TaskArgs& args,
-                                                              RuntimeVariant variant,
+                                                              RuntimeVariant variant, uint32_t slot,
                                                               common::KernelTable* kernel_table) {
   if (Status status = callables_.check_registered(callable_id); !status.is_ok()) {
     throw Error(status.code(), std::string(what) + ": " + status.message());
@@ -30,7 +30,7 @@ const RegisteredCallable& DeviceRunner::prepare_orchestration(const char* what, 
   const RegisteredCallable* callable = callables_.find(callable_id);
   check_signature(*callable, args);
   check_argument_buffers(args);
-  throw_if(callables_.bind(callable_id, kernel_table_addr_, kernel_table));
+  throw_if(callables_.bind(callable_id, kernel_table_addr(slot), kernel_table));
   return *callable;
 }
 
@@ -45,7 +45,7 @@ PreparedLaunch DeviceRunner::prepare(const RunPlan& plan, int32_t callable_id, c
   prepared.report.serial = plan.shape.serial;
   common::KernelTable kernel_table{};
   const RegisteredCallable& callable =
-      prepare_orchestration("run", callable_id, args, plan.variant, &kernel_table);
+      prepare_orchestration("run", callable_id, args, plan.variant, plan.slot, &kernel_table);
   if (plan.diagnostics.any()) {
     prepared.diag = std::make_shared<DiagCollector>(memory_, *platform_, plan, geometry_, callable,
                                                     t_entry, diag_stream_records_);
@@ -83,7 +83,7 @@ common::ChipLaunchArgs& DeviceRunner::start_launch_args(PreparedLaunch& prepared
   launch_args.device_clusters = geometry_.clusters;
   launch_args.shared_addr = shared_region.addr;
   launch_args.shared_size = shared_bytes;
-  launch_args.kernel_table_addr = kernel_table_addr_;
+  launch_args.kernel_table_addr = kernel_table_addr(plan.slot);
   launch_args.phase_buffer_addr = phase_buffer_addr;
   launch_args.services_addr = services_addr_;
   launch_args.scheduler_timeout_ms = plan.scheduler_timeout_ms;

@@ -161,6 +161,12 @@ class Platform {
   // Waits only for every AICPU thread of the last launch to return (cores may still run; call
   // wait() afterwards). StreamSyncTimeout if they do not within `timeout_ms`.
   virtual Status wait_aicpu(uint64_t timeout_ms) = 0;
+  // The one host-side method any thread may call, also while another is in wait_aicpu: makes the
+  // wait_aicpu in progress (or else the next one) return early with StreamSyncTimeout, the launch
+  // still running, so that the waiting thread can do other host work (a pipelined Worker
+  // prepares the run just submitted). A platform that cannot interrupt its wait ignores it (the
+  // default); its waits still end within the caller's timeout.
+  virtual void wake_wait() noexcept {}
   // The host gave up on the running launch (a device fault: a stuck kernel or orchestration
   // function). Stopping the streams then waits for nothing that is known to be stuck.
   virtual void abandon_launch() = 0;

@@ -335,10 +335,11 @@ std::chrono::steady_clock::time_point deadline_after(uint64_t timeout_ms) {
 }  // namespace
 
 Status LaunchEngine::wait_aicpu_until(std::chrono::steady_clock::time_point deadline,
-                                      uint64_t timeout_ms) {
+                                      uint64_t timeout_ms, bool wakeable) {
   std::unique_lock lock(mutex_);
   if (!launch_active_) return Status::ok();
-  if (!host_cv_.wait_until(lock, deadline, [&] { return aicpu_running_ == 0; })) {
+  if (!host_cv_.wait_until(lock, deadline,
+                           [&] { return aicpu_running_ == 0 || (wakeable && wake_requested_); })) {
     launch_timed_out_ = true;
     return Status(StatusCode::StreamSyncTimeout,
                   "wait: the launch did not finish within " + std::to_string(timeout_ms) +
@@ -347,16 +348,32 @@ Status LaunchEngine::wait_aicpu_until(std::chrono::steady_clock::time_point dead
                       " AICPU threads are still running (the launch keeps running; wait again, "
                       "or raise CHIPRT_STREAM_SYNC_TIMEOUT_MS)");
   }
+  if (!wakeable) return Status::ok();
+  wake_requested_ = false;
+  if (aicpu_running_ != 0) {  // woken (wake_waiter), not timed out: the launch goes on
+    return Status(StatusCode::StreamSyncTimeout,
+                  "wait: woken before the launch's AICPU threads returned (it keeps running)");
+  }
   return Status::ok();
 }
 
+void LaunchEngine::wake_waiter() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    wake_requested_ = true;
+  }
+  host_cv_.notify_all();
+}
+
 Status LaunchEngine::wait_aicpu(uint64_t timeout_ms) {
-  return wait_aicpu_until(deadline_after(timeout_ms), timeout_ms);
+  return wait_aicpu_until(deadline_after(timeout_ms), timeout_ms, /*wakeable=*/true);
 }
 
 Status LaunchEngine::wait(uint64_t timeout_ms) {
   const auto deadline = deadline_after(timeout_ms);
-  if (Status status = wait_aicpu_until(deadline, timeout_ms); !status.is_ok()) return status;
+  if (Status status = wait_aicpu_until(deadline, timeout_ms, /*wakeable=*/false); !status.is_ok()) {
+    return status;
+  }
   std::unique_lock lock(mutex_);
   if (!launch_active_) return Status::ok();
   const uint32_t threads = launch_programs_.aicpu_threads;

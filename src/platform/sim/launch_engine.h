@@ -92,6 +92,8 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   Status wait(uint64_t timeout_ms);
   // Waits for the AICPU threads of the current launch only (see Platform::wait_aicpu).
   Status wait_aicpu(uint64_t timeout_ms);
+  // See Platform::wake_wait: any thread.
+  void wake_waiter() noexcept;
   // See Platform::recover: wait(0), mapping a launch that is still running to DeviceFaulted.
   Status recover();
   // See Platform::abandon_launch: stop() gives an abandoned launch no grace to finish and its
@@ -111,8 +113,10 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   }
 
  private:
-  // The first phase of wait (and all of wait_aicpu): the AICPU threads returned by `deadline`.
-  Status wait_aicpu_until(std::chrono::steady_clock::time_point deadline, uint64_t timeout_ms);
+  // The first phase of wait (and all of wait_aicpu): the AICPU threads returned by `deadline`;
+  // `wakeable` (wait_aicpu only): wake_waiter() ends it early.
+  Status wait_aicpu_until(std::chrono::steady_clock::time_point deadline, uint64_t timeout_ms,
+                          bool wakeable);
   enum CoreState : uint32_t { kIdle = 0, kQueued = 1, kRunning = 2, kRunningKicked = 3 };
   struct alignas(64) PaddedState {
     std::atomic<uint32_t> value{kIdle};
@@ -146,6 +150,7 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   // A wait() on the active launch timed out: a later launch() is refused as a fault, not misuse.
   bool launch_timed_out_ = false;
   bool launch_abandoned_ = false;  // abandon_launch() on the active launch
+  bool wake_requested_ = false;    // wake_waiter(): the next AICPU wait returns early
   uint64_t launch_generation_ = 0;
   LaunchPrograms launch_programs_{};
   uint32_t aicpu_running_ = 0;

@@ -408,6 +408,37 @@ TEST(SimWaitTest, ConcurrentWaitTimesOutThenSucceedsAfterRelease) {
   EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
 }
 
+// wake_wait (from another thread) ends a wait_aicpu early, the launch still running; a wait()
+// is not woken; a wake with nobody waiting ends the next wait_aicpu at once, and only that one.
+TEST(SimWaitTest, ConcurrentWakeEndsOnlyAnAicpuWaitEarly) {
+  sim::SimPlatform platform(make_config(2, 1));
+  ASSERT_TRUE(platform.start_streams().is_ok());
+  BlockingProgram program;
+  sim::LaunchPrograms programs{&program, &block_until_released, &noop_service, 2, 6, false};
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
+  std::thread waker([&] {
+    while (program.entered.load() < 2) std::this_thread::sleep_for(1ms);
+    platform.wake_wait();
+  });
+  const Status woken = platform.wait_aicpu(kGenerousWaitMs);
+  waker.join();
+  EXPECT_EQ(woken.code(), StatusCode::StreamSyncTimeout);
+  EXPECT_TRUE(contains(woken, "woken before the launch's AICPU threads returned"))
+      << woken.message();
+  // Woken is no timeout: the launch is not taken for a fault, and the next wait really waits.
+  platform.wake_wait();
+  EXPECT_EQ(platform.wait_aicpu(kGenerousWaitMs).code(), StatusCode::StreamSyncTimeout);
+  EXPECT_TRUE(contains(platform.wait_aicpu(20), "did not finish within 20 ms"));
+  platform.wake_wait();  // wait() ignores it
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    program.release = true;
+  });
+  EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
+  releaser.join();
+  EXPECT_EQ(program.entered.load(), 2u);
+}
+
 struct StuckCoreProgram {
   const ChipServices* services = nullptr;
   std::atomic<bool> release{false};

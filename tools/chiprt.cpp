@@ -5,14 +5,18 @@
 //   chiprt run <example> [--case NAME] [--runtime host_build_graph|tensormap_ringbuffer]
 //              [--clusters N] [--aicpu-threads N] [--rounds N] [--serial]
 //              [--ring-window N[,N...]] [--ring-heap N[,N...]] [--ring-dep-pool N[,N...]]
-//              [--graph FILE] [--isolated]
+//              [--graph FILE] [--isolated] [--pipeline]
 //   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
 //                [--workloads NAME[,NAME...]] [--isolation none|process|both]
 //                [--scaling [--scaling-sizes N,N[,N...]]]
-//                [--diagnostics [--diag-switches SWITCH[,SWITCH...]]]
+//                [--diagnostics [--diag-switches SWITCH[,SWITCH...]]] [--pipeline]
 //
 // --graph exports the first round's task graph (Worker::export_graph: the host_build_graph build
 // of the same call, whatever the runtime), prints its shape and writes it as Graphviz DOT.
+//
+// --pipeline submits the rounds through Worker::submit, two in flight (run N+1 is prepared while
+// run N executes), instead of one Worker::run after the other; the outputs are checked once, after
+// the last round.
 //
 // --isolated runs the simulated chip in a device process of its own (SimIsolation::Process): a
 // kernel that crashes or hangs ends the run with KernelCrashed / OpExecuteTimeout instead of
@@ -42,6 +46,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +63,8 @@
 #include "diagnostics_cost.h"
 #include "example.h"
 #include "isolation_compare.h"
+#include "pipeline_bench.h"
+#include "round_states.h"
 #include "scaling.h"
 #include "suite.h"
 
@@ -87,6 +94,7 @@ struct RunOptions {
   bool isolated = false;   // --isolated: SimIsolation::Process
   std::string diag;        // --diag: all, or a list of collectors ("" = off)
   std::string diag_dir;    // --diag-dir: where the run directories go
+  bool pipeline = false;   // --pipeline: the rounds through Worker::submit, two in flight
 };
 
 void print_list() {
@@ -311,9 +319,38 @@ int run_example(const RunOptions& options) {
     if (!graph.has_value()) graph = w.export_graph(callable_id, args, call_config);
     return w.run(callable_id, args, call_config);
   };
-  for (int round = 0; round < options.rounds; ++round) {
+  // --pipeline: one example run whose executor submits every round, two in flight; each round's
+  // report joins the timing table.
+  const chiprt::examples::Executor pipelined = [&](chiprt::Worker& w, int32_t callable_id,
+                                                   const chiprt::TaskArgs& args,
+                                                   const chiprt::CallConfig& call_config) {
+    // Every round but the last computes on copies of what the call writes (a call may
+    // accumulate into it), two copies for two runs in flight; the last on the example's own
+    // buffers, which the example checks.
+    chiprt::examples::RoundStates copies(w, args, 2);
+    std::deque<chiprt::RunHandle> in_flight;
+    for (int round = 0; round < options.rounds; ++round) {
+      if (in_flight.size() == 2) {
+        reports.push_back(in_flight.front().wait());
+        in_flight.pop_front();
+      }
+      const bool last = round + 1 == options.rounds;
+      in_flight.push_back(
+          w.submit(callable_id, last ? args : copies.round_args(round % 2), call_config));
+    }
+    while (in_flight.size() > 1) {
+      reports.push_back(in_flight.front().wait());
+      in_flight.pop_front();
+    }
+    // The loop below adds the example's report of the last round.
+    return in_flight.front().wait();
+  };
+  const int example_runs = options.pipeline ? 1 : options.rounds;
+  for (int round = 0; round < example_runs; ++round) {
     last = example->run(worker, *example_case, config,
-                        options.graph_path.empty() ? chiprt::examples::Executor{} : exporting);
+                        options.pipeline             ? pipelined
+                        : options.graph_path.empty() ? chiprt::examples::Executor{}
+                                                     : exporting);
     reports.push_back(last.report);
     max_error = std::max(max_error, last.max_abs_error);
     if (!last.passed && all_passed) {
@@ -342,6 +379,7 @@ int run_example(const RunOptions& options) {
               : kernels_on == chiprt::SimCoreExecution::Aicpu ? ", kernels on the AICPU threads"
                                                               : ", kernels on executor threads",
               isolated ? ", chip in an isolated device process" : "", options.rounds);
+  if (options.pipeline) std::printf("pipelined: rounds submitted with two in flight\n");
   print_timing(reports);
   if (!report.diagnostics_dir.empty()) {
     std::printf("\n%s", chiprt::diagnostics_summary(report.diagnostics_dir).c_str());
@@ -384,6 +422,7 @@ struct BenchOptions {
   std::string isolation;  // --isolation: none, process, both ("" = not given: Default)
   bool diagnostics = false;
   std::vector<std::string> diag_switches;  // --diag-switches: empty = every switch and all
+  bool pipeline = false;                   // --pipeline: sequential runs against submit
 };
 
 bool write_json(const std::string& path, const nlohmann::json& json) {
@@ -482,8 +521,22 @@ int run_bench_diagnostics(const BenchOptions& options, const chiprt::perf::Suite
                              chiprt::perf::all_diagnostics_rows_measured(result));
 }
 
+// --pipeline: streams of runs one after the other against two in flight, interleaved.
+int run_bench_pipeline(const BenchOptions& options) {
+  chiprt::perf::PipelineOptions pipeline;
+  pipeline.threads = static_cast<unsigned>(options.threads);
+  if (options.repetitions > 0) pipeline.repetitions = options.repetitions;
+  if (options.quick) pipeline.runs = 50;
+  const chiprt::perf::PipelineResult result =
+      chiprt::perf::run_pipeline_comparison(pipeline, stderr);
+  return finish_bench_report(options, chiprt::perf::format_pipeline_table(result),
+                             chiprt::perf::pipeline_to_json(result),
+                             chiprt::perf::all_pipeline_rows_measured(result));
+}
+
 int run_bench(const BenchOptions& options) {
   if (options.scaling) return run_bench_scaling(options);
+  if (options.pipeline) return run_bench_pipeline(options);
   chiprt::perf::SuiteOptions suite;
   suite.quick = options.quick;
   suite.threads = static_cast<unsigned>(options.threads);
@@ -540,6 +593,10 @@ int main(int argc, char** argv) {
   run->add_option("--graph", options.graph_path,
                   "export the first round's task graph (the host_build_graph build of the call), "
                   "print its shape and write it to FILE as Graphviz DOT");
+  run->add_flag("--pipeline", options.pipeline,
+                "submit the rounds with Worker::submit, two in flight (run N+1 prepared while run "
+                "N executes); the outputs are checked after the last round")
+      ->excludes(run->get_option("--graph"));
   run->add_flag("--isolated", options.isolated,
                 "run the simulated chip in a device process of its own: a kernel that crashes or "
                 "hangs ends the run with a device error (KernelCrashed, OpExecuteTimeout) instead "
@@ -622,6 +679,16 @@ int main(int argc, char** argv) {
                    "swimlane=3,swimlane=4,tasks,deps,scopes,args=1,counters,all)")
       ->delimiter(',')
       ->needs(diagnostics_option);
+  bench
+      ->add_flag("--pipeline", bench_options.pipeline,
+                 "instead of the suite: streams of 200 runs (bgemm and paged_attention case "
+                 "small on both variants, a host-heavy graph on host_build_graph) one after the "
+                 "other against two in flight (Worker::submit), interleaved: runs per second and "
+                 "their ratio")
+      ->excludes(scaling_option)
+      ->excludes(isolation_option)
+      ->excludes(diagnostics_option)
+      ->excludes(tasks_option);
 
   try {
     app.parse(argc, argv);

@@ -74,10 +74,10 @@ struct CallConfig {
   // host with fewer cores than chip threads a preempted kernel would otherwise count the time it
   // spent descheduled.
   bool measure_kernel_time = false;
-  // Reserved for pipelined runs (issue 16), which will choose slot and bank themselves: validated
-  // (< PlatformLimits::pipeline_depth) and they do pick the staging slot and the arena bank the
-  // run uses, but runs still execute one at a time, so another slot or bank overlaps nothing; it
-  // only costs device memory and a bank of its own (replay_graph caches bank 0 only).
+  // The staging slot and arena bank of a run() (validated: < PlatformLimits::pipeline_depth).
+  // Worker::submit ignores them: the pipeline alternates slot and bank itself so that a run is
+  // prepared while another executes. For run() another slot or bank overlaps nothing; it only
+  // costs device memory and a bank of its own (replay_graph caches bank 0 only).
   uint32_t pipeline_slot = 0;
   uint32_t arena_bank = 0;
   // tensormap_ringbuffer ring sizes (see ring_sizes.h); empty lists leave the field to its

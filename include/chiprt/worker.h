@@ -20,9 +20,30 @@
 // launch) the Worker refuses device work with DeviceFaulted, saying what faulted, until reset():
 // device memory is lost with the device, the Worker's host state and callables are kept.
 //
-// Threading: a Worker is used from one thread at a time (calls are serialised internally by a
+// Pipelined runs. submit() admits a run and returns a RunHandle (chiprt/run_handle.h) without
+// waiting for it: while run N executes on the chip, the Worker's pipeline thread prepares run N+1
+// (host_build_graph: its orchestration and graph image, uploaded into the other arena bank;
+// tensormap_ringbuffer: its launch arguments, kernel table and ring state, its orchestration
+// then runs on the chip once launched) and launches it the moment run N is collected. At most two
+// runs are admitted per Worker (one executing, one prepared or queued); a third submit() waits
+// for a place (try_submit() says no instead). Runs execute one at a time and complete in
+// submission order; the pipeline chooses each run's slot and bank (CallConfig::pipeline_slot and
+// arena_bank are ignored by submit). A run that fails cancels the one admitted after it (its
+// handle throws Cancelled naming the failure, or DeviceFaulted after a device fault); later
+// submissions run normally. Watchdog and timeouts apply per run. Diagnostics work as with run():
+// each run gets its own collector and directory.
+// While runs are admitted: copy_to, copy_from, memset and free of memory a run names as an
+// argument (its buffers, whole) wait until that run is done, so a host read after a submit sees
+// what the run wrote; other memory is not held up. unregister_callable of a callable an admitted
+// run uses, export_graph and reset wait until every admitted run is done; close() finishes every
+// admitted run first. run() is submit().wait() when runs are admitted (it queues behind them);
+// with none, it runs on the calling thread, as does a host_build_graph orchestration function
+// (a submitted run's runs on the pipeline thread).
+//
+// Threading: a Worker may be used from several host threads (calls are serialised internally by a
 // mutex, so concurrent calls are safe but not parallel: a call from another thread while a run is
-// in flight waits until the run returns). Runs execute one at a time.
+// executing may wait up to one wait slice, about 20 ms, or until the run returns). submit() may be
+// called from several threads at once; their runs are ordered by admission.
 // No Worker method (of this or any other Worker) may be called from inside a run: from an
 // orchestration function (host_build_graph runs it on the thread inside Worker::run,
 // tensormap_ringbuffer on the chip) or from a kernel. Such a call throws Error(ReentrantCall)
@@ -40,6 +61,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/graph_export.h"
+#include "chiprt/run_handle.h"
 #include "chiprt/run_report.h"
 #include "chiprt/sim_options.h"
 #include "chiprt/status.h"
@@ -90,6 +112,17 @@ class Worker {
   // those buffers and runtime outputs of this run (InvalidDevicePointer otherwise).
   RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
 
+  // Admits a run and returns at once (the pipeline above): the arguments, config and user_data
+  // are copied, so the caller's may change once it returns. Waits while two runs are admitted.
+  // Refuses at once what needs no device (NotInitialized, AlreadyClosed, ReentrantCall); every
+  // other error (the ones run() throws) comes from the handle's wait().
+  RunHandle submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+  // submit() that never waits: false, leaving `handle` as it was, when two runs are admitted.
+  bool try_submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
+                  RunHandle* handle);
+  // Runs admitted and not yet done (0, 1 or 2).
+  uint32_t runs_in_flight() const;
+
   // Builds the task graph of the callable's orchestration with `args` exactly as a
   // host_build_graph run would (same argument, signature and config checks with the same errors;
   // same dependency inference, limits and runtime output allocation) and returns it instead of
@@ -137,8 +170,9 @@ class Worker {
   // after the failure, run.json among them). Needs no device: allowed after a fault too.
   void flush_diagnostics();
 
-  // Releases the device and everything the Worker created. Waits for pending background
-  // diagnostics writes first; a write that failed is then only logged (flush_diagnostics() before
+  // Releases the device and everything the Worker created. Finishes every admitted run first
+  // (their handles then hold their results), then waits for pending background diagnostics
+  // writes; a write that failed is then only logged (flush_diagnostics() before
   // close reports it as an error).
   void close();
 

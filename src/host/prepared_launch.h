@@ -5,10 +5,10 @@
 // A run's steps: prepare (checks, bind, orchestration or launch arguments, everything the chip
 // needs written to the device) -> launch -> poll until true, or wait -> collect (the chip's
 // verdict, phases, report). Everything a run needs between its steps lives here, not in the
-// runner, so two prepared launches can be held at once (pipelined runs, issue 16: prepare run N+1
-// while run N executes) provided they use different pipeline slots and arena banks (a prepare
-// writes the slot's staging buffer and the bank's regions). Nothing enforces that yet: the
-// runner's run() holds one at a time.
+// runner, so two prepared launches can be held at once (pipelined runs, Worker::submit: prepare
+// run N+1 while run N executes) provided they use different pipeline slots and arena banks (a
+// prepare writes the slot's staging buffer and kernel table and the bank's regions); the Worker's
+// pipeline alternates them (src/host/worker.cpp).
 //
 // Lifetime: made by prepare, then driven by the same runner's launch/poll/wait/collect in that
 // order (a step out of order is InternalError); dropped after collect, or without launching when

@@ -2,12 +2,18 @@
 #include "chiprt/worker.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "common/run_context.h"
 #include "host/device_runner.h"
 #include "host/log.h"
+#include "host/run_pipeline.h"
+#include "host/run_steps.h"
 #include "host/worker_access.h"
 #include "platform/registry.h"
 
@@ -15,24 +21,90 @@ namespace chiprt {
 
 struct Worker::Impl {
   enum class State { Fresh, Ready, Closed };
+  // The runner's lock: every call on the runner holds it (the pipeline thread for each step).
   mutable std::mutex mutex;
   // Written under the mutex; atomic so that initialized() needs no lock.
   std::atomic<State> state{State::Fresh};
   std::unique_ptr<host::DeviceRunner> runner;
 
-  // Every entry point starts here: a call made from inside a run (an orchestration function or a
-  // kernel, see common/run_context.h) is refused before the lock is taken, since a
-  // host_build_graph orchestration function runs on the thread that already holds it, and chip
-  // threads would wait for the run they belong to. Then takes the lock.
-  std::unique_lock<std::mutex> enter(const char* what) const {
+  // --- the pipeline (submit) ---------------------------------------------------------------
+  // Lock order: mutex, then pipe_mutex. pipe_mutex guards admitted, next_sequence, closing,
+  // driver and every RunState::cancel; pipe_cv announces a change of admitted (a place freed, a
+  // run admitted, a run done).
+  static constexpr std::size_t kMaxAdmitted = host::kPipelineDepth;
+  mutable std::mutex pipe_mutex;
+  mutable std::condition_variable pipe_cv;
+  std::deque<std::shared_ptr<host::RunState>> admitted;  // front: the run executing or next
+  uint64_t next_sequence = 1;
+  bool closing = false;  // no more admissions; the driver exits once admitted is empty
+  // The driver is in a wait slice of a launch's AICPU phase, holding the runner's lock: a run
+  // admitted now wakes it (Platform::wake_wait) so that it prepares the run at once.
+  bool driver_waiting = false;
+  std::thread driver;
+
+  // Refuses a call made from inside a run (an orchestration function or a kernel, see
+  // common/run_context.h): a host_build_graph orchestration function runs on a thread that
+  // already holds the lock, and chip threads would wait for the run they belong to.
+  static void refuse_inside_a_run(const char* what) {
     const common::RunContext& context = common::current_run_context();
     if (context.role != common::RunRole::None) {
       throw Error(StatusCode::ReentrantCall, std::string("Worker::") + what +
                                                  " called from inside a run, from " +
                                                  common::describe(context));
     }
+  }
+
+  // Every entry point starts here: refuses calls from inside a run, then takes the lock.
+  std::unique_lock<std::mutex> enter(const char* what) const {
+    refuse_inside_a_run(what);
     return std::unique_lock<std::mutex>(mutex);
   }
+
+  // With `lock` (the runner's) held: waits, releasing it meanwhile, until no admitted run
+  // satisfies `blocks`; returns with the lock held and nothing blocking. While the lock is held no
+  // run is launched or admitted-and-prepared, so what the caller does next cannot race a run.
+  template <class Blocks>
+  void wait_until_clear(std::unique_lock<std::mutex>& lock, Blocks&& blocks) const {
+    for (;;) {
+      std::unique_lock pipe(pipe_mutex);
+      auto clear = [&] {
+        for (const auto& run : admitted) {
+          if (blocks(*run)) return false;
+        }
+        return true;
+      };
+      if (clear()) return;
+      lock.unlock();
+      pipe_cv.wait(pipe, clear);
+      pipe.unlock();
+      lock.lock();
+    }
+  }
+  // Waits until no admitted run names caller memory in [lo, hi).
+  void wait_for_memory(std::unique_lock<std::mutex>& lock, uint64_t lo, uint64_t hi) const {
+    wait_until_clear(lock, [&](const host::RunState& run) { return run.touches(lo, hi); });
+  }
+  // Waits until every admitted run is done.
+  void drain(std::unique_lock<std::mutex>& lock) const {
+    wait_until_clear(lock, [](const host::RunState&) { return true; });
+  }
+
+  RunHandle admit(int32_t callable_id, const TaskArgs& args, const CallConfig& config, bool block,
+                  bool* admitted_out);
+  void drive();
+  // Prepares (unless done while the run before it executed), launches, waits for and collects
+  // `run`, preparing its successor during the wait; its report, or `failure` set.
+  RunReport execute(host::RunState& run, std::optional<Error>* failure);
+  void prepare_run(host::DeviceRunner& runner, host::RunState& run);
+  // The run admitted after `run`, when it has one (pipe_mutex held).
+  std::shared_ptr<host::RunState> successor_of(const host::RunState& run) const {
+    for (std::size_t i = 0; i + 1 < admitted.size(); ++i) {
+      if (admitted[i].get() == &run) return admitted[i + 1];
+    }
+    return nullptr;
+  }
+  // Stops admissions, lets every admitted run finish and joins the driver (close).
+  void stop_pipeline();
 
   // Throws unless the worker is initialised and open.
   host::DeviceRunner& ready(const char* what) const {
@@ -126,7 +198,11 @@ void Worker::register_callable(int32_t callable_id, std::span<const uint8_t> con
 }
 
 void Worker::unregister_callable(int32_t callable_id) {
-  const auto lock = impl_->enter("unregister_callable");
+  auto lock = impl_->enter("unregister_callable");
+  impl_->ready("unregister_callable");
+  // Its kernels' code goes with it: not while an admitted run may still call them.
+  impl_->wait_until_clear(
+      lock, [&](const host::RunState& run) { return run.callable_id == callable_id; });
   impl_->ready("unregister_callable").unregister_callable(callable_id);
 }
 
@@ -136,13 +212,220 @@ bool Worker::has_callable(int32_t callable_id) const {
 }
 
 RunReport Worker::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
-  const auto lock = impl_->enter("run");
-  return impl_->ready("run").run(callable_id, args, config);
+  {
+    const auto lock = impl_->enter("run");
+    host::DeviceRunner& runner = impl_->ready("run");
+    std::unique_lock pipe(impl_->pipe_mutex);
+    // Nothing admitted: no run can start while the lock is held, so this one runs here, on the
+    // caller's thread, without a hand-off.
+    if (impl_->admitted.empty()) {
+      pipe.unlock();
+      return runner.run(callable_id, args, config);
+    }
+  }
+  return submit(callable_id, args, config).wait();
+}
+
+RunHandle Worker::submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+  bool admitted = false;
+  return impl_->admit(callable_id, args, config, /*block=*/true, &admitted);
+}
+
+bool Worker::try_submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
+                        RunHandle* handle) {
+  if (handle == nullptr) {
+    throw Error(StatusCode::InvalidArgument, "Worker::try_submit: the handle pointer is null");
+  }
+  bool admitted = false;
+  RunHandle made = impl_->admit(callable_id, args, config, /*block=*/false, &admitted);
+  if (admitted) *handle = std::move(made);
+  return admitted;
+}
+
+uint32_t Worker::runs_in_flight() const {
+  Impl::refuse_inside_a_run("runs_in_flight");
+  std::lock_guard pipe(impl_->pipe_mutex);
+  return static_cast<uint32_t>(impl_->admitted.size());
+}
+
+RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
+                              bool block, bool* admitted_out) {
+  const char* what = block ? "submit" : "try_submit";
+  refuse_inside_a_run(what);
+  std::unique_lock pipe(pipe_mutex);
+  auto refuse_state = [&] {
+    if (closing || state == State::Closed) {
+      throw Error(StatusCode::AlreadyClosed,
+                  std::string("Worker::") + what + " called after close(); create a new Worker");
+    }
+    if (state == State::Fresh) {
+      throw Error(StatusCode::NotInitialized,
+                  std::string("Worker::") + what + " called before init(); call init() first");
+    }
+  };
+  refuse_state();
+  if (admitted.size() >= kMaxAdmitted) {
+    if (!block) return RunHandle();
+    pipe_cv.wait(pipe, [&] { return admitted.size() < kMaxAdmitted || closing; });
+    refuse_state();
+  }
+  auto run = std::make_shared<host::RunState>(next_sequence++, callable_id, args, config);
+  admitted.push_back(run);
+  if (!driver.joinable()) driver = std::thread([this] { drive(); });
+  // Only while the driver holds the runner's lock in its wait: the platform is alive and not
+  // being reset then.
+  if (driver_waiting) runner->platform().wake_wait();
+  pipe.unlock();
+  pipe_cv.notify_all();
+  *admitted_out = true;
+  return run->handle(run);
+}
+
+// The pipeline thread: executes the admitted runs in order, one at a time.
+void Worker::Impl::drive() {
+  std::unique_lock pipe(pipe_mutex);
+  for (;;) {
+    pipe_cv.wait(pipe, [&] { return closing || !admitted.empty(); });
+    if (admitted.empty()) return;  // closing, nothing left
+    std::shared_ptr<host::RunState> run = admitted.front();
+    pipe.unlock();
+    std::optional<Error> failure;
+    RunReport report = execute(*run, &failure);
+    pipe.lock();
+    admitted.pop_front();
+    pipe_cv.notify_all();
+    // Published after the run left `admitted`, so what its waiter does next (a read of its
+    // output) is not held up by it.
+    pipe.unlock();
+    if (failure) {
+      run->fail(*failure);
+    } else {
+      run->finish(std::move(report));
+    }
+    pipe.lock();
+  }
+}
+
+void Worker::Impl::prepare_run(host::DeviceRunner& runner, host::RunState& run) {
+  CallConfig config = run.config;
+  // The pipeline picks the slot and bank: consecutive runs alternate, so a run is prepared into
+  // the pair the executing run does not use.
+  config.pipeline_slot = config.arena_bank =
+      static_cast<uint32_t>(run.sequence % host::kPipelineDepth);
+  const host::RunClock::time_point t_entry = host::RunClock::now();
+  const host::RunPlan plan = runner.plan_run(config);
+  run.prepared.emplace(runner.prepare(plan, run.callable_id, run.args, t_entry));
+}
+
+RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failure_out) {
+  std::optional<Error>& failure = *failure_out;
+  RunReport report;
+  {
+    std::unique_lock lock(mutex);
+    std::optional<Error> cancelled;
+    {
+      std::lock_guard pipe(pipe_mutex);
+      cancelled = run.cancel;
+    }
+    try {
+      if (cancelled) throw *cancelled;
+      host::DeviceRunner& runner = *this->runner;
+      if (!run.prepared) prepare_run(runner, run);
+      host::PreparedLaunch& prepared = *run.prepared;
+      if (prepared.needs_launch) {
+        try {
+          runner.launch(prepared);
+          // While the chip executes this run, prepare the next one (admitted by now, or during
+          // the wait: looked for after every wait slice). A failed prepare fails that run when
+          // its turn comes, not this one.
+          bool next_tried = false;
+          auto prepare_successor = [&] {
+            if (next_tried) return;
+            std::shared_ptr<host::RunState> next;
+            {
+              std::lock_guard pipe(pipe_mutex);
+              next = successor_of(run);
+            }
+            if (next == nullptr) return;
+            next_tried = true;
+            try {
+              prepare_run(runner, *next);
+            } catch (const Error& e) {
+              std::lock_guard pipe(pipe_mutex);
+              if (!next->cancel) next->cancel = e;
+            }
+          };
+          prepare_successor();
+          // A wait slice; wakeable (by an admission) only in the AICPU phase, where an early
+          // return reads as "still running" (later phases would read it as a timeout).
+          auto wait_slice = [&] {
+            const bool wakeable = !next_tried && prepared.wait.phase == host::WaitPhase::Aicpu;
+            if (wakeable) {
+              std::lock_guard pipe(pipe_mutex);
+              driver_waiting = true;
+              // Admitted between the last look and now: prepare it first.
+              if (successor_of(run) != nullptr) driver_waiting = false;
+            }
+            if (wakeable && !driver_waiting) return false;
+            struct Cleared {  // also when poll throws
+              Impl& impl;
+              bool wakeable;
+              ~Cleared() {
+                if (!wakeable) return;
+                std::lock_guard pipe(impl.pipe_mutex);
+                impl.driver_waiting = false;
+              }
+            } cleared{*this, wakeable};
+            return runner.poll(prepared);
+          };
+          while (!wait_slice()) {
+            prepare_successor();
+            // Let a host call waiting for the lock in between two wait slices.
+            lock.unlock();
+            std::this_thread::yield();
+            lock.lock();
+          }
+        } catch (const Error& e) {
+          runner.fail_diagnostics(prepared, e);
+        }
+      }
+      report = runner.collect(prepared);
+    } catch (const Error& e) {
+      failure = e;
+    }
+    run.prepared.reset();
+    if (failure) {
+      // The run admitted after this one is not launched: it reports this failure.
+      std::lock_guard pipe(pipe_mutex);
+      if (std::shared_ptr<host::RunState> next = successor_of(run); next && !next->cancel) {
+        const bool faulted = runner->faulted();
+        next->cancel = Error(faulted ? StatusCode::DeviceFaulted : StatusCode::Cancelled,
+                             "run " + std::to_string(next->sequence) + " of callable " +
+                                 std::to_string(next->callable_id) + " was not launched: run " +
+                                 std::to_string(run.sequence) + " before it failed with " +
+                                 std::string(failure->name()) + ": " + failure->message());
+      }
+    }
+  }
+  return report;
+}
+
+void Worker::Impl::stop_pipeline() {
+  std::thread joined;
+  {
+    std::unique_lock pipe(pipe_mutex);
+    closing = true;
+    joined = std::move(driver);
+  }
+  pipe_cv.notify_all();
+  if (joined.joinable()) joined.join();
 }
 
 GraphExport Worker::export_graph(int32_t callable_id, const TaskArgs& args,
                                  const CallConfig& config) {
-  const auto lock = impl_->enter("export_graph");
+  auto lock = impl_->enter("export_graph");
+  impl_->ready("export_graph");
+  impl_->drain(lock);  // the export builds in a bank's output heap an admitted run may use
   return impl_->ready("export_graph").export_graph(callable_id, args, config);
 }
 
@@ -156,40 +439,44 @@ DeviceBuffer Worker::malloc(uint64_t bytes) {
 }
 
 void Worker::free(DeviceBuffer buffer) {
-  const auto lock = impl_->enter("free");
-  host::DeviceRunner& runner = impl_->ready("free");
+  auto lock = impl_->enter("free");
+  impl_->ready("free");
   if (buffer.empty()) {
     throw Error(StatusCode::InvalidDevicePointer,
                 "Worker::free: the DeviceBuffer is empty (address 0)");
   }
-  runner.free(buffer.addr);
+  impl_->wait_for_memory(lock, buffer.addr, buffer.addr + buffer.size);
+  impl_->ready("free").free(buffer.addr);
 }
 
 void Worker::copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t dst_offset) {
-  const auto lock = impl_->enter("copy_to");
-  host::DeviceRunner& runner = impl_->ready("copy_to");
+  auto lock = impl_->enter("copy_to");
+  impl_->ready("copy_to");
   check_buffer_range("copy_to", dst, dst_offset, bytes);
   if (bytes == 0) return;
   if (src == nullptr) throw Error(StatusCode::InvalidArgument, "Worker::copy_to: source is null");
-  runner.copy_to_device(dst.addr + dst_offset, src, bytes);
+  impl_->wait_for_memory(lock, dst.addr + dst_offset, dst.addr + dst_offset + bytes);
+  impl_->ready("copy_to").copy_to_device(dst.addr + dst_offset, src, bytes);
 }
 
 void Worker::copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src_offset) {
-  const auto lock = impl_->enter("copy_from");
-  host::DeviceRunner& runner = impl_->ready("copy_from");
+  auto lock = impl_->enter("copy_from");
+  impl_->ready("copy_from");
   check_buffer_range("copy_from", src, src_offset, bytes);
   if (bytes == 0) return;
   if (dst == nullptr) {
     throw Error(StatusCode::InvalidArgument, "Worker::copy_from: destination is null");
   }
-  runner.copy_from_device(dst, src.addr + src_offset, bytes);
+  impl_->wait_for_memory(lock, src.addr + src_offset, src.addr + src_offset + bytes);
+  impl_->ready("copy_from").copy_from_device(dst, src.addr + src_offset, bytes);
 }
 
 void Worker::memset(DeviceBuffer dst, int value, uint64_t bytes) {
-  const auto lock = impl_->enter("memset");
-  host::DeviceRunner& runner = impl_->ready("memset");
+  auto lock = impl_->enter("memset");
+  impl_->ready("memset");
   check_buffer_range("memset", dst, 0, bytes);
-  runner.memset(dst.addr, value, bytes);
+  impl_->wait_for_memory(lock, dst.addr, dst.addr + bytes);
+  impl_->ready("memset").memset(dst.addr, value, bytes);
 }
 
 uint64_t Worker::device_bytes_in_use() const {
@@ -198,7 +485,9 @@ uint64_t Worker::device_bytes_in_use() const {
 }
 
 void Worker::reset() {
-  const auto lock = impl_->enter("reset");
+  auto lock = impl_->enter("reset");
+  impl_->ready("reset");
+  impl_->drain(lock);
   impl_->ready("reset").reset_device();
 }
 
@@ -219,6 +508,9 @@ void Worker::flush_diagnostics() {
 }
 
 void Worker::close() {
+  Impl::refuse_inside_a_run("close");
+  // Admitted runs finish first (the pipeline thread needs the lock for them).
+  impl_->stop_pipeline();
   const auto lock = impl_->enter("close");
   if (impl_->state == Impl::State::Closed) return;
   impl_->state = Impl::State::Closed;

@@ -279,6 +279,25 @@ TEST_F(ChiprtCli, DiagWritesARunDirectoryAndPrintsTheSummary) {
   std::filesystem::remove_all(dir);
 }
 
+// --pipeline submits the rounds two in flight, on both variants, with diagnostics on: every
+// round gets its directory and a row in the timing table; --graph does not combine with it.
+TEST_F(ChiprtCli, PipelineSubmitsTheRounds) {
+  for (const char* runtime : {"host_build_graph", "tensormap_ringbuffer"}) {
+    const std::string dir = fresh_dir((std::string("pipeline_") + runtime).c_str());
+    const CommandResult r = run_chiprt(std::string("run bgemm --case small --rounds 4 --pipeline "
+                                                   "--diag tasks --diag-dir ") +
+                                       dir + " --runtime " + runtime);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "PASS bgemm/small")) << r.output;
+    EXPECT_TRUE(contains(r.output, "pipelined: rounds submitted with two in flight")) << r.output;
+    EXPECT_TRUE(contains(r.output, "over 4 rounds")) << r.output;
+    EXPECT_TRUE(contains(r.output, "diagnostics: " + dir + "/run-0004")) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/run-0005")) << r.output;
+    std::filesystem::remove_all(dir);
+  }
+  EXPECT_EQ(run_chiprt("run bgemm --case small --pipeline --graph g.dot").exit_code, 2);
+}
+
 TEST_F(ChiprtCli, DiagUsageErrorsNameTheFix) {
   const std::string dir = fresh_dir("diag_usage");
   CommandResult r = run_chiprt("run vector_example --diag all");

@@ -1,0 +1,61 @@
+// RunState: one run submitted with Worker::submit, shared by its RunHandle
+// (include/chiprt/run_handle.h) and the Worker's pipeline driver (src/host/worker.cpp).
+//
+// What the run is (callable, arguments, config with its own copy of user_data, the caller's
+// buffers it names) is fixed at admission. The driver alone touches `prepared` and `cancel`
+// (under the Worker's pipeline mutex for `cancel`); the result is published once, under the
+// state's own mutex, and read by any number of handle calls.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "chiprt/call_config.h"
+#include "chiprt/run_handle.h"
+#include "chiprt/run_report.h"
+#include "chiprt/status.h"
+#include "chiprt/task_args.h"
+#include "host/prepared_launch.h"
+
+namespace chiprt::host {
+
+struct RunState {
+  RunState(uint64_t sequence, int32_t callable_id, const TaskArgs& args, const CallConfig& config);
+
+  const uint64_t sequence;
+  const int32_t callable_id;
+  const TaskArgs args;
+  CallConfig config;                      // user_data points into user_data_copy
+  std::vector<std::byte> user_data_copy;  // the caller's bytes may go once submit returns
+  std::vector<std::pair<uint64_t, uint64_t>> buffers;  // [lo, hi) of the caller's buffers named
+
+  // Whether the run names caller memory overlapping [lo, hi).
+  bool touches(uint64_t lo, uint64_t hi) const noexcept;
+
+  // Driver only.
+  std::optional<PreparedLaunch> prepared;
+  // Set (pipeline mutex) when the run before it failed: the run is not launched.
+  std::optional<Error> cancel;
+
+  // Publishes the result once and wakes every waiter.
+  void finish(RunReport report);
+  void fail(const Error& error);
+
+  RunHandle handle(std::shared_ptr<RunState> self) const { return RunHandle(std::move(self)); }
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable done_cv;
+  bool done = false;
+  mutable bool observed = false;  // a wait() returned the result
+  RunReport report;
+  std::optional<Error> error;
+};
+
+}  // namespace chiprt::host

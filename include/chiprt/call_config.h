@@ -77,7 +77,7 @@ struct CallConfig {
   // The staging slot and arena bank of a run() (validated: < PlatformLimits::pipeline_depth).
   // Worker::submit ignores them: the pipeline alternates slot and bank itself so that a run is
   // prepared while another executes. For run() another slot or bank overlaps nothing; it only
-  // costs device memory and a bank of its own (replay_graph caches bank 0 only).
+  // costs device memory and a bank of its own (each bank caches its own replay_graph image).
   uint32_t pipeline_slot = 0;
   uint32_t arena_bank = 0;
   // tensormap_ringbuffer ring sizes (see ring_sizes.h); empty lists leave the field to its

@@ -1,5 +1,6 @@
 #include "host/arena.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
@@ -56,9 +57,9 @@ Status ArenaSet::setup(uint32_t bank_index, const ArenaSizes& sizes, ArenaRegion
       continue;
     }
     if (!current.empty() && current.size >= requested) {
-      // Reused while big enough, unless the retention rule gives a much larger region back; bank
-      // 0's regions stay while they hold the replay cache's layout.
-      const bool keeps_cache = bank_index == 0 && prebuilt_valid_;
+      // Reused while big enough, unless the retention rule gives a much larger region back; a
+      // bank's regions stay while they hold its replay cache's layout.
+      const bool keeps_cache = prebuilt_[bank_index].valid;
       if (keeps_cache || !common::release_retained(current.size, requested, current.size)) continue;
     }
     // Grow (or shrink): release first so the old and new regions never need to fit at once.
@@ -86,10 +87,10 @@ Status ArenaSet::setup(uint32_t bank_index, const ArenaSizes& sizes, ArenaRegion
   if (!failure.is_ok()) {
     // Failure means failure: no region of the bank survives, so a retry starts from nothing.
     release_bank(bank);
-    if (bank_index == 0) invalidate_prebuilt();
+    invalidate_prebuilt(bank_index);
     return failure;
   }
-  if (changed && bank_index == 0) invalidate_prebuilt();
+  if (changed) invalidate_prebuilt(bank_index);
   return Status::ok();
 }
 
@@ -115,34 +116,43 @@ ArenaSizes ArenaSet::committed_sizes(uint32_t bank) const noexcept {
 
 const PrebuiltImage* ArenaSet::lookup_prebuilt(uint32_t bank,
                                                const std::vector<uint8_t>& key) const {
-  // The entry's addresses point into bank 0; any other bank must build its own image.
-  if (bank != 0 || !prebuilt_valid_ || prebuilt_.key != key) return nullptr;
-  return &prebuilt_;
+  // An entry's addresses point into its own bank: a bank never gets another's image.
+  if (bank >= kPipelineDepth || !prebuilt_[bank].valid || prebuilt_[bank].image.key != key) {
+    return nullptr;
+  }
+  return &prebuilt_[bank].image;
 }
 
 void ArenaSet::store_prebuilt(uint32_t bank, PrebuiltImage image) {
-  if (bank != 0) return;
+  if (bank >= kPipelineDepth) return;
   // The image may sit in storage an earlier, larger image left (the builder reuses it).
   if (common::release_retained(image.image.capacity(), image.image.size(),
                                image.image.capacity())) {
     image.image.shrink_to_fit();
   }
-  prebuilt_ = std::move(image);
-  prebuilt_valid_ = true;
+  prebuilt_[bank].image = std::move(image);
+  prebuilt_[bank].valid = true;
 }
 
 void ArenaSet::mark_prebuilt_validated(uint32_t bank, const std::vector<uint8_t>& key) noexcept {
-  if (bank == 0 && prebuilt_valid_ && prebuilt_.key == key) prebuilt_.chip_validated = true;
+  if (bank < kPipelineDepth && prebuilt_[bank].valid && prebuilt_[bank].image.key == key) {
+    prebuilt_[bank].image.chip_validated = true;
+  }
 }
 
-void ArenaSet::invalidate_prebuilt() noexcept {
-  prebuilt_valid_ = false;
-  prebuilt_.chip_validated = false;
-  prebuilt_.key.clear();
-  std::vector<uint8_t>().swap(prebuilt_.image);  // gives the storage back, not just the size
-  prebuilt_.output_heap = prebuilt_.shared_state = prebuilt_.runtime_image = {};
-  prebuilt_.task_count = 0;
-  prebuilt_.user_task_count = 0;
+bool ArenaSet::prebuilt_valid() const noexcept {
+  return std::any_of(prebuilt_.begin(), prebuilt_.end(),
+                     [](const CacheEntry& entry) { return entry.valid; });
+}
+
+void ArenaSet::invalidate_prebuilt(uint32_t bank) noexcept {
+  if (bank >= kPipelineDepth) return;
+  // A fresh entry, and the old image's storage given back, not just its size.
+  prebuilt_[bank] = CacheEntry{};
+}
+
+void ArenaSet::invalidate_all_prebuilt() noexcept {
+  for (uint32_t bank = 0; bank < kPipelineDepth; ++bank) invalidate_prebuilt(bank);
 }
 
 Status ArenaSet::release_all() {
@@ -155,13 +165,13 @@ Status ArenaSet::release_all() {
       region = {};
     }
   }
-  invalidate_prebuilt();
+  invalidate_all_prebuilt();
   return first;
 }
 
 void ArenaSet::abandon() noexcept {
   for (Bank& bank : banks_) bank.regions.fill(DeviceBuffer{});
-  invalidate_prebuilt();
+  invalidate_all_prebuilt();
 }
 
 Status StagingBuffers::acquire(uint32_t slot, uint64_t bytes, DeviceBuffer* out) {

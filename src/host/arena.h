@@ -4,12 +4,13 @@
 // outputs are carved from, the orchestrator<->scheduler shared state, the runtime graph image).
 // A region is committed once and reused; a larger request releases and recommits it; a request of
 // 0 releases it; a request of less than a quarter of a region above 64 MiB recommits it at the
-// requested size (common/retention.h), except bank 0's while it holds the replay cache's layout.
+// requested size (common/retention.h), except a bank's while it holds its replay cache's layout.
 // If any region of a bank fails to commit, all three are released (the bank returns
 // to its initial state) so a failure never leaves a half-sized layout behind.
 //
-// The single-entry prebuilt-image cache belongs to bank 0 (its addresses point into bank 0's
-// regions) and is invalidated by every change of bank 0's layout.
+// Each bank has a single-entry prebuilt-image cache of its own (its addresses point into that
+// bank's regions, so pipelined runs in both banks replay), invalidated by every change of that
+// bank's layout.
 //
 // StagingBuffers and GraphDefinitionBuffers are per pipeline slot, retained between runs and
 // grow-only. Everything here is owned by one DeviceRunner and used by one thread at a time.
@@ -58,7 +59,7 @@ struct PrebuiltImage {
   std::vector<uint8_t> image;
   uint64_t task_count = 0;       // records, scope fences included
   uint64_t user_task_count = 0;  // the orchestration's tasks (RunReport::task_count)
-  DeviceBuffer output_heap;      // bank 0 regions when the image was built
+  DeviceBuffer output_heap;      // the bank's regions when the image was built
   DeviceBuffer shared_state;
   DeviceBuffer runtime_image;
   // A launch of this image passed the chip's checks; replays then launch it prevalidated
@@ -82,14 +83,19 @@ class ArenaSet {
   // How many times any region of any bank was committed (for tests and statistics).
   uint64_t commit_count() const noexcept { return commit_count_; }
 
-  // Prebuilt-image cache (bank 0 only): lookup returns nullptr on a miss or for another bank.
+  // The prebuilt-image cache of `bank`: lookup returns nullptr on a miss (or a bank out of range).
   const PrebuiltImage* lookup_prebuilt(uint32_t bank, const std::vector<uint8_t>& key) const;
-  // Stores `image` for bank 0; ignored for other banks.
+  // Stores `image` as `bank`'s entry (replacing the one it had); ignored for a bank out of range.
   void store_prebuilt(uint32_t bank, PrebuiltImage image);
-  // Records that a launch of the cached image for `key` completed (the chip checked it).
+  // Records that a launch of `bank`'s cached image for `key` completed (the chip checked it).
   void mark_prebuilt_validated(uint32_t bank, const std::vector<uint8_t>& key) noexcept;
-  bool prebuilt_valid() const noexcept { return prebuilt_valid_; }
-  void invalidate_prebuilt() noexcept;
+  // Whether `bank` holds an entry; without a bank, whether any does.
+  bool prebuilt_valid(uint32_t bank) const noexcept {
+    return bank < kPipelineDepth && prebuilt_[bank].valid;
+  }
+  bool prebuilt_valid() const noexcept;
+  void invalidate_prebuilt(uint32_t bank) noexcept;
+  void invalidate_all_prebuilt() noexcept;
 
   Status release_all();
   void abandon() noexcept;
@@ -103,8 +109,11 @@ class ArenaSet {
   DeviceMemory* memory_;
   std::array<Bank, kPipelineDepth> banks_{};
   uint64_t commit_count_ = 0;
-  bool prebuilt_valid_ = false;
-  PrebuiltImage prebuilt_;
+  struct CacheEntry {
+    bool valid = false;
+    PrebuiltImage image;
+  };
+  std::array<CacheEntry, kPipelineDepth> prebuilt_{};
 };
 
 // One retained scratch buffer per pipeline slot (launch arguments and phase buffer of a run).

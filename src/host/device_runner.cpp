@@ -365,7 +365,7 @@ void DeviceRunner::finalize() {
   const bool was_faulted = faulted_;
   initialized_ = false;
   chip_init_done_ = false;
-  prebuilt_image_resident_ = false;
+  prebuilt_image_resident_.fill(false);
   if (!was_faulted) {
     release_device_resources();
   } else {
@@ -383,7 +383,7 @@ void DeviceRunner::forget_device_resources() noexcept {
   graph_buffers_.abandon();
   staging_.abandon();
   status_block_addr_ = services_addr_ = kernel_table_addr_ = 0;
-  prebuilt_image_resident_ = false;
+  prebuilt_image_resident_.fill(false);
 }
 
 void DeviceRunner::abandon_after_fault(std::string what_faulted) noexcept {

@@ -20,6 +20,7 @@
 // Every method reports failure by throwing chiprt::Error.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -325,9 +326,9 @@ class DeviceRunner {
   uint64_t replayed_runs_ = 0;
   uint64_t diag_stream_records_ = 0;  // set_diag_stream_records
   uint64_t prevalidated_launches_ = 0;
-  // Whether bank 0's runtime-image region holds the cached prebuilt image (a replay then skips
+  // Per bank: whether its runtime-image region holds its cached prebuilt image (a replay then skips
   // the copy); cleared when another image is written there.
-  bool prebuilt_image_resident_ = false;
+  std::array<bool, kPipelineDepth> prebuilt_image_resident_{};
   // The graph builder's storage, reused run after run (see orchestrator::BuilderScratch).
   orchestrator::BuilderScratch builder_scratch_;
   uint64_t launches_ = 0;

@@ -75,7 +75,7 @@ struct LaunchWait {
 // host_build_graph: what the collect step does with the replay cache.
 struct HostGraphRun {
   std::vector<uint8_t> replay_key;  // replay_graph runs
-  bool cached = false;              // the launched image is bank 0's cached one
+  bool cached = false;              // the launched image is its bank's cached one
   bool prevalidated = false;        // launched with ChipLaunchArgs::image_prevalidated
 };
 

@@ -175,12 +175,12 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
 
   const uint64_t shared_bytes = common::shared_state_bytes(task_count);
   // The output heap was committed by the orchestration or, for a replay, is the cached layout's
-  // (any change of bank 0's layout drops the cache); a replayed image keeps the layout it was
+  // (any change of the bank's layout drops its cache); a replayed image keeps the layout it was
   // cached with, so this commits nothing new then.
   const uint64_t image_size = image->size();
   throw_if(arenas_.setup(bank, {plan.heap_bytes, shared_bytes, image_size},
                          arena_regions(ArenaRegion::SharedState, ArenaRegion::RuntimeImage)));
-  const bool stored_prebuilt = cacheable && !replayed && bank == 0;
+  const bool stored_prebuilt = cacheable && !replayed;
   if (stored_prebuilt) {
     PrebuiltImage entry;
     entry.key = run.replay_key;
@@ -225,13 +225,13 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   const DeviceBuffer image_region = arenas_.region(bank, ArenaRegion::RuntimeImage);
   const DeviceBuffer shared_region = arenas_.region(bank, ArenaRegion::SharedState);
   // The chip only reads the image, so a replay finds it where the caching run left it unless
-  // another image has been written to bank 0 since.
-  if (!(replayed && prebuilt_image_resident_)) {
-    if (bank == 0) prebuilt_image_resident_ = false;
+  // another image has been written to the bank since.
+  if (!(replayed && prebuilt_image_resident_[bank])) {
+    prebuilt_image_resident_[bank] = false;
     const RunClock::time_point t_upload = RunClock::now();
     throw_if(memory_.copy_to_device(image_region.addr, image->data(), image_size));
     if (prepared.diag) prepared.diag->host_span("upload", t_upload, RunClock::now());
-    if (bank == 0) prebuilt_image_resident_ = run.cached;
+    prebuilt_image_resident_[bank] = run.cached;
   }
   // A built image that was not cached is done with once it is on the device: its storage, pages
   // already faulted in, serves the next build.

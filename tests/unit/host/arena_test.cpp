@@ -123,29 +123,43 @@ PrebuiltImage image_for(const ArenaSet& arenas, std::vector<uint8_t> key) {
   return entry;
 }
 
-TEST_F(ArenaTest, PrebuiltCacheBelongsToBankZeroOnly) {
+// Each bank caches its own image (its addresses point into that bank): a bank never gets the
+// other's, and a change of one bank's layout drops only its own entry.
+TEST_F(ArenaTest, EachBankHasAPrebuiltCacheOfItsOwn) {
   ASSERT_TRUE(arenas_.setup(0, {4096, 4096, 4096}).is_ok());
   ASSERT_TRUE(arenas_.setup(1, {4096, 4096, 4096}).is_ok());
-  arenas_.store_prebuilt(1, image_for(arenas_, {9}));
   EXPECT_FALSE(arenas_.prebuilt_valid());
+  arenas_.store_prebuilt(1, image_for(arenas_, {9}));
+  EXPECT_TRUE(arenas_.prebuilt_valid(1));
+  EXPECT_FALSE(arenas_.prebuilt_valid(0));
+  EXPECT_TRUE(arenas_.prebuilt_valid());
   arenas_.store_prebuilt(0, image_for(arenas_, {7, 7}));
-  ASSERT_TRUE(arenas_.prebuilt_valid());
+  ASSERT_TRUE(arenas_.prebuilt_valid(0));
   const PrebuiltImage* hit = arenas_.lookup_prebuilt(0, {7, 7});
   ASSERT_NE(hit, nullptr);
   EXPECT_EQ(hit->task_count, 2u);
-  EXPECT_EQ(arenas_.lookup_prebuilt(1, {7, 7}), nullptr);  // other banks never get bank 0's image
+  EXPECT_EQ(arenas_.lookup_prebuilt(1, {7, 7}), nullptr);  // bank 1 never gets bank 0's image
+  EXPECT_EQ(arenas_.lookup_prebuilt(0, {9}), nullptr);     // nor bank 0 bank 1's
+  EXPECT_NE(arenas_.lookup_prebuilt(1, {9}), nullptr);
   EXPECT_EQ(arenas_.lookup_prebuilt(0, {7, 8}), nullptr);  // different key
+  EXPECT_EQ(arenas_.lookup_prebuilt(2, {9}), nullptr);     // no such bank
+  arenas_.mark_prebuilt_validated(1, {9});
+  EXPECT_TRUE(arenas_.lookup_prebuilt(1, {9})->chip_validated);
+  EXPECT_FALSE(arenas_.lookup_prebuilt(0, {7, 7})->chip_validated);
 }
 
-TEST_F(ArenaTest, PrebuiltCacheIsInvalidatedByAnyBankZeroChange) {
+TEST_F(ArenaTest, PrebuiltCacheIsInvalidatedByAnyChangeOfItsBank) {
   ASSERT_TRUE(arenas_.setup(0, {4096, 4096, 4096}).is_ok());
+  ASSERT_TRUE(arenas_.setup(1, {4096, 4096, 4096}).is_ok());
   arenas_.store_prebuilt(0, image_for(arenas_, {1}));
+  arenas_.store_prebuilt(1, image_for(arenas_, {2}));
   ASSERT_TRUE(arenas_.setup(0, {4096, 4096, 4096}).is_ok());  // no change
-  EXPECT_TRUE(arenas_.prebuilt_valid());
-  ASSERT_TRUE(arenas_.setup(1, {8192, 8192, 8192}).is_ok());  // bank 1 does not own the cache
-  EXPECT_TRUE(arenas_.prebuilt_valid());
+  EXPECT_TRUE(arenas_.prebuilt_valid(0));
+  ASSERT_TRUE(arenas_.setup(1, {8192, 8192, 8192}).is_ok());  // bank 1 grows: only its entry goes
+  EXPECT_TRUE(arenas_.prebuilt_valid(0));
+  EXPECT_FALSE(arenas_.prebuilt_valid(1));
   ASSERT_TRUE(arenas_.setup(0, {4096, 8192, 4096}).is_ok());  // grow
-  EXPECT_FALSE(arenas_.prebuilt_valid());
+  EXPECT_FALSE(arenas_.prebuilt_valid(0));
   EXPECT_EQ(arenas_.lookup_prebuilt(0, {1}), nullptr);
 
   arenas_.store_prebuilt(0, image_for(arenas_, {1}));

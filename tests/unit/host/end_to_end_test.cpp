@@ -220,11 +220,18 @@ TEST(EndToEnd, ReplayReusesThePrebuiltImage) {
   EXPECT_EQ(host::runner_of(worker).replayed_runs(), 1u);
   expect_vadd_result(worker, w);
 
-  // Bank 1 never uses bank 0's cache.
+  // Bank 1 never uses bank 0's cache: it builds its own image, then replays it.
   config.arena_bank = 1;
-  worker.run(0, w.args, config);
-  worker.run(0, w.args, config);
+  RunReport on_bank_1 = worker.run(0, w.args, config);
+  EXPECT_TRUE(on_bank_1.phase(Phase::GraphBuild).present);
   EXPECT_EQ(host::runner_of(worker).replayed_runs(), 1u);
+  worker.run(0, w.args, config);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 2u);
+  expect_vadd_result(worker, w);
+  // And bank 0 still replays its own.
+  config.arena_bank = 0;
+  EXPECT_FALSE(worker.run(0, w.args, config).phase(Phase::GraphBuild).present);
+  EXPECT_EQ(host::runner_of(worker).replayed_runs(), 3u);
 }
 
 // c = c * 2 + k for k = 0 .. kChainSteps-1, one INOUT task per step: only the submission order

@@ -22,6 +22,7 @@
 #include "chiprt/worker.h"
 #include "diagnostics/artifacts.h"
 #include "host/log.h"
+#include "host/worker_access.h"
 #include "host_test_support.h"
 
 namespace chiprt::host {
@@ -337,6 +338,29 @@ TEST_P(PipelineTest, ErrorsComeFromTheHandle) {
   Worker fresh;
   EXPECT_EQ(test::error_of([&] { fresh.submit(0, TaskArgs{}); }).code(),
             StatusCode::NotInitialized);
+}
+
+// replay_graph with runs alternating between the banks: each bank caches its own image, so
+// after one build per bank every run replays (host_build_graph); tensormap_ringbuffer refuses a
+// replay from the handle, as run() does.
+TEST_P(PipelineTest, ReplayRunsReplayInBothBanks) {
+  const DeviceBuffer data = zeroed();
+  CallConfig replay = config();
+  replay.replay_graph = true;
+  if (GetParam() == RuntimeVariant::TensormapRingbuffer) {
+    RunHandle refused = worker_.submit(0, args_for(data, kAddOne, 1), replay);
+    EXPECT_EQ(test::error_of([&] { refused.wait(); }).code(), StatusCode::InvalidConfig);
+    return;
+  }
+  std::vector<RunHandle> handles;
+  for (int i = 0; i < 8; ++i) {
+    handles.push_back(worker_.submit(0, args_for(data, kAddOne, 1), replay));
+  }
+  for (RunHandle& handle : handles) handle.wait();
+  EXPECT_EQ(read(data), std::vector<float>(kN, 8.0f));
+  EXPECT_EQ(host::runner_of(worker_).replayed_runs(), 6u);
+  // The orchestration ran once per bank.
+  EXPECT_EQ(orchestrated().size(), 2u);
 }
 
 // Diagnostics with runs overlapping: each run its own directory, complete.

@@ -9,8 +9,8 @@
 // Lifetime: a handle owns only its run's result, not the Worker; it may outlive the Worker (whose
 // close() finishes every admitted run first). Destroying or move-assigning over a handle whose
 // run is not done waits for it; an error the run ended with and nobody waited for is logged as a
-// warning. A default-constructed or moved-from handle is empty (valid() false); its other
-// methods throw Error(InvalidArgument).
+// warning (dropped inside a run, it does not wait; a warning says so). A default-constructed or
+// moved-from handle is empty (valid() false); its other methods throw Error(InvalidArgument).
 //
 // Threading: the methods may be called from any thread, also concurrently on one handle; wait()
 // may be called more than once (each call returns the report or throws the error again). Not

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -155,7 +156,9 @@ class DeviceRunner {
   // a kernel past the op execute timeout gets the device killed (also after the watchdog
   // reported it: the wait goes on to that deadline), and a launch given up with chip threads
   // still stuck gets the device killed. Throws when the platform's wait fails otherwise.
-  bool poll(PreparedLaunch& prepared);
+  // `wakeable`: the AICPU-phase wait may be ended early by Platform::wake_wait from another
+  // thread (then false: still running); the later phases' waits never are.
+  bool poll(PreparedLaunch& prepared, bool wakeable = false);
   // poll until the wait is over.
   void wait(PreparedLaunch& prepared);
   // The run's report once the wait is over (or at once when no launch was needed). Throws the
@@ -166,6 +169,12 @@ class DeviceRunner {
   // Called in a catch block of a step (run(), the pipeline's driver): writes the run's
   // diagnostics with `error` (when it has any) and throws the error again, naming the directory.
   [[noreturn]] void fail_diagnostics(PreparedLaunch& prepared, const Error& error);
+  // Called before a host_build_graph orchestration function's get/set_tensor_data touches the
+  // device bytes [lo, hi) (may throw: the orchestration then fails with that error). The Worker's
+  // pipeline sets it while it prepares a run under an executing one, and there waits for the
+  // executing run when it names that memory. Empty (the default): nothing to wait for.
+  using HostDataFence = std::function<void(uint64_t lo, uint64_t hi)>;
+  void set_host_data_fence(HostDataFence fence) { host_data_fence_ = std::move(fence); }
   // Records per diagnostics stream (0: the defaults of host/diag_collector.h); tests make them
   // small to exercise full rings.
   void set_diag_stream_records(uint64_t records) noexcept { diag_stream_records_ = records; }
@@ -333,6 +342,7 @@ class DeviceRunner {
   orchestrator::BuilderScratch builder_scratch_;
   uint64_t launches_ = 0;
   RingSizeResolution last_ring_sizes_;
+  HostDataFence host_data_fence_;
   // Last member, so it is destroyed first: its jobs hold collectors that name memory_ and
   // platform_ (they no longer use them, but nothing may outlive what it names).
   DiagWriteQueue diag_writes_;

@@ -115,7 +115,7 @@ bool device_gone(const Status& waited) {
 
 }  // namespace
 
-bool DeviceRunner::poll(PreparedLaunch& prepared) {
+bool DeviceRunner::poll(PreparedLaunch& prepared, bool wakeable) {
   require_stage(prepared, LaunchStage::Launched, "poll");
   LaunchWait& state = prepared.wait;
   const uint64_t timeout_ms = prepared.plan.stream_sync_timeout_ms;
@@ -185,8 +185,9 @@ bool DeviceRunner::poll(PreparedLaunch& prepared) {
       if (isolated) kill_stuck_device(prepared);
       return finish();
     }
+    const uint64_t slice_ms = std::min(std::max<uint64_t>(left_ms(), 1), kAicpuWaitSliceMs);
     state.waited =
-        platform_->wait_aicpu(std::min(std::max<uint64_t>(left_ms(), 1), kAicpuWaitSliceMs));
+        wakeable ? platform_->wait_aicpu_wakeable(slice_ms) : platform_->wait_aicpu(slice_ms);
     if (device_gone(state.waited)) {
       state.device_lost = true;
       return finish();

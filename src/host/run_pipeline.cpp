@@ -70,9 +70,16 @@ void refuse_inside_a_run(const char* what) {
   }
 }
 
-// Waits for an unwaited run; its error, which nobody will see otherwise, is logged.
+// Waits for an unwaited run; its error, which nobody will see otherwise, is logged. Inside a run
+// (an orchestration function or a kernel dropping a handle) it does not wait: that run may be
+// what the awaited one waits for.
 void settle(const std::shared_ptr<host::RunState>& state) noexcept {
   if (state == nullptr) return;
+  if (common::current_run_context().role != common::RunRole::None) {
+    CHIPRT_LOG_WARN("RunHandle of run %llu dropped inside a run without waiting for it",
+                    static_cast<unsigned long long>(state->sequence));
+    return;
+  }
   std::unique_lock lock(state->mutex);
   state->done_cv.wait(lock, [&] { return state->done; });
   if (state->error && !state->observed) {

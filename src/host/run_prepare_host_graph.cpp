@@ -97,17 +97,21 @@ DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
   // The region may be larger than this call asked for (it is reused while big enough); the
   // builder sees exactly the planned heap so capacity errors do not depend on history.
   const DeviceBuffer heap{arenas_.region(bank, ArenaRegion::OutputHeap).addr, plan.heap_bytes};
-  // get/set_tensor_data of the orchestration copy through the platform.
+  // get/set_tensor_data of the orchestration copy through the platform, after the data fence.
   struct PlatformTensorMemory final : orchestrator::TensorMemory {
-    explicit PlatformTensorMemory(platform::Platform& platform) : platform(platform) {}
+    PlatformTensorMemory(platform::Platform& platform, const HostDataFence& fence)
+        : platform(platform), fence(fence) {}
     Status read(uint64_t addr, void* dst, uint64_t bytes) override {
+      if (fence) fence(addr, addr + bytes);
       return platform.copy_from_device(dst, addr, bytes);
     }
     Status write(uint64_t addr, const void* src, uint64_t bytes) override {
+      if (fence) fence(addr, addr + bytes);
       return platform.copy_to_device(addr, src, bytes);
     }
     platform::Platform& platform;
-  } tensor_memory(*platform_);
+    const HostDataFence& fence;
+  } tensor_memory(*platform_, host_data_fence_);
   orchestrator::HostGraphBuilder builder(kernel_table, heap, {plan.max_tasks, plan.shape.clusters},
                                          &builder_scratch_, &tensor_memory);
   // The run's own copy of the user data, aligned as Orchestration::user_data promises (the

@@ -36,7 +36,8 @@ struct Worker::Impl {
   mutable std::condition_variable pipe_cv;
   std::deque<std::shared_ptr<host::RunState>> admitted;  // front: the run executing or next
   uint64_t next_sequence = 1;
-  bool closing = false;  // no more admissions; the driver exits once admitted is empty
+  bool closing = false;         // no more admissions; the driver exits once admitted is empty
+  bool driver_running = false;  // from the driver's start until it exits
   // The driver is in a wait slice of a launch's AICPU phase, holding the runner's lock: a run
   // admitted now wakes it (Platform::wake_wait) so that it prepares the run at once.
   bool driver_waiting = false;
@@ -54,10 +55,16 @@ struct Worker::Impl {
     }
   }
 
+  // Host calls waiting for the lock: the pipeline thread lets them in between two wait slices.
+  mutable std::atomic<int> lock_waiters{0};
+
   // Every entry point starts here: refuses calls from inside a run, then takes the lock.
   std::unique_lock<std::mutex> enter(const char* what) const {
     refuse_inside_a_run(what);
-    return std::unique_lock<std::mutex>(mutex);
+    lock_waiters.fetch_add(1, std::memory_order_acq_rel);
+    std::unique_lock<std::mutex> lock(mutex);
+    lock_waiters.fetch_sub(1, std::memory_order_acq_rel);
+    return lock;
   }
 
   // With `lock` (the runner's) held: waits, releasing it meanwhile, until no admitted run
@@ -96,6 +103,9 @@ struct Worker::Impl {
   // `run`, preparing its successor during the wait; its report, or `failure` set.
   RunReport execute(host::RunState& run, std::optional<Error>* failure);
   void prepare_run(host::DeviceRunner& runner, host::RunState& run);
+  // Prepares `next` while `executing` (launched as `launch`) runs; a failure is kept as next's.
+  void prepare_successor(host::DeviceRunner& runner, host::RunState& executing,
+                         host::PreparedLaunch& launch, host::RunState& next);
   // The run admitted after `run`, when it has one (pipe_mutex held).
   std::shared_ptr<host::RunState> successor_of(const host::RunState& run) const {
     for (std::size_t i = 0; i + 1 < admitted.size(); ++i) {
@@ -103,7 +113,8 @@ struct Worker::Impl {
     }
     return nullptr;
   }
-  // Stops admissions, lets every admitted run finish and joins the driver (close).
+  // Stops admissions, lets every admitted run finish and waits for the driver to exit (close;
+  // any number of threads at once).
   void stop_pipeline();
 
   // Throws unless the worker is initialised and open.
@@ -152,6 +163,9 @@ Worker::~Worker() {
   } catch (...) {
     CHIPRT_LOG_WARN("Worker destructor: close failed with an unknown exception");
   }
+  // close() refused (called from inside a run): the pipeline thread must still be gone before
+  // the runner it drives is destroyed.
+  impl_->stop_pipeline();
 }
 
 void Worker::init(const WorkerOptions& options) {
@@ -270,8 +284,12 @@ RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const C
     refuse_state();
   }
   auto run = std::make_shared<host::RunState>(next_sequence++, callable_id, args, config);
+  // The thread first: if it cannot start, nothing was admitted that nobody would run.
+  if (!driver.joinable()) {
+    driver = std::thread([this] { drive(); });
+    driver_running = true;
+  }
   admitted.push_back(run);
-  if (!driver.joinable()) driver = std::thread([this] { drive(); });
   // Only while the driver holds the runner's lock in its wait: the platform is alive and not
   // being reset then.
   if (driver_waiting) runner->platform().wake_wait();
@@ -286,11 +304,18 @@ void Worker::Impl::drive() {
   std::unique_lock pipe(pipe_mutex);
   for (;;) {
     pipe_cv.wait(pipe, [&] { return closing || !admitted.empty(); });
-    if (admitted.empty()) return;  // closing, nothing left
+    if (admitted.empty()) break;  // closing, nothing left
     std::shared_ptr<host::RunState> run = admitted.front();
     pipe.unlock();
     std::optional<Error> failure;
-    RunReport report = execute(*run, &failure);
+    RunReport report;
+    try {
+      report = execute(*run, &failure);
+    } catch (const std::exception& e) {  // not a chiprt::Error (those are failures already)
+      failure =
+          Error(StatusCode::InternalError, std::string("the pipeline thread failed running run ") +
+                                               std::to_string(run->sequence) + ": " + e.what());
+    }
     pipe.lock();
     admitted.pop_front();
     pipe_cv.notify_all();
@@ -304,6 +329,8 @@ void Worker::Impl::drive() {
     }
     pipe.lock();
   }
+  driver_running = false;
+  pipe_cv.notify_all();
 }
 
 void Worker::Impl::prepare_run(host::DeviceRunner& runner, host::RunState& run) {
@@ -317,56 +344,82 @@ void Worker::Impl::prepare_run(host::DeviceRunner& runner, host::RunState& run) 
   run.prepared.emplace(runner.prepare(plan, run.callable_id, run.args, t_entry));
 }
 
+void Worker::Impl::prepare_successor(host::DeviceRunner& runner, host::RunState& executing,
+                                     host::PreparedLaunch& launch, host::RunState& next) {
+  // A host_build_graph orchestration function runs now, on the host, while `executing` runs on
+  // the chip: its get/set_tensor_data of memory the executing run names first waits for that
+  // run's chip work (what run() order would give), everything else goes ahead.
+  runner.set_host_data_fence([&](uint64_t lo, uint64_t hi) {
+    if (launch.stage == host::LaunchStage::Launched && executing.touches(lo, hi)) {
+      runner.wait(launch);
+    }
+  });
+  struct Unfence {
+    host::DeviceRunner& runner;
+    ~Unfence() { runner.set_host_data_fence({}); }
+  } unfence{runner};
+  try {
+    prepare_run(runner, next);
+  } catch (const Error& e) {
+    // The successor's own failure, reported when its turn comes (not this run's).
+    std::lock_guard pipe(pipe_mutex);
+    if (!next.cancel) next.cancel = e;
+  }
+}
+
 RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failure_out) {
   std::optional<Error>& failure = *failure_out;
   RunReport report;
   {
     std::unique_lock lock(mutex);
+    host::DeviceRunner& runner = *this->runner;
     std::optional<Error> cancelled;
     {
       std::lock_guard pipe(pipe_mutex);
       cancelled = run.cancel;
     }
     try {
-      if (cancelled) throw *cancelled;
-      host::DeviceRunner& runner = *this->runner;
+      if (cancelled) {
+        // Never launched. A collector prepared for it writes its directory with the reason and
+        // gives its device region back.
+        if (run.prepared && run.prepared->diag) {
+          try {
+            throw *cancelled;
+          } catch (const Error& e) {
+            runner.fail_diagnostics(*run.prepared, e);
+          }
+        }
+        throw *cancelled;
+      }
       if (!run.prepared) prepare_run(runner, run);
       host::PreparedLaunch& prepared = *run.prepared;
       if (prepared.needs_launch) {
         try {
           runner.launch(prepared);
-          // While the chip executes this run, prepare the next one (admitted by now, or during
-          // the wait: looked for after every wait slice). A failed prepare fails that run when
-          // its turn comes, not this one.
-          bool next_tried = false;
-          auto prepare_successor = [&] {
-            if (next_tried) return;
+          // While the chip executes this run, prepare the next one: admitted by now, or during
+          // the wait (an admission wakes the wait).
+          bool next_prepared = false;
+          auto look_for_successor = [&] {
+            if (next_prepared) return;
             std::shared_ptr<host::RunState> next;
             {
               std::lock_guard pipe(pipe_mutex);
               next = successor_of(run);
             }
             if (next == nullptr) return;
-            next_tried = true;
-            try {
-              prepare_run(runner, *next);
-            } catch (const Error& e) {
-              std::lock_guard pipe(pipe_mutex);
-              if (!next->cancel) next->cancel = e;
-            }
+            next_prepared = true;
+            prepare_successor(runner, run, prepared, *next);
           };
-          prepare_successor();
-          // A wait slice; wakeable (by an admission) only in the AICPU phase, where an early
-          // return reads as "still running" (later phases would read it as a timeout).
+          look_for_successor();
+          // A wait slice, wakeable by an admission while no successor is prepared.
           auto wait_slice = [&] {
-            const bool wakeable = !next_tried && prepared.wait.phase == host::WaitPhase::Aicpu;
+            bool wakeable = !next_prepared;
             if (wakeable) {
               std::lock_guard pipe(pipe_mutex);
-              driver_waiting = true;
               // Admitted between the last look and now: prepare it first.
-              if (successor_of(run) != nullptr) driver_waiting = false;
+              if (successor_of(run) != nullptr) return false;
+              driver_waiting = true;
             }
-            if (wakeable && !driver_waiting) return false;
             struct Cleared {  // also when poll throws
               Impl& impl;
               bool wakeable;
@@ -376,14 +429,19 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
                 impl.driver_waiting = false;
               }
             } cleared{*this, wakeable};
-            return runner.poll(prepared);
+            return runner.poll(prepared, wakeable);
           };
-          while (!wait_slice()) {
-            prepare_successor();
-            // Let a host call waiting for the lock in between two wait slices.
-            lock.unlock();
-            std::this_thread::yield();
-            lock.lock();
+          // The successor's prepare may have finished this wait already (its data fence).
+          while (prepared.stage == host::LaunchStage::Launched && !wait_slice()) {
+            look_for_successor();
+            // Hand the lock to a host call waiting for it between two wait slices.
+            if (lock_waiters.load(std::memory_order_acquire) > 0) {
+              lock.unlock();
+              for (int i = 0; i < 1000 && lock_waiters.load(std::memory_order_acquire) > 0; ++i) {
+                std::this_thread::yield();
+              }
+              lock.lock();
+            }
           }
         } catch (const Error& e) {
           runner.fail_diagnostics(prepared, e);
@@ -392,13 +450,17 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
       report = runner.collect(prepared);
     } catch (const Error& e) {
       failure = e;
+    } catch (const std::exception& e) {
+      failure =
+          Error(StatusCode::InternalError, std::string("run ") + std::to_string(run.sequence) +
+                                               " failed on the pipeline thread: " + e.what());
     }
     run.prepared.reset();
     if (failure) {
       // The run admitted after this one is not launched: it reports this failure.
       std::lock_guard pipe(pipe_mutex);
       if (std::shared_ptr<host::RunState> next = successor_of(run); next && !next->cancel) {
-        const bool faulted = runner->faulted();
+        const bool faulted = runner.faulted();
         next->cancel = Error(faulted ? StatusCode::DeviceFaulted : StatusCode::Cancelled,
                              "run " + std::to_string(next->sequence) + " of callable " +
                                  std::to_string(next->callable_id) + " was not launched: run " +
@@ -412,13 +474,24 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
 
 void Worker::Impl::stop_pipeline() {
   std::thread joined;
-  {
-    std::unique_lock pipe(pipe_mutex);
-    closing = true;
-    joined = std::move(driver);
-  }
+  std::unique_lock pipe(pipe_mutex);
+  closing = true;
+  joined = std::move(driver);
   pipe_cv.notify_all();
-  if (joined.joinable()) joined.join();
+  if (joined.joinable()) {
+    pipe.unlock();
+    if (joined.get_id() == std::this_thread::get_id()) {
+      // Called on the pipeline thread itself (a Worker destroyed from inside one of its own
+      // runs): it cannot wait for itself; it finishes on its own after this run.
+      joined.detach();
+      return;
+    }
+    joined.join();
+    return;
+  }
+  // Another close() holds the thread: wait until the driver has exited all the same, so that
+  // no caller finalizes the runner under it.
+  pipe_cv.wait(pipe, [&] { return !driver_running; });
 }
 
 GraphExport Worker::export_graph(int32_t callable_id, const TaskArgs& args,

@@ -161,11 +161,14 @@ class Platform {
   // Waits only for every AICPU thread of the last launch to return (cores may still run; call
   // wait() afterwards). StreamSyncTimeout if they do not within `timeout_ms`.
   virtual Status wait_aicpu(uint64_t timeout_ms) = 0;
-  // The one host-side method any thread may call, also while another is in wait_aicpu: makes the
-  // wait_aicpu in progress (or else the next one) return early with StreamSyncTimeout, the launch
-  // still running, so that the waiting thread can do other host work (a pipelined Worker
-  // prepares the run just submitted). A platform that cannot interrupt its wait ignores it (the
-  // default); its waits still end within the caller's timeout.
+  // wait_aicpu that wake_wait() may end early: StreamSyncTimeout with the launch still running,
+  // so that the waiting thread can do other host work (a pipelined Worker prepares the run just
+  // submitted). A platform that cannot interrupt its wait waits as wait_aicpu (the default); its
+  // waits still end within the caller's timeout.
+  virtual Status wait_aicpu_wakeable(uint64_t timeout_ms) { return wait_aicpu(timeout_ms); }
+  // The one host-side method any thread may call, also during a wait: ends the
+  // wait_aicpu_wakeable in progress (or else the next one of the same launch) early. No other
+  // wait is woken; a launch forgets a wake it did not use.
   virtual void wake_wait() noexcept {}
   // The host gave up on the running launch (a device fault: a stuck kernel or orchestration
   // function). Stopping the streams then waits for nothing that is known to be stuck.

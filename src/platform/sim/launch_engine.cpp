@@ -317,6 +317,7 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   aicpu_running_ = programs.aicpu_threads;
   launch_active_ = true;
   launch_timed_out_ = false;
+  wake_requested_ = false;  // a wake meant for an earlier launch
   launch_abandoned_ = false;
   ++launch_generation_;
   aicpu_cv_.notify_all();
@@ -365,8 +366,8 @@ void LaunchEngine::wake_waiter() noexcept {
   host_cv_.notify_all();
 }
 
-Status LaunchEngine::wait_aicpu(uint64_t timeout_ms) {
-  return wait_aicpu_until(deadline_after(timeout_ms), timeout_ms, /*wakeable=*/true);
+Status LaunchEngine::wait_aicpu(uint64_t timeout_ms, bool wakeable) {
+  return wait_aicpu_until(deadline_after(timeout_ms), timeout_ms, wakeable);
 }
 
 Status LaunchEngine::wait(uint64_t timeout_ms) {

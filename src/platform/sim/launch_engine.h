@@ -90,9 +90,10 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
   void stop();
   Status launch(const LaunchPrograms& programs);
   Status wait(uint64_t timeout_ms);
-  // Waits for the AICPU threads of the current launch only (see Platform::wait_aicpu).
-  Status wait_aicpu(uint64_t timeout_ms);
-  // See Platform::wake_wait: any thread.
+  // Waits for the AICPU threads of the current launch only (see Platform::wait_aicpu;
+  // `wakeable`: Platform::wait_aicpu_wakeable).
+  Status wait_aicpu(uint64_t timeout_ms, bool wakeable = false);
+  // See Platform::wake_wait: any thread; only a wakeable wait_aicpu of the current launch uses it.
   void wake_waiter() noexcept;
   // See Platform::recover: wait(0), mapping a launch that is still running to DeviceFaulted.
   Status recover();
@@ -114,7 +115,7 @@ class LaunchEngine : public std::enable_shared_from_this<LaunchEngine> {
 
  private:
   // The first phase of wait (and all of wait_aicpu): the AICPU threads returned by `deadline`;
-  // `wakeable` (wait_aicpu only): wake_waiter() ends it early.
+  // `wakeable`: wake_waiter() ends it early.
   Status wait_aicpu_until(std::chrono::steady_clock::time_point deadline, uint64_t timeout_ms,
                           bool wakeable);
   enum CoreState : uint32_t { kIdle = 0, kQueued = 1, kRunning = 2, kRunningKicked = 3 };

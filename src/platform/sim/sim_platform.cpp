@@ -248,6 +248,9 @@ Status SimPlatform::wait(uint64_t timeout_ms) {
 Status SimPlatform::wait_aicpu(uint64_t timeout_ms) {
   return engine_->wait_aicpu(timeout_ms);
 }
+Status SimPlatform::wait_aicpu_wakeable(uint64_t timeout_ms) {
+  return engine_->wait_aicpu(timeout_ms, /*wakeable=*/true);
+}
 void SimPlatform::wake_wait() noexcept {
   engine_->wake_waiter();
 }

@@ -114,6 +114,7 @@ class SimPlatform final : public SimPlatformBase {
   Status launch_programs(const LaunchPrograms& programs);
   Status wait(uint64_t timeout_ms) override;
   Status wait_aicpu(uint64_t timeout_ms) override;
+  Status wait_aicpu_wakeable(uint64_t timeout_ms) override;
   void wake_wait() noexcept override;
   void abandon_launch() override;
   Status recover() override;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -34,6 +35,8 @@ using namespace std::chrono_literals;
 constexpr int32_t kAddOne = 0;
 constexpr int32_t kGatedAddOne = 1;
 constexpr int32_t kGatedThrow = 2;
+constexpr int32_t kSlow = 3;
+constexpr int32_t kThrowNow = 4;
 constexpr uint64_t kN = 64;
 
 std::atomic<bool> g_gate{false};
@@ -62,6 +65,38 @@ void gated_throw(int64_t*) {
   wait_for_gate();
   throw std::runtime_error("the kernel gives up");
 }
+void slow_kernel(int64_t*) {
+  std::this_thread::sleep_for(300ms);
+}
+void throw_now(int64_t*) {
+  throw std::runtime_error("the kernel gives up at once");
+}
+
+// Callable 1: reads element 0 of argument 0 (what the run before wrote) into g_seen, then sets
+// every element to it + 100; no task.
+float g_seen = -1.0f;
+void read_then_write(Orchestration& orch, const TaskArgs& args) {
+  const Tensor& data = args.tensor(0);
+  orch.get_tensor_data(data.view({1}, {0}), &g_seen, sizeof(float));
+  const std::vector<float> values(kN, g_seen + 100.0f);
+  orch.set_tensor_data(data, values.data(), kN * sizeof(float));
+}
+// Callable 2: a task that throws at once beside one that takes 300 ms.
+void throw_beside_slow(Orchestration& orch, const TaskArgs&) {
+  TaskArgs slow, failing;
+  orch.submit(kSlow, CoreType::AIV, slow);
+  orch.submit(kThrowNow, CoreType::AIV, failing);
+}
+// Callable 3: drops (move-assigns over) the handle the test left in g_dropped, then one task.
+RunHandle* g_dropped = nullptr;
+std::unique_ptr<Worker> g_other_worker;
+void drop_things(Orchestration& orch, const TaskArgs& args) {
+  if (g_dropped != nullptr) *g_dropped = RunHandle();
+  g_other_worker.reset();  // another Worker, with a pipeline thread: destroyed inside a run
+  TaskArgs task;
+  task.inout(args.tensor(0)).scalar(uint64_t{0});
+  orch.submit(kAddOne, CoreType::AIV, task);
+}
 
 // One task over argument 0 with the kernel named by scalar 0; scalar 1 is the run's number.
 void one_task(Orchestration& orch, const TaskArgs& args) {
@@ -83,16 +118,24 @@ class PipelineTest : public ::testing::TestWithParam<RuntimeVariant> {
     g_gated_entered.store(0);
     g_order.clear();
     g_orchestrated.clear();
+    g_seen = -1.0f;
+    g_dropped = nullptr;
     test::SmallChip chip;
     chip.runtime = GetParam();
     worker_.init(test::small_worker_options(chip));
-    worker_.register_callable(
-        0, CallableBuilder()
-               .orchestration_function(&one_task, ArgSignature{})
-               .kernel_function(kAddOne, CoreType::AIV, &add_one, ArgSignature{})
-               .kernel_function(kGatedAddOne, CoreType::AIV, &gated_add_one, ArgSignature{})
-               .kernel_function(kGatedThrow, CoreType::AIV, &gated_throw, ArgSignature{})
-               .build());
+    const OrchestrationEntry orchestrations[] = {&one_task, &read_then_write, &throw_beside_slow,
+                                                 &drop_things};
+    for (int32_t id = 0; id < 4; ++id) {
+      worker_.register_callable(
+          id, CallableBuilder()
+                  .orchestration_function(orchestrations[id], ArgSignature{})
+                  .kernel_function(kAddOne, CoreType::AIV, &add_one, ArgSignature{})
+                  .kernel_function(kGatedAddOne, CoreType::AIV, &gated_add_one, ArgSignature{})
+                  .kernel_function(kGatedThrow, CoreType::AIV, &gated_throw, ArgSignature{})
+                  .kernel_function(kSlow, CoreType::AIV, &slow_kernel, ArgSignature{})
+                  .kernel_function(kThrowNow, CoreType::AIV, &throw_now, ArgSignature{})
+                  .build());
+    }
   }
   void TearDown() override {
     open_gate();
@@ -311,6 +354,23 @@ TEST_P(PipelineTest, CloseFinishesTheAdmittedRuns) {
             StatusCode::AlreadyClosed);
 }
 
+// Two threads close at once while runs are admitted: both return once the runs are done, and
+// neither finalizes the device under the pipeline thread.
+TEST_P(PipelineTest, ConcurrentCloseFromTwoThreads) {
+  const DeviceBuffer data = zeroed();
+  RunHandle one = worker_.submit(0, args_for(data, kGatedAddOne, 1), config());
+  RunHandle two = worker_.submit(0, args_for(data, kAddOne, 2), config());
+  ASSERT_TRUE(gated_started(1));
+  auto first = std::async(std::launch::async, [&] { worker_.close(); });
+  auto second = std::async(std::launch::async, [&] { worker_.close(); });
+  EXPECT_EQ(second.wait_for(20ms), std::future_status::timeout) << "a close did not wait";
+  open_gate();
+  first.get();
+  second.get();
+  EXPECT_EQ(one.wait().task_count, 1u);
+  EXPECT_EQ(two.wait().task_count, 1u);
+}
+
 TEST_P(PipelineTest, TrySubmitSaysNoWhileTwoRunsAreAdmitted) {
   const DeviceBuffer data = zeroed();
   RunHandle one, two, three;
@@ -338,6 +398,96 @@ TEST_P(PipelineTest, ErrorsComeFromTheHandle) {
   Worker fresh;
   EXPECT_EQ(test::error_of([&] { fresh.submit(0, TaskArgs{}); }).code(),
             StatusCode::NotInitialized);
+}
+
+// Run 2's orchestration reads and writes (get/set_tensor_data) the buffer run 1 writes, while
+// run 1 executes: host_build_graph orchestrates run 2 under run 1 and its data calls wait for run
+// 1 there; either way they see run 1's result and land after it, as with run() one by one.
+TEST_P(PipelineTest, TheNextRunsTensorDataCallsSeeThePreviousRunsResult) {
+  const DeviceBuffer data = zeroed();
+  RunHandle one = worker_.submit(0, args_for(data, kGatedAddOne, 1), config());
+  ASSERT_TRUE(gated_started(1));
+  TaskArgs args;
+  args.inout(Tensor::make(data, {kN}, DataType::F32));
+  RunHandle two = worker_.submit(1, args, config());
+  std::this_thread::sleep_for(20ms);  // run 2 is being prepared (or queued) meanwhile
+  EXPECT_FALSE(two.ready());
+  open_gate();
+  one.wait();
+  two.wait();
+  EXPECT_EQ(g_seen, 1.0f);
+  EXPECT_EQ(read(data), std::vector<float>(kN, 101.0f));
+}
+
+// A run that fails while its AICPU threads linger (a kernel throws beside a slow one), with a run
+// admitted during that time: the failure stays a KernelFault (the device is not abandoned), the
+// admitted run is cancelled, and the Worker goes on working.
+TEST_P(PipelineTest, AnAdmissionDuringAFailingRunsWaitDoesNotFaultTheDevice) {
+  const DeviceBuffer data = zeroed();
+  RunHandle failing = worker_.submit(2, TaskArgs{}, config());
+  std::this_thread::sleep_for(100ms);
+  RunHandle next = worker_.submit(0, args_for(data, kAddOne, 1), config());
+  EXPECT_EQ(test::error_of([&] { failing.wait(); }).code(), StatusCode::KernelFault);
+  const Error cancelled = test::error_of([&] { next.wait(); });
+  EXPECT_TRUE(cancelled.code() == StatusCode::Cancelled || cancelled.code() == StatusCode::Ok)
+      << cancelled.what();
+  RunHandle later = worker_.submit(0, args_for(data, kAddOne, 2), config());
+  EXPECT_EQ(later.wait().task_count, 1u);
+  EXPECT_FALSE(host::runner_of(worker_).faulted());
+}
+
+// Inside a run, dropping a handle does not wait for its run (that run may wait for this one), and
+// destroying another Worker that has a pipeline thread stops that thread cleanly.
+TEST_P(PipelineTest, HandlesAndWorkersDroppedInsideARun) {
+  const DeviceBuffer data = zeroed();
+  g_other_worker = std::make_unique<Worker>();
+  g_other_worker->init(test::small_worker_options());
+  g_other_worker->submit(7, TaskArgs{}).valid();  // unknown callable: fails, the thread stays
+  RunHandle held = worker_.submit(0, args_for(data, kGatedAddOne, 1), config());
+  ASSERT_TRUE(gated_started(1));
+  g_dropped = &held;
+  TaskArgs args;
+  args.inout(Tensor::make(data, {kN}, DataType::F32));
+  RunHandle dropper = worker_.submit(3, args, config());
+  if (GetParam() == RuntimeVariant::HostBuildGraph) {
+    // Its orchestration runs under run 1 and returns although run 1 is held.
+    for (int i = 0; i < 10000 && g_other_worker != nullptr; ++i) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(g_other_worker, nullptr);
+  }
+  open_gate();
+  dropper.wait();
+  EXPECT_FALSE(held.valid());
+  EXPECT_EQ(g_other_worker, nullptr);
+  EXPECT_EQ(read(data), std::vector<float>(kN, 2.0f));
+}
+
+// A successor cancelled after it was prepared with diagnostics writes its directory and gives its
+// device memory back.
+TEST_P(PipelineTest, ACancelledSuccessorWithDiagnosticsLeaksNoDeviceMemory) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("chiprt_pipeline_cancel_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const DeviceBuffer data = zeroed();
+  CallConfig with_diag = config();
+  with_diag.diagnostics = DiagnosticsConfig::all(dir.string());
+  // One good run on each bank first: what stays committed between runs.
+  worker_.submit(0, args_for(data, kAddOne, 1), with_diag).wait();
+  worker_.submit(0, args_for(data, kAddOne, 2), with_diag).wait();
+  const uint64_t baseline = worker_.device_bytes_in_use();
+  for (int round = 0; round < 3; ++round) {
+    g_gate.store(false);
+    g_gated_entered.store(0);
+    RunHandle failing = worker_.submit(0, args_for(data, kGatedThrow, 3), with_diag);
+    ASSERT_TRUE(gated_started(1));
+    RunHandle successor = worker_.submit(0, args_for(data, kAddOne, 4), with_diag);
+    std::this_thread::sleep_for(5ms);
+    open_gate();
+    EXPECT_EQ(test::error_of([&] { failing.wait(); }).code(), StatusCode::KernelFault);
+    const Error cancelled = test::error_of([&] { successor.wait(); });
+    EXPECT_EQ(cancelled.code(), StatusCode::Cancelled);
+  }
+  EXPECT_EQ(worker_.device_bytes_in_use(), baseline);
+  std::filesystem::remove_all(dir);
 }
 
 // replay_graph with runs alternating between the banks: each bank caches its own image, so

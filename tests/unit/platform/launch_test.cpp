@@ -408,8 +408,9 @@ TEST(SimWaitTest, ConcurrentWaitTimesOutThenSucceedsAfterRelease) {
   EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
 }
 
-// wake_wait (from another thread) ends a wait_aicpu early, the launch still running; a wait()
-// is not woken; a wake with nobody waiting ends the next wait_aicpu at once, and only that one.
+// wake_wait (from another thread) ends a wait_aicpu_wakeable early, the launch still running;
+// wait_aicpu and wait() are not woken; a wake with nobody waiting ends the next wakeable wait at
+// once, and only that one; a new launch forgets an unused wake.
 TEST(SimWaitTest, ConcurrentWakeEndsOnlyAnAicpuWaitEarly) {
   sim::SimPlatform platform(make_config(2, 1));
   ASSERT_TRUE(platform.start_streams().is_ok());
@@ -420,15 +421,16 @@ TEST(SimWaitTest, ConcurrentWakeEndsOnlyAnAicpuWaitEarly) {
     while (program.entered.load() < 2) std::this_thread::sleep_for(1ms);
     platform.wake_wait();
   });
-  const Status woken = platform.wait_aicpu(kGenerousWaitMs);
+  const Status woken = platform.wait_aicpu_wakeable(kGenerousWaitMs);
   waker.join();
   EXPECT_EQ(woken.code(), StatusCode::StreamSyncTimeout);
   EXPECT_TRUE(contains(woken, "woken before the launch's AICPU threads returned"))
       << woken.message();
   // Woken is no timeout: the launch is not taken for a fault, and the next wait really waits.
   platform.wake_wait();
-  EXPECT_EQ(platform.wait_aicpu(kGenerousWaitMs).code(), StatusCode::StreamSyncTimeout);
-  EXPECT_TRUE(contains(platform.wait_aicpu(20), "did not finish within 20 ms"));
+  EXPECT_TRUE(contains(platform.wait_aicpu(20), "did not finish within 20 ms"));  // not woken
+  EXPECT_EQ(platform.wait_aicpu_wakeable(kGenerousWaitMs).code(), StatusCode::StreamSyncTimeout);
+  EXPECT_TRUE(contains(platform.wait_aicpu_wakeable(20), "did not finish within 20 ms"));
   platform.wake_wait();  // wait() ignores it
   std::thread releaser([&] {
     std::this_thread::sleep_for(20ms);
@@ -437,6 +439,13 @@ TEST(SimWaitTest, ConcurrentWakeEndsOnlyAnAicpuWaitEarly) {
   EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
   releaser.join();
   EXPECT_EQ(program.entered.load(), 2u);
+  // The wake left over from wait() is forgotten by the next launch.
+  BlockingProgram next;
+  programs.ctx = &next;
+  ASSERT_TRUE(platform.launch_programs(programs).is_ok());
+  EXPECT_TRUE(contains(platform.wait_aicpu_wakeable(20), "did not finish within 20 ms"));
+  next.release = true;
+  EXPECT_TRUE(platform.wait(kGenerousWaitMs).is_ok());
 }
 
 struct StuckCoreProgram {

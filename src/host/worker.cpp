@@ -38,6 +38,10 @@ struct Worker::Impl {
   uint64_t next_sequence = 1;
   bool closing = false;         // no more admissions; the driver exits once admitted is empty
   bool driver_running = false;  // from the driver's start until it exits
+  // reset() retires the idle driver before the device is forked anew (no pipeline thread may
+  // exist at that fork: ThreadSanitizer ends a child forked beside other threads once it starts
+  // threads); admissions meanwhile wait for retire_driver to start a new one.
+  bool retiring = false;
   // The driver is in a wait slice of a launch's AICPU phase, holding the runner's lock: a run
   // admitted now wakes it (Platform::wake_wait) so that it prepares the run at once.
   bool driver_waiting = false;
@@ -113,6 +117,14 @@ struct Worker::Impl {
     }
     return nullptr;
   }
+  // Starts the pipeline thread (pipe_mutex held).
+  void start_driver() {
+    driver = std::thread([this] { drive(); });
+    driver_running = true;
+  }
+  // With the runner's lock held, after drain (reset): ends the pipeline thread if it is idle;
+  // the next admission starts a new one.
+  void retire_driver();
   // Stops admissions, lets every admitted run finish and waits for the driver to exit (close;
   // any number of threads at once).
   void stop_pipeline();
@@ -285,10 +297,7 @@ RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const C
   }
   auto run = std::make_shared<host::RunState>(next_sequence++, callable_id, args, config);
   // The thread first: if it cannot start, nothing was admitted that nobody would run.
-  if (!driver.joinable()) {
-    driver = std::thread([this] { drive(); });
-    driver_running = true;
-  }
+  if (!driver.joinable() && !retiring) start_driver();
   admitted.push_back(run);
   // Only while the driver holds the runner's lock in its wait: the platform is alive and not
   // being reset then.
@@ -303,8 +312,8 @@ RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const C
 void Worker::Impl::drive() {
   std::unique_lock pipe(pipe_mutex);
   for (;;) {
-    pipe_cv.wait(pipe, [&] { return closing || !admitted.empty(); });
-    if (admitted.empty()) break;  // closing, nothing left
+    pipe_cv.wait(pipe, [&] { return closing || retiring || !admitted.empty(); });
+    if (retiring || admitted.empty()) break;  // retired, or closing with nothing left
     std::shared_ptr<host::RunState> run = admitted.front();
     pipe.unlock();
     std::optional<Error> failure;
@@ -472,6 +481,26 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
   return report;
 }
 
+void Worker::Impl::retire_driver() {
+  std::thread old;
+  {
+    std::lock_guard pipe(pipe_mutex);
+    // A run admitted since the drain may be executing, waiting for the runner's lock: the driver
+    // is not idle then and stays (the caller raced its own reset).
+    if (!admitted.empty()) return;
+    retiring = true;
+    old = std::move(driver);
+  }
+  pipe_cv.notify_all();
+  // The driver is idle (nothing was admitted under the runner's lock, which it would need): it
+  // exits at once.
+  if (old.joinable()) old.join();
+  std::lock_guard pipe(pipe_mutex);
+  retiring = false;
+  // Admitted meanwhile: its driver starts now (and waits for the runner's lock).
+  if (!admitted.empty() && !closing && !driver.joinable()) start_driver();
+}
+
 void Worker::Impl::stop_pipeline() {
   std::thread joined;
   std::unique_lock pipe(pipe_mutex);
@@ -561,6 +590,7 @@ void Worker::reset() {
   auto lock = impl_->enter("reset");
   impl_->ready("reset");
   impl_->drain(lock);
+  impl_->retire_driver();
   impl_->ready("reset").reset_device();
 }
 

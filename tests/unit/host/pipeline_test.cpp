@@ -90,9 +90,11 @@ void throw_beside_slow(Orchestration& orch, const TaskArgs&) {
 // Callable 3: drops (move-assigns over) the handle the test left in g_dropped, then one task.
 RunHandle* g_dropped = nullptr;
 std::unique_ptr<Worker> g_other_worker;
+std::atomic<bool> g_other_dropped{false};
 void drop_things(Orchestration& orch, const TaskArgs& args) {
   if (g_dropped != nullptr) *g_dropped = RunHandle();
   g_other_worker.reset();  // another Worker, with a pipeline thread: destroyed inside a run
+  g_other_dropped.store(true, std::memory_order_release);
   TaskArgs task;
   task.inout(args.tensor(0)).scalar(uint64_t{0});
   orch.submit(kAddOne, CoreType::AIV, task);
@@ -120,6 +122,7 @@ class PipelineTest : public ::testing::TestWithParam<RuntimeVariant> {
     g_orchestrated.clear();
     g_seen = -1.0f;
     g_dropped = nullptr;
+    g_other_dropped.store(false);
     test::SmallChip chip;
     chip.runtime = GetParam();
     worker_.init(test::small_worker_options(chip));
@@ -451,8 +454,10 @@ TEST_P(PipelineTest, HandlesAndWorkersDroppedInsideARun) {
   RunHandle dropper = worker_.submit(3, args, config());
   if (GetParam() == RuntimeVariant::HostBuildGraph) {
     // Its orchestration runs under run 1 and returns although run 1 is held.
-    for (int i = 0; i < 10000 && g_other_worker != nullptr; ++i) std::this_thread::sleep_for(1ms);
-    EXPECT_EQ(g_other_worker, nullptr);
+    for (int i = 0; i < 10000 && !g_other_dropped.load(std::memory_order_acquire); ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_TRUE(g_other_dropped.load(std::memory_order_acquire));
   }
   open_gate();
   dropper.wait();

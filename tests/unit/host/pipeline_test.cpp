@@ -431,9 +431,13 @@ TEST_P(PipelineTest, AnAdmissionDuringAFailingRunsWaitDoesNotFaultTheDevice) {
   std::this_thread::sleep_for(100ms);
   RunHandle next = worker_.submit(0, args_for(data, kAddOne, 1), config());
   EXPECT_EQ(test::error_of([&] { failing.wait(); }).code(), StatusCode::KernelFault);
-  const Error cancelled = test::error_of([&] { next.wait(); });
-  EXPECT_TRUE(cancelled.code() == StatusCode::Cancelled || cancelled.code() == StatusCode::Ok)
-      << cancelled.what();
+  // Cancelled when admitted before the failure was collected (the usual case); a run admitted
+  // after it simply runs. Never a device fault.
+  try {
+    next.wait();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::Cancelled) << e.what();
+  }
   RunHandle later = worker_.submit(0, args_for(data, kAddOne, 2), config());
   EXPECT_EQ(later.wait().task_count, 1u);
   EXPECT_FALSE(host::runner_of(worker_).faulted());

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 # Every folder prefix that names a room; an include starting with one of them is checked.
-readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/ diagnostics/"
+readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/ diagnostics/ capi/"
 
 # folder | allowed include prefixes (a prefix ending in .h names one header). The most specific
 # folder wins (src/platform/sim before src/platform).
@@ -22,6 +22,9 @@ readonly RULES=(
   "src/platform|chiprt/ common/ platform/platform.h platform/registry.h platform/sim/sim_platform.h"
   "src/diagnostics|chiprt/ common/ diagnostics/"
   "src/host|chiprt/ common/ host/ orchestrator/ diagnostics/ platform/platform.h platform/registry.h"
+  "src/capi|chiprt/"
+  "python|chiprt/"
+  "tests/package|chiprt/"
   "tools|chiprt/"
   "examples|chiprt/"
   "bench|chiprt/"
@@ -92,7 +95,7 @@ check_tree() {  # prints one line per violation under root $1; returns 1 if any
       fi
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include' "$root/$file" || true)
   # Every file of the checked folders that holds an #include, whatever its extension (.inc too).
-  done < <(cd "$root" && grep -rlE '^[[:space:]]*#[[:space:]]*include' src tools examples bench \
+  done < <(cd "$root" && grep -rlE '^[[:space:]]*#[[:space:]]*include' src tools examples bench python tests/package \
                            --exclude='*.md' --exclude='*.txt' --exclude='*.cmake' 2>/dev/null | sort)
   ((violations == 0))
 }
@@ -101,7 +104,8 @@ self_test() {
   local scratch failures=0
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' RETURN
-  mkdir -p "$scratch"/src/{host,orchestrator,scheduler,aicore,common,diagnostics,platform/sim} "$scratch"/tools
+  mkdir -p "$scratch"/src/{host,orchestrator,scheduler,aicore,common,diagnostics,capi,platform/sim} \
+    "$scratch"/tools "$scratch"/python/src "$scratch"/tests/package
   printf '#include "chiprt/worker.h"\n#include "host/log.h"\n#include <vector>\n' \
     >"$scratch/src/host/ok.cpp"
   printf '#include "platform/platform.h"\n' >"$scratch/src/host/platform_ok.cpp"
@@ -130,6 +134,11 @@ self_test() {
     "src/orchestrator/relative.cpp|./../aicore/core_executor.h"
     "src/host/dotdot.cpp|orchestrator/../scheduler/chip_entry.h"
     "src/host/fragment.inc|scheduler/chip_entry.h"
+    "src/capi/bad.cpp|host/device_runner.h"
+    "src/capi/bad2.cpp|common/callable_format.h"
+    "python/src/bad.cpp|host/worker_access.h"
+    "python/src/bad2.cpp|capi/c_handles.h"
+    "tests/package/bad.cpp|common/status_table.h"
   )
   local case file include output
   for case in "${cases[@]}"; do

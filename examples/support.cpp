@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -11,12 +12,24 @@
 #ifndef CHIPRT_CHIP_OBJECT_DIR
 #error "CHIPRT_CHIP_OBJECT_DIR must name the directory chip objects are built into"
 #endif
+#ifndef CHIPRT_INSTALLED_CHIP_OBJECT_DIR
+#error "CHIPRT_INSTALLED_CHIP_OBJECT_DIR must name the installed chip objects (prefix-relative)"
+#endif
 
 namespace chiprt::examples {
 
 std::string chip_object_dir() {
   const char* from_env = std::getenv(kChipObjectDirEnv);
   if (from_env != nullptr && from_env[0] != '\0') return from_env;
+  // An installed program (P/bin/chiprt) reads the chip objects installed beside the library
+  // (P/lib/chiprt/chip_objects); a program in the build tree has none there and reads the build's.
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path installed =
+        exe.parent_path() / ".." / CHIPRT_INSTALLED_CHIP_OBJECT_DIR;
+    if (std::filesystem::is_directory(installed, error)) return installed.lexically_normal();
+  }
   return CHIPRT_CHIP_OBJECT_DIR;
 }
 

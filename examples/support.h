@@ -23,7 +23,9 @@ namespace chiprt::examples {
 // Environment variable that overrides the directory chip objects are read from.
 inline constexpr char kChipObjectDirEnv[] = "CHIPRT_CHIP_OBJECT_DIR";
 
-// $CHIPRT_CHIP_OBJECT_DIR when set and non-empty, otherwise the build's chip_objects directory.
+// $CHIPRT_CHIP_OBJECT_DIR when set and non-empty; else, for an installed program,
+// <prefix>/lib/chiprt/chip_objects (found from the executable's place); else the build's
+// chip_objects.
 std::string chip_object_dir();
 // The bytes of `<chip_object_dir()>/<target>.so`. Throws Error(LoadFailed) naming the path and
 // the environment variable when the file is missing or unreadable.

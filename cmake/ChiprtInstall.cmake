@@ -1,0 +1,47 @@
+# What `cmake --install` puts under the prefix P (docs/architecture.md, "The package"):
+#   P/include/chiprt/*.h                 the public headers (only those: the rooms' stay in src/)
+#   P/lib/libchiprt.so.<version>         every room and the C API, SONAME libchiprt.so.<major>
+#   P/lib/libchiprt_<room>.a             the rooms as static libraries (chiprt::chiprt_static)
+#   P/lib/cmake/chiprt/                  chiprtConfig.cmake, chiprtConfigVersion.cmake, the targets
+#                                        and chiprt_add_chip_object (ChiprtKernels.cmake)
+#   P/lib/pkgconfig/chiprt.pc            for builds without CMake
+#   P/bin/chiprt                         the CLI; its examples' chip objects in P/lib/chiprt/chip_objects
+#   P/lib/python3/dist-packages/chiprt/  the Python module (python/CMakeLists.txt)
+# Included at the end of the top-level CMakeLists.txt, once every target exists.
+include(CMakePackageConfigHelpers)
+
+set(CHIPRT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/chiprt)
+set(_chiprt_rooms chiprt_common chiprt_orchestrator chiprt_aicore chiprt_scheduler
+                  chiprt_platform_sim chiprt_platform chiprt_diagnostics chiprt_host chiprt_capi)
+
+# chiprt::chiprt_static: the rooms a static consumer links (what chiprt::chiprt holds, unshared).
+add_library(chiprt_static INTERFACE)
+target_link_libraries(chiprt_static INTERFACE ${_chiprt_rooms})
+target_include_directories(chiprt_static INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/chiprt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h")
+install(TARGETS chiprt_shared chiprt_static chiprt_chip_object_support ${_chiprt_rooms}
+        EXPORT chiprtTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT chiprtTargets NAMESPACE chiprt:: DESTINATION ${CHIPRT_INSTALL_CMAKEDIR})
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/chiprtConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/chiprtConfig.cmake
+                              INSTALL_DESTINATION ${CHIPRT_INSTALL_CMAKEDIR}
+                              PATH_VARS CMAKE_INSTALL_INCLUDEDIR CMAKE_INSTALL_LIBDIR)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/chiprtConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/chiprtConfig.cmake ${PROJECT_BINARY_DIR}/chiprtConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/ChiprtKernels.cmake
+        DESTINATION ${CHIPRT_INSTALL_CMAKEDIR})
+
+# pkg-config: the shared library (static consumers use CMake's chiprt::chiprt_static).
+configure_file(${PROJECT_SOURCE_DIR}/cmake/chiprt.pc.in ${PROJECT_BINARY_DIR}/chiprt.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/chiprt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+if(TARGET chiprt_cli)
+  install(TARGETS chiprt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

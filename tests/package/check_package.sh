@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# The installed package, checked as a user would use it (ctest chiprt_package):
+#   - `cmake --install BUILD --prefix P` into a fresh prefix; the file list: public headers only,
+#     libchiprt.so with its versioned SONAME, the static rooms, the CMake and pkg-config files, the
+#     CLI, the examples' chip objects, the Python module (when built);
+#   - every installed header compiles alone (C++20; chiprt_c.h also as C11 -pedantic);
+#   - the out-of-tree consumer project (tests/package/consumer) configured with
+#     find_package(chiprt REQUIRED), built and run (shared, static and C), checked against its
+#     reference;
+#   - a program built with pkg-config alone;
+#   - the installed CLI (and `python3 -m chiprt` when the build has the module) from the prefix
+#     run an example to PASS, with no build-tree path in their environment;
+#   - `cpack -G DEB`: chiprt_<version>_<arch>.deb, extracted into a scratch root: its files, its
+#     Depends, and its CLI run from there.
+#   tests/package/check_package.sh BUILD_DIR SOURCE_DIR [PYTHON]
+set -euo pipefail
+
+build_dir=$(cd "$1" && pwd)
+source_dir=$(cd "$2" && pwd)
+python=${3:-/usr/bin/python3}  # "none": the build has no Python module
+work=$(mktemp -d "${TMPDIR:-/tmp}/chiprt-package.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+step() { echo "--- $*"; }
+
+step "install into $prefix"
+cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log" || {
+  cat "$work/install.log" >&2
+  echo "FAIL: cmake --install failed" >&2
+  exit 1
+}
+libdir=$(cd "$prefix" && find . -name 'libchiprt.so.*.*.*' -printf '%h\n' | head -1)
+libdir=${libdir#./}
+[ -n "$libdir" ] || { echo "FAIL: no libchiprt.so.<version> installed" >&2; exit 1; }
+
+step "file list"
+expected=(include/chiprt/chiprt.h include/chiprt/chiprt_c.h include/chiprt/worker.h
+          "$libdir/libchiprt.so" "$libdir/libchiprt_common.a" "$libdir/libchiprt_host.a"
+          "$libdir/cmake/chiprt/chiprtConfig.cmake" "$libdir/cmake/chiprt/chiprtConfigVersion.cmake"
+          "$libdir/cmake/chiprt/chiprtTargets.cmake" "$libdir/cmake/chiprt/ChiprtKernels.cmake"
+          "$libdir/pkgconfig/chiprt.pc" bin/chiprt
+          "$libdir/chiprt/chip_objects/vector_example_orchestration.so"
+          "$libdir/chiprt/chip_objects/bgemm_matmul.so")
+if [ "$python" != none ]; then
+  expected+=(lib/python3/dist-packages/chiprt/__init__.py lib/python3/dist-packages/chiprt/__main__.py)
+  ls "$prefix"/lib/python3/dist-packages/chiprt/_chiprt*.so >/dev/null 2>&1 ||
+    fail "the Python extension chiprt/_chiprt*.so is not installed"
+fi
+for path in "${expected[@]}"; do
+  [ -e "$prefix/$path" ] || fail "installed file $path is missing"
+done
+# Only the public headers: exactly include/chiprt/*.h of the source tree.
+diff <(cd "$source_dir/include" && find . -type f | sort) <(cd "$prefix/include" && find . -type f | sort) ||
+  fail "the installed headers differ from the public headers of include/ (above)"
+soname=$(readelf -d "$prefix/$libdir/libchiprt.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname =~ ^libchiprt\.so\.[0-9]+$ ]] || fail "libchiprt.so has SONAME '$soname', want libchiprt.so.<major>"
+[ -e "$prefix/$libdir/$soname" ] || fail "no $soname link beside libchiprt.so"
+nm -D --defined-only "$prefix/$libdir/libchiprt.so" | grep -q ' T chiprt_worker_create$' ||
+  fail "libchiprt.so does not export the C API (chiprt_worker_create)"
+if grep -rqs "$build_dir" "$prefix/$libdir/cmake" "$prefix/$libdir/pkgconfig"; then
+  fail "the installed package files name the build tree $build_dir"
+fi
+
+step "every installed header compiles alone"
+for header in "$prefix"/include/chiprt/*.h; do
+  name=chiprt/$(basename "$header")
+  echo "#include <$name>" | g++ -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" -x c++ - ||
+    fail "$name does not compile alone as C++20"
+done
+echo "#include <chiprt/chiprt_c.h>" |
+  gcc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$prefix/include" -x c - ||
+  fail "chiprt/chiprt_c.h does not compile alone as C11 -pedantic"
+
+step "the consumer project (find_package)"
+consumer=$work/consumer
+if cmake -S "$source_dir/tests/package/consumer" -B "$consumer" -G Ninja \
+     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$work/consumer.log" 2>&1 &&
+   cmake --build "$consumer" >>"$work/consumer.log" 2>&1; then
+  for program in consumer_shared consumer_static consumer_c; do
+    "$consumer/$program" || fail "$program did not pass"
+  done
+  readelf -d "$consumer/consumer_shared" | grep -q "NEEDED.*\[$soname\]" ||
+    fail "consumer_shared does not link $soname"
+  if readelf -d "$consumer/consumer_static" | grep -q "NEEDED.*libchiprt"; then
+    fail "consumer_static links libchiprt.so (chiprt::chiprt_static should be static)"
+  fi
+else
+  cat "$work/consumer.log" >&2
+  fail "the consumer project did not configure or build against the install"
+fi
+
+step "a program built with pkg-config alone"
+cat >"$work/pkg.cpp" <<'CPP'
+#include <chiprt/chiprt.h>
+#include <cstdio>
+int main() {
+  chiprt::Worker worker;
+  worker.init();
+  chiprt::DeviceBuffer buffer = worker.malloc(64);
+  worker.memset(buffer, 7, 64);
+  unsigned char back[64] = {};
+  worker.copy_from(back, buffer, 64);
+  worker.close();
+  std::printf("%s pkg-config program\n", back[63] == 7 ? "PASS" : "FAIL");
+  return back[63] == 7 ? 0 : 1;
+}
+CPP
+if flags=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs chiprt) &&
+   g++ -std=c++20 "$work/pkg.cpp" -o "$work/pkg" $flags; then
+  LD_LIBRARY_PATH="$prefix/$libdir" "$work/pkg" || fail "the pkg-config program did not pass"
+else
+  fail "pkg-config --cflags --libs chiprt did not build a program"
+fi
+
+step "the installed CLI and Python module, from the prefix alone"
+cd "$work"
+unset CHIPRT_CHIP_OBJECT_DIR
+env -u PYTHONPATH "$prefix/bin/chiprt" run vector_example | tee "$work/cli.out"
+grep -q '^PASS' "$work/cli.out" || fail "the installed chiprt CLI did not PASS vector_example"
+if [ "$python" != none ]; then
+  env PYTHONPATH="$prefix/lib/python3/dist-packages" "$python" -m chiprt run vector_example |
+    tee "$work/py.out"
+  grep -q '^PASS' "$work/py.out" || fail "python3 -m chiprt from the prefix did not PASS vector_example"
+  env PYTHONPATH="$prefix/lib/python3/dist-packages" "$python" - "$prefix" <<'PY' || fail "chiprt.paths() of the installed module"
+import os, sys, chiprt
+prefix = os.path.realpath(sys.argv[1])
+paths = chiprt.paths()
+for key in ("include_dir", "lib_dir", "chip_object_dir", "common_library"):
+    value = os.path.realpath(paths[key])
+    assert value.startswith(prefix + os.sep), f"{key} = {value} is outside the prefix {prefix}"
+    assert os.path.exists(value), f"{key} = {value} does not exist"
+print("PASS installed chiprt.paths()")
+PY
+fi
+
+step "the Debian package (cpack -G DEB)"
+if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
+  cpack -G DEB -B "$work/deb" --config "$build_dir/CPackConfig.cmake" >"$work/cpack.log" 2>&1 || {
+    cat "$work/cpack.log" >&2
+    fail "cpack -G DEB failed"
+  }
+  version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$build_dir/CPackConfig.cmake")
+  deb=$work/deb/chiprt_${version}_$(dpkg --print-architecture).deb
+  if [ -f "$deb" ]; then
+    dpkg-deb -x "$deb" "$work/root"
+    for path in usr/include/chiprt/chiprt_c.h usr/lib/libchiprt.so "usr/lib/$soname" usr/bin/chiprt \
+                usr/lib/cmake/chiprt/chiprtConfig.cmake usr/lib/pkgconfig/chiprt.pc \
+                usr/lib/chiprt/chip_objects/vector_example_orchestration.so; do
+      [ -e "$work/root/$path" ] || fail "$(basename "$deb") lacks /$path"
+    done
+    if [ "$python" != none ]; then
+      ls "$work"/root/usr/lib/python3/dist-packages/chiprt/_chiprt*.so >/dev/null 2>&1 ||
+        fail "$(basename "$deb") lacks the Python module in /usr/lib/python3/dist-packages"
+    fi
+    depends=$(dpkg-deb -f "$deb" Depends)
+    for dependency in libxxhash0 libstdc++6; do
+      [[ $depends == *"$dependency"* ]] || fail "$(basename "$deb") does not depend on $dependency: $depends"
+    done
+    # Relocated into the scratch root, the extracted CLI still runs (chip objects found beside it).
+    "$work/root/usr/bin/chiprt" run vector_example | grep -q '^PASS' ||
+      fail "the CLI from $(basename "$deb") did not PASS vector_example"
+    echo "$(basename "$deb"): $(dpkg-deb -c "$deb" | wc -l) entries; Depends: $depends"
+  else
+    ls "$work/deb" >&2 || true
+    fail "cpack did not write chiprt_${version}_<arch>.deb"
+  fi
+else
+  echo "(skipped: cpack or dpkg-deb is not installed)"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "chiprt package: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "chiprt package: every check passed"

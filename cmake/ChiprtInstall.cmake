@@ -16,7 +16,9 @@ set(_chiprt_rooms chiprt_common chiprt_orchestrator chiprt_aicore chiprt_schedul
 
 # chiprt::chiprt_static: the rooms a static consumer links (what chiprt::chiprt holds, unshared).
 add_library(chiprt_static INTERFACE)
-target_link_libraries(chiprt_static INTERFACE ${_chiprt_rooms})
+# The rooms are C++: a program linked by the C driver (a C project) needs libstdc++ named.
+target_link_libraries(chiprt_static INTERFACE ${_chiprt_rooms}
+                      $<$<NOT:$<LINK_LANGUAGE:CXX>>:stdc++>)
 target_include_directories(chiprt_static INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/chiprt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
@@ -38,7 +40,11 @@ install(FILES ${PROJECT_BINARY_DIR}/chiprtConfig.cmake ${PROJECT_BINARY_DIR}/chi
               ${PROJECT_SOURCE_DIR}/cmake/ChiprtKernels.cmake
         DESTINATION ${CHIPRT_INSTALL_CMAKEDIR})
 
-# pkg-config: the shared library (static consumers use CMake's chiprt::chiprt_static).
+# pkg-config: the shared library (static consumers use CMake's chiprt::chiprt_static). The prefix
+# is found from the .pc file's own place, however deep the library directory is
+# (lib/x86_64-linux-gnu under /usr).
+file(RELATIVE_PATH CHIPRT_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" CHIPRT_PC_TO_PREFIX "${CHIPRT_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/chiprt.pc.in ${PROJECT_BINARY_DIR}/chiprt.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/chiprt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

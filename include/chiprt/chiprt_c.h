@@ -391,7 +391,8 @@ CHIPRT_C_API chiprt_status_t chiprt_worker_initialized(const chiprt_worker_t* wo
  * every call on it but initialized, close and destroy gets CHIPRT_ALREADY_CLOSED. */
 CHIPRT_C_API chiprt_status_t chiprt_worker_close(chiprt_worker_t* worker);
 /* Closes the worker if needed and frees the handle (NULL: nothing). Returns the close's status
- * (the handle is freed whatever it is). */
+ * (the handle is freed whatever it is, except for CHIPRT_REENTRANT_CALL: called from inside a run,
+ * nothing is closed or freed and the handle stays valid). */
 CHIPRT_C_API chiprt_status_t chiprt_worker_destroy(chiprt_worker_t* worker);
 
 /* Callables. Ids are in [0, 64): CHIPRT_CALLABLE_ID_OUT_OF_RANGE outside it; an id with nothing

@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "chiprt/call_config.h"
 #include "chiprt/callable.h"
 #include "chiprt/diagnostics.h"
@@ -329,15 +331,28 @@ chiprt::Tensor to_tensor(const chiprt_tensor_t* tensor, const char* parameter) {
     t.shape[d] = static_cast<uint32_t>(d) < in.ndim ? in.shape[d] : 0;
     t.strides[d] = static_cast<uint32_t>(d) < in.ndim ? in.strides[d] : 0;
   }
-  // The largest element offset must not overflow before it is compared with the buffer.
-  unsigned __int128 last = in.start_offset;
+  // One past the last element's byte, in 64 bits as the runtime addresses it: every step is
+  // checked, since a sum that wrapped would pass the comparison with elements far outside the
+  // buffer (start + sum((shape - 1) * stride) + 1 elements, times the element size).
   bool empty = false;
   for (uint32_t d = 0; d < in.ndim; ++d) {
     if (in.shape[d] == 0) empty = true;
-    last += static_cast<unsigned __int128>(in.shape[d] == 0 ? 0 : in.shape[d] - 1) * in.strides[d];
   }
   if (!empty) {
-    const unsigned __int128 end_bytes = (last + 1) * chiprt::element_size(t.dtype);
+    uint64_t last = in.start_offset;
+    bool overflow = false;
+    for (uint32_t d = 0; d < in.ndim; ++d) {
+      uint64_t span = 0;
+      overflow = overflow || __builtin_mul_overflow(in.shape[d] - 1, in.strides[d], &span) ||
+                 __builtin_add_overflow(last, span, &last);
+    }
+    uint64_t end_bytes = 0;
+    overflow = overflow || __builtin_add_overflow(last, uint64_t{1}, &last) ||
+               __builtin_mul_overflow(last, uint64_t{chiprt::element_size(t.dtype)}, &end_bytes);
+    if (overflow) {
+      fail(chiprt::StatusCode::ViewOutOfBounds,
+           std::string(parameter) + " " + t.to_string() + " overflows 64-bit addressing");
+    }
     if (end_bytes > in.buffer.size) {
       fail(chiprt::StatusCode::ViewOutOfBounds, std::string(parameter) + " " + t.to_string() +
                                                     " reaches past its buffer of " +
@@ -461,10 +476,21 @@ chiprt::WorkerOptions to_options(const chiprt_worker_options_t* options) {
 
 std::vector<uint8_t> read_file(const char* path) {
   need(path, "path");
+  // A regular file only: a directory makes the stream throw, and a FIFO or a device (/dev/zero)
+  // would block or never end.
+  struct stat info {};
+  if (::stat(path, &info) != 0) {
+    invalid(std::string("cannot open '") + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode)) invalid(std::string("'") + path + "' is not a regular file");
   std::ifstream file(path, std::ios::binary);
   if (!file) invalid(std::string("cannot open '") + path + "': " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& error) {
+    invalid(std::string("cannot read '") + path + "': " + error.what());
+  }
   if (file.bad()) invalid(std::string("cannot read '") + path + "'");
   if (bytes.empty()) invalid(std::string("'") + path + "' is empty");
   return bytes;
@@ -931,6 +957,9 @@ chiprt_status_t chiprt_worker_destroy(chiprt_worker_t* worker) {
     return CHIPRT_OK;
   }
   const chiprt_status_t status = chiprt_worker_close(worker);
+  // Refused from inside a run (an orchestration function or a kernel of this worker's run): the
+  // worker stays, since freeing it would pull it from under the run that is executing.
+  if (status == CHIPRT_REENTRANT_CALL) return status;
   delete worker;  // ~Worker closes too, and does not throw
   return status;
 }
@@ -1077,11 +1106,18 @@ chiprt_status_t chiprt_run_handle_wait_for(chiprt_run_handle_t* handle, uint64_t
   return guarded(__func__, [&] {
     chiprt_run_handle_t& h = need(handle, "handle");
     need(done, "done");
-    // Milliseconds beyond what nanoseconds hold wait "for ever" (about 292 years).
-    const uint64_t max_ms = static_cast<uint64_t>(INT64_MAX / 1000000);
-    const auto timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(std::min(timeout_ms, max_ms)));
-    *done = h.handle.wait_for(timeout);
+    // In slices of a day: a condition variable adds the timeout to the clock's now, so one wait
+    // of near INT64_MAX nanoseconds overflows (undefined; in practice it returns at once).
+    constexpr uint64_t kSliceMs = 24ull * 3600 * 1000;
+    uint64_t left = timeout_ms;
+    while (left > kSliceMs) {
+      if (h.handle.wait_for(std::chrono::milliseconds(kSliceMs))) {
+        *done = true;
+        return;
+      }
+      left -= kSliceMs;
+    }
+    *done = h.handle.wait_for(std::chrono::milliseconds(static_cast<int64_t>(left)));
   });
 }
 

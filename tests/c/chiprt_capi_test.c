@@ -144,6 +144,11 @@ static void build_container(const char* dir, uint8_t** container, size_t* contai
               CHIPRT_INVALID_ARGUMENT, "builder: NULL signature");
   expect_code(chiprt_builder_kernel_file(builder, 9, CHIPRT_CORE_AIV, "/nonexistent/k.so", &binary),
               CHIPRT_INVALID_ARGUMENT, "builder: missing object file");
+  /* A directory is not an object file: the stream's exception became InternalError. */
+  expect_code(chiprt_builder_kernel_file(builder, 9, CHIPRT_CORE_AIV, dir, &binary),
+              CHIPRT_INVALID_ARGUMENT, "builder: a directory as the object file");
+  expect_code(chiprt_builder_orchestration_file(builder, dir, &orchestration_sig),
+              CHIPRT_INVALID_ARGUMENT, "builder: a directory as the orchestration file");
   expect_code(chiprt_builder_orchestration_object(NULL, add, add_size, &binary),
               CHIPRT_INVALID_ARGUMENT, "builder: NULL builder");
   expect_code(chiprt_builder_build(builder, NULL, container_size), CHIPRT_INVALID_ARGUMENT,
@@ -283,6 +288,11 @@ static void run_pipelined(Device* d) {
   expect_ok(chiprt_run_handle_sequence(second, &sequence_second), "sequence of run 2");
   check(sequence_second == sequence_first + 1, "sequences %llu then %llu",
         (unsigned long long)sequence_first, (unsigned long long)sequence_second);
+  /* UINT64_MAX milliseconds is "for ever": it waits for the run (one condition-variable wait of
+   * that length overflowed the clock and returned at once, not done). Run 2 is queued behind run
+   * 1, so it is not done yet when this starts. */
+  expect_ok(chiprt_run_handle_wait_for(second, UINT64_MAX, &done), "wait_for run 2 (UINT64_MAX)");
+  check(done, "wait_for(UINT64_MAX) returns once run 2 is done, not at once");
   expect_ok(chiprt_run_handle_wait_for(second, 120000, &done), "wait_for run 2 (120 s)");
   check(done, "run 2 done within the timeout");
   expect_ok(chiprt_run_handle_ready(first, &done), "ready of run 1");
@@ -418,6 +428,30 @@ static void tensor_checks(Device* d) {
   expect_code(chiprt_args_create(&args) == CHIPRT_OK ? chiprt_args_in(args, &hand_made)
                                                      : CHIPRT_INTERNAL_ERROR,
               CHIPRT_VIEW_OUT_OF_BOUNDS, "hand-made descriptor past its buffer as an argument");
+  /* Descriptors whose reach wraps around: the check must not overflow into a small number. */
+  hand_made = d->ta; /* (2^62 + 1) f64 at stride 2^63: 2^125 + 1 elements, times 8 wraps 2^128 */
+  hand_made.dtype = CHIPRT_DTYPE_F64;
+  hand_made.shape[0] = (1ull << 62) + 1;
+  hand_made.strides[0] = 1ull << 63;
+  expect_code(chiprt_args_in(args, &hand_made), CHIPRT_VIEW_OUT_OF_BOUNDS,
+              "hand-made descriptor whose byte reach wraps 2^128 as an argument");
+  expect_code(chiprt_tensor_numel(&hand_made, &numel), CHIPRT_VIEW_OUT_OF_BOUNDS,
+              "numel of a descriptor whose byte reach wraps 2^128");
+  hand_made = d->ta; /* (2^64-2)(2^64-1) + 6 * 2^63 = 2^128 + 2: element [1, 0] is before a */
+  hand_made.ndim = 2;
+  hand_made.shape[0] = UINT64_MAX;
+  hand_made.strides[0] = UINT64_MAX;
+  hand_made.shape[1] = 7;
+  hand_made.strides[1] = 1ull << 63;
+  expect_code(chiprt_args_in(args, &hand_made), CHIPRT_VIEW_OUT_OF_BOUNDS,
+              "hand-made descriptor whose element reach wraps 2^128 as an argument");
+  expect_code(chiprt_args_inout(args, &hand_made), CHIPRT_VIEW_OUT_OF_BOUNDS,
+              "the same descriptor as an inout argument");
+  {
+    int32_t tensors = -1, scalars = -1;
+    expect_ok(chiprt_args_counts(args, &tensors, &scalars), "args counts after refused tensors");
+    check(tensors == 0, "no refused descriptor was added (%d tensors)", (int)tensors);
+  }
 
   /* Bad parameters. */
   expect_code(chiprt_tensor_view(&d->ta, too_long, offsets, 2, &view), CHIPRT_INVALID_ARGUMENT,

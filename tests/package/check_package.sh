@@ -10,6 +10,7 @@
 #   - a program built with pkg-config alone;
 #   - the installed CLI (and `python3 -m chiprt` when the build has the module) from the prefix
 #     run an example to PASS, with no build-tree path in their environment;
+#   - the prefix moved to another directory: the CLI, pkg-config and the module still work;
 #   - `cpack -G DEB`: chiprt_<version>_<arch>.deb, extracted into a scratch root: its files, its
 #     Depends, and its CLI run from there.
 #   tests/package/check_package.sh BUILD_DIR SOURCE_DIR [PYTHON]
@@ -138,6 +139,19 @@ for key in ("include_dir", "lib_dir", "chip_object_dir", "common_library"):
 print("PASS installed chiprt.paths()")
 PY
 fi
+
+step "the prefix moved elsewhere still works (relocatable)"
+moved=$work/moved
+mv "$prefix" "$moved"
+"$moved/bin/chiprt" run vector_example | grep -q '^PASS' || fail "the CLI of a moved prefix did not PASS"
+cflags=$(PKG_CONFIG_PATH="$moved/$libdir/pkgconfig" pkg-config --cflags chiprt | xargs)
+[ "$(realpath -m "${cflags#-I}")" = "$(realpath "$moved/include")" ] ||
+  fail "pkg-config of a moved prefix gives '$cflags', not $moved/include"
+if [ "$python" != none ]; then
+  env PYTHONPATH="$moved/lib/python3/dist-packages" "$python" -m chiprt run vector_example |
+    grep -q '^PASS' || fail "python3 -m chiprt from a moved prefix did not PASS"
+fi
+mv "$moved" "$prefix"
 
 step "the Debian package (cpack -G DEB)"
 if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then

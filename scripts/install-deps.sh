@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libxxhash-dev
   chromium  # report.html in a headless browser (tests/browser)
+  # The Python module: pybind11 for Debian's /usr/bin/python3, its numpy and pytest (python/).
+  pybind11-dev python3-dev python3-numpy python3-pytest
 )
 if [ $# -gt 0 ]; then
   packages=("$@")

@@ -1,0 +1,831 @@
+// chiprt.Worker and what its calls return (RunHandle, RunReport, GraphExport), and
+// _native_run_loop, the C++ baseline of the Python-overhead benchmark.
+//
+// The GIL is released around every Worker call (any may wait for the Worker's mutex or an
+// admitted run, and a run's Python orchestration function needs the GIL on another thread).
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "bindings.h"
+
+namespace chiprt::python {
+
+namespace {
+
+// A CallConfig with the storage its user_data points at.
+struct RunConfig {
+  CallConfig config;
+  std::string user_data;
+};
+
+bool truthy(py::handle value) {
+  const int truth = PyObject_IsTrue(value.ptr());
+  if (truth < 0) throw py::error_already_set();
+  return truth == 1;
+}
+
+uint64_t non_negative(py::handle value, const std::string& key) {
+  if (PyLong_Check(value.ptr()) == 0 || py::reinterpret_borrow<py::int_>(value) < py::int_(0)) {
+    throw_argument(key + " must be a non-negative integer, not " +
+                   py::repr(value).cast<std::string>());
+  }
+  return value.cast<uint64_t>();
+}
+
+int small_int(py::handle value, const std::string& key) {
+  const uint64_t v = non_negative(value, key);
+  if (v > 1u << 30) throw_argument(key + "=" + std::to_string(v) + " is too large");
+  return static_cast<int>(v);
+}
+
+void apply_diagnostics_dict(py::dict fields, DiagnosticsConfig* diag) {
+  for (auto item : fields) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    py::handle value = item.second;
+    if (key == "swimlane_level") {
+      diag->swimlane_level = small_int(value, key);
+    } else if (key == "task_timing") {
+      diag->task_timing = truthy(value);
+    } else if (key == "dependency_graph") {
+      diag->dependency_graph = truthy(value);
+    } else if (key == "scope_stats") {
+      diag->scope_stats = truthy(value);
+    } else if (key == "args_dump_level") {
+      diag->args_dump_level = small_int(value, key);
+    } else if (key == "args_dump_budget_bytes") {
+      diag->args_dump_budget_bytes = non_negative(value, key);
+    } else if (key == "hardware_counters") {
+      diag->hardware_counters = truthy(value);
+    } else if (key == "output_dir") {
+      diag->output_dir = py::str(value).cast<std::string>();
+    } else if (key == "background_write") {
+      diag->background_write = truthy(value);
+    } else {
+      throw_argument("unknown diagnostics field '" + key +
+                     "' (swimlane_level, task_timing, dependency_graph, scope_stats, "
+                     "args_dump_level, args_dump_budget_bytes, hardware_counters, output_dir, "
+                     "background_write)");
+    }
+  }
+}
+
+void apply_diagnostics(py::handle value, DiagnosticsConfig* diag) {
+  if (value.is_none() || (PyBool_Check(value.ptr()) && !truthy(value))) return;
+  if (PyBool_Check(value.ptr())) {
+    const std::string dir = diag->output_dir;
+    *diag = DiagnosticsConfig::all(dir);
+    return;
+  }
+  if (py::isinstance<py::str>(value)) {
+    std::string error;
+    if (!parse_diagnostics_list(value.cast<std::string>(), diag, &error)) {
+      throw_argument("diagnostics: " + error);
+    }
+    return;
+  }
+  if (py::isinstance<py::dict>(value)) {
+    apply_diagnostics_dict(py::reinterpret_borrow<py::dict>(value), diag);
+    return;
+  }
+  throw_argument(
+      "diagnostics must be None, \"all\", a switch list such as \"swimlane=2,tasks,deps\", or a "
+      "dict of DiagnosticsConfig fields");
+}
+
+// CallConfig::rings from a dict of task_window / heap_bytes / dep_pool, each an int, a list of
+// up to kRingScopeDepths ints (one per scope depth) or the text form ("1024,256").
+void apply_rings(py::handle value, RingSizing* rings) {
+  if (value.is_none()) return;
+  if (!py::isinstance<py::dict>(value)) {
+    throw_argument("rings must be a dict of task_window, heap_bytes, dep_pool");
+  }
+  for (auto item : py::reinterpret_borrow<py::dict>(value)) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    RingField field;
+    if (key == "task_window") {
+      field = RingField::TaskWindow;
+    } else if (key == "heap_bytes") {
+      field = RingField::HeapBytes;
+    } else if (key == "dep_pool") {
+      field = RingField::DepPool;
+    } else {
+      throw_argument("unknown rings field '" + key + "' (task_window, heap_bytes, dep_pool)");
+    }
+    std::vector<uint64_t>& list = rings->list(field);
+    if (py::isinstance<py::str>(item.second)) {
+      throw_if_error(
+          parse_ring_sizes(field, "rings." + key, item.second.cast<std::string>(), &list));
+    } else {
+      list = to_u64_list(item.second, ("rings." + key).c_str());
+    }
+  }
+}
+
+// The run's CallConfig from Worker.run's keywords (CallConfig's field names).
+void parse_config(const py::kwargs& kwargs, RunConfig* out) {
+  CallConfig& config = out->config;
+  py::object diagnostics = py::none();
+  std::string diagnostics_dir;
+  bool has_dir = false, has_background = false, background = false;
+  for (auto item : kwargs) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    py::handle value = item.second;
+    if (key == "runtime") {
+      config.runtime = value.is_none() ? RuntimeVariant::Default : to_runtime(value);
+    } else if (key == "aicpu_thread_num") {
+      config.aicpu_thread_num = small_int(value, key);
+    } else if (key == "cluster_count") {
+      config.cluster_count = small_int(value, key);
+    } else if (key == "serial") {
+      config.serial = truthy(value);
+    } else if (key == "output_heap_bytes") {
+      config.output_heap_bytes = non_negative(value, key);
+    } else if (key == "max_tasks") {
+      config.max_tasks = non_negative(value, key);
+    } else if (key == "user_data") {
+      if (py::isinstance<py::str>(value)) {
+        out->user_data = value.cast<std::string>();
+      } else if (!value.is_none()) {
+        const std::vector<uint8_t> bytes = read_object_bytes(value);
+        out->user_data.assign(bytes.begin(), bytes.end());
+      }
+    } else if (key == "replay_graph") {
+      config.replay_graph = truthy(value);
+    } else if (key == "replay_key") {
+      config.replay_key = non_negative(value, key);
+    } else if (key == "measure_kernel_time") {
+      config.measure_kernel_time = truthy(value);
+    } else if (key == "pipeline_slot") {
+      config.pipeline_slot = static_cast<uint32_t>(small_int(value, key));
+    } else if (key == "arena_bank") {
+      config.arena_bank = static_cast<uint32_t>(small_int(value, key));
+    } else if (key == "rings") {
+      apply_rings(value, &config.rings);
+    } else if (key == "diagnostics") {
+      diagnostics = py::reinterpret_borrow<py::object>(value);
+    } else if (key == "diagnostics_dir") {
+      if (!value.is_none()) {
+        has_dir = true;
+        diagnostics_dir =
+            py::str(py::module_::import("os").attr("fspath")(value)).cast<std::string>();
+      }
+    } else if (key == "background_write") {
+      has_background = true;
+      background = truthy(value);
+    } else {
+      throw_argument(
+          "unknown run keyword '" + key +
+          "' (runtime, aicpu_thread_num, cluster_count, serial, output_heap_bytes, max_tasks, "
+          "user_data, replay_graph, replay_key, measure_kernel_time, pipeline_slot, arena_bank, "
+          "rings, diagnostics, diagnostics_dir, background_write)");
+    }
+  }
+  if (has_dir) config.diagnostics.output_dir = diagnostics_dir;
+  apply_diagnostics(diagnostics, &config.diagnostics);
+  if (has_dir) config.diagnostics.output_dir = diagnostics_dir;
+  if (has_background) config.diagnostics.background_write = background;
+  config.user_data = std::span<const std::byte>(
+      reinterpret_cast<const std::byte*>(out->user_data.data()), out->user_data.size());
+}
+
+WorkerOptions parse_worker_options(const py::args& args, const py::kwargs& kwargs) {
+  static const char* const kNames[] = {"platform",       "device_id",    "runtime",      "clusters",
+                                       "aicpu_threads",  "host_threads", "memory_bytes", "serial",
+                                       "core_execution", "isolation"};
+  constexpr std::size_t kNameCount = sizeof(kNames) / sizeof(kNames[0]);
+  if (args.size() > kNameCount) throw_argument("Worker takes at most 10 positional arguments");
+  std::map<std::string, py::object> values;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    values[kNames[i]] = py::reinterpret_borrow<py::object>(args[i]);
+  }
+  for (auto item : kwargs) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    bool known = false;
+    for (const char* name : kNames) known = known || key == name;
+    if (!known) {
+      throw_argument("unknown Worker option '" + key +
+                     "' (platform, device_id, runtime, clusters, aicpu_threads, host_threads, "
+                     "memory_bytes, serial, core_execution, isolation)");
+    }
+    if (values.count(key) != 0) throw_argument("Worker option '" + key + "' given twice");
+    values[key] = py::reinterpret_borrow<py::object>(item.second);
+  }
+  WorkerOptions options;
+  for (const auto& [key, value] : values) {
+    if (key == "platform") {
+      options.platform = py::str(value).cast<std::string>();
+    } else if (key == "device_id") {
+      options.device_id = small_int(value, key);
+    } else if (key == "runtime") {
+      options.runtime = to_runtime(value);
+      if (options.runtime == RuntimeVariant::Default)
+        options.runtime = RuntimeVariant::HostBuildGraph;
+    } else if (key == "clusters") {
+      options.sim.clusters = static_cast<uint32_t>(small_int(value, key));
+    } else if (key == "aicpu_threads") {
+      options.sim.aicpu_threads = static_cast<uint32_t>(small_int(value, key));
+    } else if (key == "host_threads") {
+      options.sim.host_threads = static_cast<uint32_t>(small_int(value, key));
+    } else if (key == "memory_bytes") {
+      options.sim.memory_bytes = non_negative(value, key);
+    } else if (key == "serial") {
+      options.sim.serial = truthy(value);
+    } else if (key == "core_execution") {
+      if (!parse_sim_core_execution(py::str(value).cast<std::string>(),
+                                    &options.sim.core_execution)) {
+        throw_argument("core_execution must be \"auto\", \"aicpu\" or \"executors\", not '" +
+                       py::str(value).cast<std::string>() + "'");
+      }
+    } else if (key == "isolation") {
+      if (!parse_sim_isolation(py::str(value).cast<std::string>(), &options.sim.isolation)) {
+        throw_argument("isolation must be \"default\", \"none\" or \"process\", not '" +
+                       py::str(value).cast<std::string>() + "'");
+      }
+    }
+  }
+  return options;
+}
+
+struct PyWorker;
+// Live Workers (guarded by the GIL), closed at interpreter exit while Python still runs: an
+// admitted run with a Python orchestration function must finish before the interpreter goes.
+std::set<PyWorker*> g_live_workers;
+
+struct PyWorker {
+  std::unique_ptr<Worker> worker = std::make_unique<Worker>();
+  WorkerOptions options;
+  bool closed = false;
+  // What each registered id holds: the Callable object (kept alive while registered, so a
+  // Python orchestration function's slot stays valid) or the bytes given.
+  std::map<int32_t, py::object> registered;
+  std::map<int32_t, bool> python_orchestration;
+
+  PyWorker() { g_live_workers.insert(this); }
+  PyWorker(const PyWorker&) = delete;
+  PyWorker& operator=(const PyWorker&) = delete;
+  // Runs during Python's deallocation (GIL held): the Worker's close() finishes admitted runs,
+  // whose Python orchestration functions need the GIL.
+  ~PyWorker() {
+    g_live_workers.erase(this);
+    {
+      py::gil_scoped_release release;
+      worker.reset();
+    }
+    registered.clear();
+  }
+
+  Worker& get() { return *worker; }
+
+  void close() {
+    {
+      py::gil_scoped_release release;
+      worker->close();
+    }
+    closed = true;
+    registered.clear();
+    python_orchestration.clear();
+  }
+
+  void check_runtime(int32_t callable_id, const CallConfig& config) const {
+    const auto it = python_orchestration.find(callable_id);
+    if (it == python_orchestration.end() || !it->second) return;
+    const RuntimeVariant runtime =
+        config.runtime == RuntimeVariant::Default ? options.runtime : config.runtime;
+    if (runtime == RuntimeVariant::TensormapRingbuffer) {
+      throw Error(StatusCode::UnsupportedFeature,
+                  "callable " + std::to_string(callable_id) +
+                      " has a Python orchestration function, which runs only on "
+                      "host_build_graph (on the host); the tensormap_ringbuffer variant runs the "
+                      "orchestration on the chip and needs a compiled one: build it with "
+                      "chiprt.build_chip_object and add it with "
+                      "CallableBuilder.orchestration_object");
+    }
+  }
+};
+
+struct PyRunHandle {
+  RunHandle handle;
+  PyRunHandle() = default;
+  explicit PyRunHandle(RunHandle h) : handle(std::move(h)) {}
+  PyRunHandle(const PyRunHandle&) = delete;
+  PyRunHandle& operator=(const PyRunHandle&) = delete;
+  // Destroying a handle waits for its run, which may need the GIL (a Python orchestration).
+  ~PyRunHandle() {
+    if (handle.valid() && !handle.ready()) {
+      py::gil_scoped_release release;
+      RunHandle dropped = std::move(handle);
+    }
+  }
+};
+
+py::dict phases_of(const RunReport& report) {
+  py::dict phases;
+  for (int i = 0; i < kPhaseCount; ++i) {
+    const PhaseSpan& span = report.phases[static_cast<std::size_t>(i)];
+    if (!span.present) continue;
+    py::dict entry;
+    entry["start_ns"] = span.start_ns;
+    entry["span_ns"] = span.span_ns;
+    phases[py::str(std::string(phase_name(static_cast<Phase>(i))))] = entry;
+  }
+  return phases;
+}
+
+py::dict task_dict(const GraphExport& graph, const ExportedTask& task) {
+  py::dict d;
+  d["task_id"] = task.task_id;
+  d["func_id"] = task.func_id;
+  d["core_type"] = enum_member("CoreType", static_cast<int>(task.core_type));
+  d["mix_aiv"] = py::make_tuple(task.mix_aiv[0], task.mix_aiv[1]);
+  d["block_num"] = task.block_num;
+  d["dummy"] = task.dummy;
+  d["scope_fence"] = task.scope_fence;
+  d["predicated"] = task.predicated;
+  d["tensor_count"] = task.tensor_count;
+  d["arg_count"] = task.arg_count;
+  d["producer_count"] = task.producer_count;
+  py::list consumers;
+  for (uint32_t c : graph.consumers_of(task)) consumers.append(c);
+  d["consumers"] = consumers;
+  return d;
+}
+
+py::array owned_bytes_array(uint64_t bytes) {
+  return py::array(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(bytes)});
+}
+
+// Contiguous host data of anything numpy.asarray takes, or a DLPack object (numpy.from_dlpack).
+py::array host_array(py::handle data) {
+  py::module_ np = py::module_::import("numpy");
+  py::object source = py::reinterpret_borrow<py::object>(data);
+  if (!py::isinstance<py::array>(data) && py::hasattr(data, "__dlpack__")) {
+    source = np.attr("from_dlpack")(data);
+  }
+  return np.attr("ascontiguousarray")(source);
+}
+
+void check_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, const char* what) {
+  if (offset > buffer.size || bytes > buffer.size - offset) {
+    throw_argument(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                   std::to_string(offset) + " do not fit the buffer of " +
+                   std::to_string(buffer.size) + " bytes");
+  }
+}
+
+RunReport run_once(PyWorker& w, int32_t callable_id, const TaskArgs& args, const RunConfig& cfg) {
+  w.check_runtime(callable_id, cfg.config);
+  py::gil_scoped_release release;
+  return w.get().run(callable_id, args, cfg.config);
+}
+
+py::array download(PyWorker& w, const Tensor& tensor, py::object out) {
+  const py::dtype dt = numpy_dtype(tensor.dtype);
+  std::vector<py::ssize_t> shape(tensor.shape.begin(), tensor.shape.begin() + tensor.ndim);
+  py::array result;
+  if (out.is_none()) {
+    result = py::array(dt, shape);
+  } else {
+    if (!py::isinstance<py::array>(out)) throw_argument("download: out must be a numpy array");
+    result = py::reinterpret_borrow<py::array>(out);
+    if (!result.dtype().is(dt) && !result.dtype().equal(dt)) {
+      throw_argument("download: out has dtype " +
+                     py::str(static_cast<py::handle>(result.dtype())).cast<std::string>() +
+                     ", the tensor " + std::string(dtype_name(tensor.dtype)) + " (numpy " +
+                     py::str(static_cast<py::handle>(dt)).cast<std::string>() + ")");
+    }
+    std::vector<py::ssize_t> got(result.shape(), result.shape() + result.ndim());
+    if (got != shape) {
+      throw_argument("download: out has shape " +
+                     py::str(py::tuple(py::cast(got))).cast<std::string>() + ", the tensor " +
+                     py::str(py::tuple(py::cast(shape))).cast<std::string>());
+    }
+    if (!(result.flags() & py::array::c_style) || !result.writeable()) {
+      throw_argument("download: out must be a writable C-contiguous array");
+    }
+  }
+  uint64_t lo = 0, hi = 0;
+  tensor.byte_extent(&lo, &hi);
+  if (hi <= lo) return result;
+  const auto elem = static_cast<py::ssize_t>(tensor.element_bytes());
+  if (tensor.is_contiguous()) {
+    void* dst = result.mutable_data();
+    py::gil_scoped_release release;
+    w.get().copy_from(dst, tensor.buffer, hi - lo, lo);
+    return result;
+  }
+  // The covering byte range, then a strided gather on the host.
+  py::array staging = owned_bytes_array(hi - lo);
+  {
+    void* dst = staging.mutable_data();
+    py::gil_scoped_release release;
+    w.get().copy_from(dst, tensor.buffer, hi - lo, lo);
+  }
+  std::vector<py::ssize_t> strides;
+  for (uint32_t i = 0; i < tensor.ndim; ++i) {
+    strides.push_back(static_cast<py::ssize_t>(tensor.strides[i]) * elem);
+  }
+  const auto first = static_cast<py::ssize_t>(tensor.start_offset * tensor.element_bytes() - lo);
+  py::array view(dt, shape, strides, static_cast<const uint8_t*>(staging.data()) + first, staging);
+  py::module_::import("numpy").attr("copyto")(result, view);
+  return result;
+}
+
+}  // namespace
+
+void bind_worker(py::module_& m) {
+  py::class_<RunReport>(m, "RunReport", "What one run did and how long each phase took.")
+      .def_readonly("task_count", &RunReport::task_count)
+      .def_readonly("internal_task_count", &RunReport::internal_task_count)
+      .def_readonly("host_prepare_ns", &RunReport::host_prepare_ns)
+      .def_readonly("device_wall_ns", &RunReport::device_wall_ns)
+      .def_readonly("host_total_ns", &RunReport::host_total_ns)
+      .def_readonly("aicpu_threads", &RunReport::aicpu_threads)
+      .def_readonly("cores", &RunReport::cores)
+      .def_readonly("serial", &RunReport::serial)
+      .def_readonly("kernel_ns", &RunReport::kernel_ns)
+      .def_readonly("kernel_time_measured", &RunReport::kernel_time_measured)
+      .def_readonly("output_heap_committed_bytes", &RunReport::output_heap_committed_bytes)
+      .def_readonly("diagnostics_dir", &RunReport::diagnostics_dir)
+      .def_readonly("diagnostics_records_dropped", &RunReport::diagnostics_records_dropped)
+      .def_property_readonly("phases", &phases_of)
+      .def_property_readonly("rings",
+                             [](const RunReport& r) {
+                               py::dict d;
+                               d["task_window"] = py::cast(r.rings.task_window);
+                               d["heap_bytes"] = py::cast(r.rings.heap_bytes);
+                               d["dep_pool"] = py::cast(r.rings.dep_pool);
+                               return d;
+                             })
+      .def("__repr__", [](const RunReport& r) {
+        return "RunReport(task_count=" + std::to_string(r.task_count) +
+               ", host_total_ns=" + std::to_string(r.host_total_ns) +
+               ", device_wall_ns=" + std::to_string(r.device_wall_ns) + ")";
+      });
+
+  py::class_<GraphExport>(m, "GraphExport",
+                          "The task graph a callable's orchestration builds (Worker.export_graph).")
+      .def_property_readonly("tasks",
+                             [](const GraphExport& g) {
+                               py::list out;
+                               for (const ExportedTask& t : g.tasks) out.append(task_dict(g, t));
+                               return out;
+                             })
+      .def_property_readonly("task_count", [](const GraphExport& g) { return g.tasks.size(); })
+      .def_property_readonly("edge_count", &GraphExport::edge_count)
+      .def_readonly("accessed_tensor_data", &GraphExport::accessed_tensor_data)
+      .def_property_readonly("shape",
+                             [](const GraphExport& g) {
+                               const GraphShape s = g.shape();
+                               py::dict d;
+                               d["tasks"] = s.tasks;
+                               d["kernel_tasks"] = s.kernel_tasks;
+                               d["dependency_only_tasks"] = s.dependency_only_tasks;
+                               d["scope_fences"] = s.scope_fences;
+                               d["edges"] = s.edges;
+                               d["sources"] = s.sources;
+                               d["sinks"] = s.sinks;
+                               d["depth"] = s.depth;
+                               d["max_width"] = s.max_width;
+                               return d;
+                             })
+      .def("to_dot", &GraphExport::to_dot)
+      .def("__len__", [](const GraphExport& g) { return g.tasks.size(); })
+      .def("__repr__", [](const GraphExport& g) {
+        return "GraphExport(tasks=" + std::to_string(g.tasks.size()) +
+               ", edges=" + std::to_string(g.edge_count()) + ")";
+      });
+
+  py::class_<PyRunHandle>(m, "RunHandle", "A submitted run (Worker.submit), to be waited for.")
+      .def(
+          "wait",
+          [](PyRunHandle& h, py::object timeout) {
+            if (!timeout.is_none()) {
+              const double seconds = timeout.cast<double>();
+              bool done = false;
+              {
+                py::gil_scoped_release release;
+                done = h.handle.wait_for(
+                    std::chrono::nanoseconds(static_cast<int64_t>(std::max(0.0, seconds) * 1e9)));
+              }
+              if (!done) {
+                PyErr_SetString(PyExc_TimeoutError, "the run is not done within the timeout");
+                throw py::error_already_set();
+              }
+            }
+            py::gil_scoped_release release;
+            return h.handle.wait();
+          },
+          py::arg("timeout") = py::none())
+      .def("ready", [](const PyRunHandle& h) { return h.handle.ready(); })
+      .def_property_readonly("sequence", [](const PyRunHandle& h) { return h.handle.sequence(); })
+      .def_property_readonly("valid", [](const PyRunHandle& h) { return h.handle.valid(); })
+      .def("__repr__", [](const PyRunHandle& h) {
+        if (!h.handle.valid()) return std::string("RunHandle(empty)");
+        return "RunHandle(sequence=" + std::to_string(h.handle.sequence()) +
+               (h.handle.ready() ? ", done)" : ", pending)");
+      });
+
+  py::class_<PyWorker>(m, "Worker",
+                       "The host-side entry point to one device; initialised by the constructor, "
+                       "closed by close() or at the end of a with block.")
+      .def(py::init([](py::args args, py::kwargs kwargs) {
+        auto w = std::make_unique<PyWorker>();
+        w->options = parse_worker_options(args, kwargs);
+        {
+          py::gil_scoped_release release;
+          w->worker->init(w->options);
+        }
+        return w;
+      }))
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__",
+           [](PyWorker& w, py::handle, py::handle, py::handle) {
+             w.close();
+             return false;
+           })
+      .def("close", &PyWorker::close)
+      .def(
+          "register_callable",
+          [](PyWorker& w, int32_t callable_id, py::object callable) {
+            bool python = false;
+            std::vector<uint8_t> bytes;
+            std::span<const uint8_t> container;
+            if (py::isinstance<PyCallable>(callable)) {
+              const PyCallable& c = callable.cast<const PyCallable&>();
+              python = c.python_orchestration();
+              container = {reinterpret_cast<const uint8_t*>(c.container.data()),
+                           c.container.size()};
+            } else {
+              bytes = read_object_bytes(callable);
+              container = bytes;
+            }
+            {
+              py::gil_scoped_release release;
+              w.get().register_callable(callable_id, container);
+            }
+            w.registered[callable_id] = callable;
+            w.python_orchestration[callable_id] = python;
+          },
+          py::arg("callable_id"), py::arg("callable"))
+      .def(
+          "unregister_callable",
+          [](PyWorker& w, int32_t callable_id) {
+            {
+              py::gil_scoped_release release;
+              w.get().unregister_callable(callable_id);
+            }
+            w.registered.erase(callable_id);
+            w.python_orchestration.erase(callable_id);
+          },
+          py::arg("callable_id"))
+      .def(
+          "has_callable",
+          [](PyWorker& w, int32_t callable_id) {
+            py::gil_scoped_release release;
+            return w.get().has_callable(callable_id);
+          },
+          py::arg("callable_id"))
+      .def(
+          "malloc",
+          [](PyWorker& w, uint64_t nbytes) {
+            py::gil_scoped_release release;
+            return w.get().malloc(nbytes);
+          },
+          py::arg("nbytes"))
+      .def(
+          "free",
+          [](PyWorker& w, DeviceBuffer buffer) {
+            py::gil_scoped_release release;
+            w.get().free(buffer);
+          },
+          py::arg("buffer"))
+      .def(
+          "copy_to",
+          [](PyWorker& w, DeviceBuffer buffer, py::handle data, uint64_t offset) {
+            const py::array array = host_array(data);
+            const auto bytes = static_cast<uint64_t>(array.nbytes());
+            check_range(buffer, offset, bytes, "copy_to");
+            const void* src = array.data();
+            py::gil_scoped_release release;
+            w.get().copy_to(buffer, src, bytes, offset);
+          },
+          py::arg("buffer"), py::arg("data"), py::arg("offset") = 0)
+      .def(
+          "copy_from",
+          [](PyWorker& w, DeviceBuffer buffer, py::object out, py::object dtype, py::object shape,
+             uint64_t offset) {
+            py::array result;
+            if (!out.is_none()) {
+              if (!py::isinstance<py::array>(out)) {
+                throw_argument("copy_from: out must be a numpy array");
+              }
+              result = py::reinterpret_borrow<py::array>(out);
+              if (!(result.flags() & py::array::c_style) || !result.writeable()) {
+                throw_argument("copy_from: out must be a writable C-contiguous array");
+              }
+            } else {
+              const py::dtype dt =
+                  dtype.is_none() ? py::dtype("uint8") : numpy_dtype(to_dtype(dtype));
+              std::vector<py::ssize_t> dims;
+              if (shape.is_none()) {
+                if (offset > buffer.size) throw_argument("copy_from: offset is past the buffer");
+                dims.push_back(static_cast<py::ssize_t>((buffer.size - offset) /
+                                                        static_cast<uint64_t>(dt.itemsize())));
+              } else {
+                for (uint64_t d : to_u64_list(shape, "shape"))
+                  dims.push_back(static_cast<py::ssize_t>(d));
+              }
+              result = py::array(dt, dims);
+            }
+            const auto bytes = static_cast<uint64_t>(result.nbytes());
+            check_range(buffer, offset, bytes, "copy_from");
+            void* dst = result.mutable_data();
+            {
+              py::gil_scoped_release release;
+              w.get().copy_from(dst, buffer, bytes, offset);
+            }
+            return result;
+          },
+          py::arg("buffer"), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
+          py::arg("shape") = py::none(), py::arg("offset") = 0)
+      .def(
+          "memset",
+          [](PyWorker& w, DeviceBuffer buffer, int value, py::object nbytes) {
+            const uint64_t bytes = nbytes.is_none() ? buffer.size : non_negative(nbytes, "nbytes");
+            check_range(buffer, 0, bytes, "memset");
+            py::gil_scoped_release release;
+            w.get().memset(buffer, value, bytes);
+          },
+          py::arg("buffer"), py::arg("value"), py::arg("nbytes") = py::none())
+      .def(
+          "upload",
+          [](PyWorker& w, py::handle data, py::object dtype) {
+            py::array array = host_array(data);
+            DataType target;
+            if (dtype.is_none()) {
+              target = to_dtype(array.dtype());
+            } else {
+              target = to_dtype(dtype);
+              const py::dtype want = numpy_dtype(target);
+              if (!array.dtype().equal(want)) {
+                if (target == DataType::BF16 && array.dtype().kind() == 'f') {
+                  array = py::module_::import("chiprt._dtypes").attr("float32_to_bf16")(array);
+                } else {
+                  array = py::module_::import("numpy").attr("ascontiguousarray")(array, want);
+                }
+              }
+            }
+            std::vector<uint64_t> shape(array.shape(), array.shape() + array.ndim());
+            if (shape.empty()) shape.push_back(1);
+            if (shape.size() > static_cast<std::size_t>(kMaxTensorDims)) {
+              throw_argument("upload: an array of " + std::to_string(shape.size()) +
+                             " dimensions; a Tensor has at most " + std::to_string(kMaxTensorDims));
+            }
+            const auto bytes = static_cast<uint64_t>(array.nbytes());
+            const void* src = array.data();
+            Tensor tensor;
+            {
+              py::gil_scoped_release release;
+              const DeviceBuffer buffer = w.get().malloc(bytes == 0 ? 1 : bytes);
+              try {
+                tensor = Tensor::make(buffer, shape, target);
+                if (bytes > 0) w.get().copy_to(buffer, src, bytes);
+              } catch (...) {
+                w.get().free(buffer);
+                throw;
+              }
+            }
+            return tensor;
+          },
+          py::arg("array"), py::arg("dtype") = py::none())
+      .def("download", &download, py::arg("tensor"), py::arg("out") = py::none())
+      .def(
+          "run",
+          [](PyWorker& w, int32_t callable_id, const TaskArgs& args, py::kwargs kwargs) {
+            RunConfig cfg;
+            if (kwargs.size() > 0) parse_config(kwargs, &cfg);
+            return run_once(w, callable_id, args, cfg);
+          },
+          py::arg("callable_id"), py::arg("args"))
+      .def(
+          "submit",
+          [](PyWorker& w, int32_t callable_id, const TaskArgs& args, py::kwargs kwargs) {
+            RunConfig cfg;
+            if (kwargs.size() > 0) parse_config(kwargs, &cfg);
+            w.check_runtime(callable_id, cfg.config);
+            RunHandle handle;
+            {
+              py::gil_scoped_release release;
+              handle = w.get().submit(callable_id, args, cfg.config);
+            }
+            return std::make_unique<PyRunHandle>(std::move(handle));
+          },
+          py::arg("callable_id"), py::arg("args"))
+      .def(
+          "try_submit",
+          [](PyWorker& w, int32_t callable_id, const TaskArgs& args,
+             py::kwargs kwargs) -> py::object {
+            RunConfig cfg;
+            if (kwargs.size() > 0) parse_config(kwargs, &cfg);
+            w.check_runtime(callable_id, cfg.config);
+            RunHandle handle;
+            bool admitted = false;
+            {
+              py::gil_scoped_release release;
+              admitted = w.get().try_submit(callable_id, args, cfg.config, &handle);
+            }
+            if (!admitted) return py::none();
+            return py::cast(std::make_unique<PyRunHandle>(std::move(handle)));
+          },
+          py::arg("callable_id"), py::arg("args"))
+      .def(
+          "export_graph",
+          [](PyWorker& w, int32_t callable_id, const TaskArgs& args, py::kwargs kwargs) {
+            RunConfig cfg;
+            if (kwargs.size() > 0) parse_config(kwargs, &cfg);
+            py::gil_scoped_release release;
+            return w.get().export_graph(callable_id, args, cfg.config);
+          },
+          py::arg("callable_id"), py::arg("args"))
+      .def("reset",
+           [](PyWorker& w) {
+             py::gil_scoped_release release;
+             w.get().reset();
+           })
+      .def("flush_diagnostics",
+           [](PyWorker& w) {
+             py::gil_scoped_release release;
+             w.get().flush_diagnostics();
+           })
+      .def_property_readonly("initialized",
+                             [](PyWorker& w) { return !w.closed && w.get().initialized(); })
+      .def_property_readonly("closed", [](PyWorker& w) { return w.closed; })
+      .def_property_readonly("device_bytes_in_use",
+                             [](PyWorker& w) {
+                               py::gil_scoped_release release;
+                               return w.get().device_bytes_in_use();
+                             })
+      .def_property_readonly("runs_in_flight",
+                             [](PyWorker& w) {
+                               py::gil_scoped_release release;
+                               return w.get().runs_in_flight();
+                             })
+      .def_property_readonly("reset_count",
+                             [](PyWorker& w) {
+                               py::gil_scoped_release release;
+                               return w.get().reset_count();
+                             })
+      .def_property_readonly(
+          "runtime",
+          [](PyWorker& w) { return enum_member("RuntimeVariant", int(w.options.runtime)); })
+      .def("registered_callables", [](PyWorker& w) {
+        py::list ids;
+        for (const auto& entry : w.registered) ids.append(entry.first);
+        return ids;
+      });
+
+  m.def(
+      "_close_all_workers",
+      [] {
+        const std::vector<PyWorker*> live(g_live_workers.begin(), g_live_workers.end());
+        for (PyWorker* w : live) {
+          if (g_live_workers.count(w) == 0 || w->closed) continue;
+          try {
+            w->close();
+          } catch (const Error&) {
+            // At exit nothing can act on it; the Worker's destructor releases what is left.
+          }
+        }
+      },
+      "Closes every live Worker (registered with atexit by the package).");
+  m.def(
+      "_native_run_loop",
+      [](PyWorker& w, int32_t callable_id, const TaskArgs& args, int64_t count, py::kwargs kwargs) {
+        RunConfig cfg;
+        if (kwargs.size() > 0) parse_config(kwargs, &cfg);
+        w.check_runtime(callable_id, cfg.config);
+        if (count < 0) throw_argument("_native_run_loop: count must be >= 0");
+        std::vector<int64_t> wall_ns(static_cast<std::size_t>(count));
+        {
+          py::gil_scoped_release release;
+          for (int64_t i = 0; i < count; ++i) {
+            const auto start = std::chrono::steady_clock::now();
+            w.get().run(callable_id, args, cfg.config);
+            const auto end = std::chrono::steady_clock::now();
+            wall_ns[static_cast<std::size_t>(i)] =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
+          }
+        }
+        return wall_ns;
+      },
+      py::arg("worker"), py::arg("callable_id"), py::arg("args"), py::arg("count"),
+      "Runs Worker::run `count` times in a C++ loop (GIL released); each run's wall time in ns "
+      "as measured around Worker::run.");
+}
+
+}  // namespace chiprt::python

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 
 from . import _build_config
-from ._errors import BuildError
+from ._errors import ArgumentError, BuildError
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -109,6 +109,13 @@ def build_chip_object(
     digest.update(_build_config.VERSION.encode())
     key = digest.hexdigest()[:24]
 
+    if name is not None:
+        name = str(name)
+        # A file name inside the cache directory: no separators, no "..", no NUL.
+        if (not name or "\0" in name or "/" in name or (os.altsep and os.altsep in name)
+                or name in (".", "..")):
+            raise ArgumentError(f"build_chip_object: name {name!r} must be a plain file name "
+                                "(no path separators, not '.' or '..')")
     stem = name or (os.path.splitext(texts[0][0])[0] if texts[0][0] else "chip_object")
     cache_dir = os.fspath(cache_dir) if cache_dir is not None else _default_cache_dir()
     os.makedirs(cache_dir, exist_ok=True)
@@ -132,7 +139,8 @@ def build_chip_object(
         command += [f"-D{d}" for d in defines] + flags
         command += source_paths + ["-o", output, common_library, "-lxxhash", "-lpthread"]
         try:
-            result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    errors="replace")
         except OSError as e:
             raise BuildError(f"cannot run the compiler '{compiler}': {e}", output=str(e)) from None
         if result.returncode != 0:

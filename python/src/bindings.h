@@ -45,11 +45,14 @@ struct PyCallable {
   std::string container;
   int slot = -1;
   py::object function;  // the Python orchestration function, None for a compiled one
+  // Callable(bytes) of another Callable's container with a Python orchestration function: that
+  // Callable, kept alive (it holds the slot). None otherwise.
+  py::object origin = py::none();
   PyCallable() = default;
   PyCallable(const PyCallable&) = delete;
   PyCallable& operator=(const PyCallable&) = delete;
   ~PyCallable();
-  bool python_orchestration() const { return slot >= 0; }
+  bool python_orchestration() const { return slot >= 0 || !origin.is_none(); }
 };
 
 // Python orchestration slots (orchestration.cpp): a free slot holding `fn`, its trampoline, and
@@ -57,6 +60,14 @@ struct PyCallable {
 int acquire_orchestration_slot(py::object fn);
 OrchestrationEntry orchestration_slot_entry(int slot);
 void release_orchestration_slot(int slot);
+// The slot's Callable and the container built for it (CallableBuilder.build).
+void set_orchestration_slot_owner(int slot, PyCallable* owner);
+// For container bytes: the live Callable with a Python orchestration function they were built
+// for, or None when they name no Python orchestration function. Throws InvalidArgument for the
+// bytes of a destroyed one (its slot may run another function by now).
+py::object python_orchestration_callable(const std::string& container);
+// Whether a KeyboardInterrupt ended a Python orchestration function since the last call.
+bool orchestration_interrupted();
 
 void bind_types(py::module_& m);      // module.cpp: enums' helpers, Buffer, Tensor, TaskArgs
 void bind_callables(py::module_& m);  // orchestration.cpp: signature, builder, orchestration

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -185,8 +186,12 @@ std::vector<uint64_t> to_u64_list(py::handle obj, const char* what) {
     }
     const auto value = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
     if (!value) throw py::error_already_set();
-    if (value.cast<long long>() < 0) {
+    if (py::reinterpret_borrow<py::int_>(value) < py::int_(0)) {
       throw_argument(std::string(what) + ": " + py::str(item).cast<std::string>() + " is negative");
+    }
+    if (py::reinterpret_borrow<py::int_>(value) > py::int_(std::numeric_limits<uint64_t>::max())) {
+      throw_argument(std::string(what) + ": " + py::str(item).cast<std::string>() +
+                     " does not fit 64 bits");
     }
     out.push_back(value.cast<uint64_t>());
   };
@@ -214,11 +219,17 @@ std::vector<uint8_t> read_object_bytes(py::handle obj) {
                                  .attr("fsdecode")(py::module_::import("os").attr("fspath")(obj))
                                  .cast<std::string>();
     std::ifstream file(path, std::ios::binary);
-    if (!file) {
-      throw Error(StatusCode::LoadFailed, "cannot open chip object '" + path + "'");
+    std::error_code fs_error;
+    if (!file || !std::filesystem::is_regular_file(path, fs_error)) {
+      throw Error(StatusCode::LoadFailed,
+                  "cannot open chip object '" + path + "' (not a readable file)");
     }
-    return std::vector<uint8_t>((std::istreambuf_iterator<char>(file)),
-                                std::istreambuf_iterator<char>());
+    try {
+      return std::vector<uint8_t>((std::istreambuf_iterator<char>(file)),
+                                  std::istreambuf_iterator<char>());
+    } catch (const std::exception& e) {
+      throw Error(StatusCode::LoadFailed, "cannot read chip object '" + path + "': " + e.what());
+    }
   }
   throw_argument("a chip object must be bytes or a path (str / os.PathLike) of a .so, not " +
                  py::str(py::type::of(obj)).cast<std::string>());
@@ -252,6 +263,21 @@ uint64_t integer_bits(py::handle value, DataType dtype) {
   } else {
     return bits_of(static_cast<T>(number.cast<unsigned long long>()));
   }
+}
+
+// bf16 of a double rounded once: to float rounded to odd (toward zero, the lowest bit set when
+// inexact), which keeps what rounding to bf16 needs, then to nearest even.
+uint16_t float_to_bf16_bits(float value);
+uint16_t double_to_bf16_bits(double value) {
+  if (std::isnan(value) || std::isinf(value)) return float_to_bf16_bits(static_cast<float>(value));
+  float narrow = static_cast<float>(value);
+  if (std::fabs(static_cast<double>(narrow)) > std::fabs(value)) {
+    narrow = std::nextafter(narrow, 0.0f);
+  }
+  if (static_cast<double>(narrow) != value) {
+    narrow = std::bit_cast<float>(std::bit_cast<uint32_t>(narrow) | 1u);
+  }
+  return float_to_bf16_bits(narrow);
 }
 
 uint16_t float_to_bf16_bits(float value) {
@@ -296,8 +322,8 @@ uint64_t scalar_bits(py::handle value, py::handle dtype_obj) {
           .attr("item")()
           .cast<uint64_t>();
     case DataType::BF16:
-      return float_to_bf16_bits(
-          py::float_(py::reinterpret_borrow<py::object>(value)).cast<float>());
+      return double_to_bf16_bits(
+          py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>());
     case DataType::I8:
       return integer_bits<int8_t>(value, dtype);
     case DataType::I16:
@@ -314,8 +340,11 @@ uint64_t scalar_bits(py::handle value, py::handle dtype_obj) {
       return integer_bits<uint32_t>(value, dtype);
     case DataType::U64:
       return integer_bits<uint64_t>(value, dtype);
-    case DataType::Bool:
-      return PyObject_IsTrue(value.ptr()) == 1 ? 1 : 0;
+    case DataType::Bool: {
+      const int truth = PyObject_IsTrue(value.ptr());
+      if (truth < 0) throw py::error_already_set();
+      return truth == 1 ? 1 : 0;
+    }
   }
   throw_argument("scalar data type is not valid");
 }

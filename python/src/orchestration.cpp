@@ -10,6 +10,8 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <atomic>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -24,8 +26,16 @@ constexpr int kOrchestrationSlots = 64;
 struct Slot {
   PyObject* function = nullptr;  // owned reference while taken
   bool taken = false;
+  // The Callable that holds the slot and the container built for it: its bytes, registered or
+  // wrapped in a new Callable, reach the function only through that Callable (kept alive).
+  PyCallable* owner = nullptr;
+  std::string container;
 };
 Slot g_slots[kOrchestrationSlots];
+
+// A KeyboardInterrupt that ended a Python orchestration function, raised again by the Worker
+// call that waited for the run (orchestration_interrupted()).
+std::atomic<bool> g_interrupted{false};
 
 // The Orchestration handed to a Python orchestration function, valid only during that call:
 // every method refuses afterwards (StateError).
@@ -68,12 +78,26 @@ ScopeMode to_scope_mode(py::handle obj) {
 // the exception's text.
 [[noreturn]] void throw_as_run_error(py::error_already_set& error) {
   py::object value = error.value();
+  if (error.matches(PyExc_KeyboardInterrupt)) g_interrupted.store(true);
   py::object error_class = py::module_::import("chiprt._errors").attr("Error");
   if (value && py::isinstance(value, error_class)) {
-    const int code = value.attr("code").cast<int>();
-    const std::string message = py::str(value.attr("message")).cast<std::string>();
-    throw Error(code == 0 ? StatusCode::OrchestrationFailed : static_cast<StatusCode>(code),
-                message);
+    // A chiprt.Error keeps its code when it is a valid one (a subclass may have set anything).
+    StatusCode code = StatusCode::OrchestrationFailed;
+    std::string message;
+    try {
+      const long long raw = py::int_(value.attr("code")).cast<long long>();
+      std::size_t count = 0;
+      const StatusCode* codes = all_status_codes(&count);
+      for (std::size_t i = 0; i < count; ++i) {
+        if (static_cast<long long>(codes[i]) == raw && codes[i] != StatusCode::Ok) code = codes[i];
+      }
+      message = py::str(value.attr("message")).cast<std::string>();
+    } catch (py::error_already_set&) {
+      message = py::str(value).cast<std::string>();
+    } catch (py::cast_error&) {
+      message = py::str(value).cast<std::string>();
+    }
+    throw Error(code, message);
   }
   std::string text;
   try {
@@ -264,6 +288,37 @@ int acquire_orchestration_slot(py::object fn) {
                   "Callables you no longer need");
 }
 
+void set_orchestration_slot_owner(int slot, PyCallable* owner) {
+  g_slots[slot].owner = owner;
+  g_slots[slot].container = owner->container;
+}
+
+py::object python_orchestration_callable(const std::string& container) {
+  for (const Slot& slot : g_slots) {
+    if (slot.taken && slot.owner != nullptr && slot.container == container) {
+      return py::cast(slot.owner, py::return_value_policy::reference);
+    }
+  }
+  // No live Callable built it: does it name a trampoline anyway (the bytes of a Callable since
+  // destroyed, whose slot may now hold another function)?
+  for (int i = 0; i < kOrchestrationSlots; ++i) {
+    const auto addr = reinterpret_cast<uint64_t>(kTrampolines[static_cast<std::size_t>(i)]);
+    char pattern[sizeof(addr)];
+    std::memcpy(pattern, &addr, sizeof(addr));
+    if (container.find(std::string_view(pattern, sizeof(pattern))) != std::string::npos) {
+      throw Error(StatusCode::InvalidArgument,
+                  "these container bytes name a Python orchestration function whose "
+                  "chiprt.Callable was destroyed (its slot may now run another function); "
+                  "build the Callable again and register the Callable object itself");
+    }
+  }
+  return py::none();
+}
+
+bool orchestration_interrupted() {
+  return g_interrupted.exchange(false);
+}
+
 OrchestrationEntry orchestration_slot_entry(int slot) {
   return kTrampolines[static_cast<std::size_t>(slot)];
 }
@@ -271,7 +326,10 @@ OrchestrationEntry orchestration_slot_entry(int slot) {
 void release_orchestration_slot(int slot) {
   if (slot < 0 || slot >= kOrchestrationSlots || !g_slots[slot].taken) return;
   PyObject* function = g_slots[slot].function;
-  g_slots[slot] = Slot{};
+  g_slots[slot].function = nullptr;
+  g_slots[slot].taken = false;
+  g_slots[slot].owner = nullptr;
+  g_slots[slot].container.clear();
   Py_XDECREF(function);
 }
 
@@ -316,6 +374,12 @@ void bind_callables(py::module_& m) {
              auto callable = std::make_unique<PyCallable>();
              callable->container = container.cast<std::string>();
              callable->function = py::none();
+             // The bytes of a Callable with a Python orchestration function: this one keeps
+             // that Callable (and so its slot) alive.
+             callable->origin = python_orchestration_callable(callable->container);
+             if (!callable->origin.is_none()) {
+               callable->function = callable->origin.cast<const PyCallable&>().function;
+             }
              return callable;
            }),
            py::arg("container"))
@@ -381,6 +445,7 @@ void bind_callables(py::module_& m) {
         with_function.orchestration_function(orchestration_slot_entry(slot), b.function_sig);
         const std::vector<uint8_t> bytes = with_function.build();
         callable->container.assign(bytes.begin(), bytes.end());
+        set_orchestration_slot_owner(slot, callable.get());
         return callable;
       });
 

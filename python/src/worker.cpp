@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -360,13 +361,20 @@ py::array owned_bytes_array(uint64_t bytes) {
 }
 
 // Contiguous host data of anything numpy.asarray takes, or a DLPack object (numpy.from_dlpack).
-py::array host_array(py::handle data) {
+py::array host_array(py::handle data, bool numeric = true) {
   py::module_ np = py::module_::import("numpy");
   py::object source = py::reinterpret_borrow<py::object>(data);
   if (!py::isinstance<py::array>(data) && py::hasattr(data, "__dlpack__")) {
     source = np.attr("from_dlpack")(data);
   }
-  return np.attr("ascontiguousarray")(source);
+  py::array array = np.attr("ascontiguousarray")(source);
+  if (numeric && array.dtype().attr("hasobject").cast<bool>()) {
+    // Its bytes are PyObject pointers: copying them out leaks addresses, copying in corrupts.
+    throw_argument("numpy dtype " +
+                   py::str(static_cast<py::handle>(array.dtype())).cast<std::string>() +
+                   " holds Python objects, not data; pass a numeric array");
+  }
+  return array;
 }
 
 void check_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, const char* what) {
@@ -377,10 +385,76 @@ void check_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, co
   }
 }
 
+// A run's error, or KeyboardInterrupt when Ctrl-C (or a KeyboardInterrupt raised there) ended
+// its Python orchestration function: the user asked to stop, not for an OrchestrationFailed.
+[[noreturn]] void rethrow_run_error() {
+  if (orchestration_interrupted()) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  throw;
+}
+
+// A run's report, waited for in slices with the GIL released: between slices Python's signal
+// handlers run (Ctrl-C raises KeyboardInterrupt here; the run goes on and its handle stays
+// valid). `timeout`: None (no limit), or seconds (inf: no limit); TimeoutError when it passes.
+RunReport wait_interruptibly(const RunHandle& handle, py::handle timeout) {
+  using Clock = std::chrono::steady_clock;
+  bool limited = false;
+  Clock::time_point deadline{};
+  if (!timeout.is_none()) {
+    if (!PyFloat_Check(timeout.ptr()) && !PyLong_Check(timeout.ptr()) &&
+        !py::hasattr(timeout, "__float__")) {
+      throw_argument("wait: timeout must be None or a number of seconds, not " +
+                     py::repr(timeout).cast<std::string>());
+    }
+    const double seconds = py::float_(py::reinterpret_borrow<py::object>(timeout)).cast<double>();
+    if (std::isnan(seconds)) throw_argument("wait: timeout is NaN");
+    // Beyond a century: no limit (and no overflow of the clock).
+    if (seconds < 3.2e9) {
+      limited = true;
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(std::max(0.0, seconds)));
+    }
+  }
+  constexpr auto kSlice = std::chrono::milliseconds(50);
+  for (;;) {
+    bool done = false;
+    {
+      py::gil_scoped_release release;
+      auto slice = std::chrono::duration_cast<std::chrono::nanoseconds>(kSlice);
+      if (limited) {
+        const auto left = deadline - Clock::now();
+        if (left < slice)
+          slice = std::max(std::chrono::nanoseconds(0),
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+      }
+      done = handle.wait_for(slice);
+    }
+    if (done) break;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (limited && Clock::now() >= deadline) {
+      PyErr_SetString(PyExc_TimeoutError, "the run is not done within the timeout");
+      throw py::error_already_set();
+    }
+  }
+  try {
+    py::gil_scoped_release release;
+    return handle.wait();
+  } catch (const Error&) {
+    rethrow_run_error();
+  }
+}
+
 RunReport run_once(PyWorker& w, int32_t callable_id, const TaskArgs& args, const RunConfig& cfg) {
   w.check_runtime(callable_id, cfg.config);
-  py::gil_scoped_release release;
-  return w.get().run(callable_id, args, cfg.config);
+  orchestration_interrupted();  // forget an interrupt nobody collected
+  try {
+    py::gil_scoped_release release;
+    return w.get().run(callable_id, args, cfg.config);
+  } catch (const Error&) {
+    rethrow_run_error();
+  }
 }
 
 py::array download(PyWorker& w, const Tensor& tensor, py::object out) {
@@ -504,21 +578,8 @@ void bind_worker(py::module_& m) {
       .def(
           "wait",
           [](PyRunHandle& h, py::object timeout) {
-            if (!timeout.is_none()) {
-              const double seconds = timeout.cast<double>();
-              bool done = false;
-              {
-                py::gil_scoped_release release;
-                done = h.handle.wait_for(
-                    std::chrono::nanoseconds(static_cast<int64_t>(std::max(0.0, seconds) * 1e9)));
-              }
-              if (!done) {
-                PyErr_SetString(PyExc_TimeoutError, "the run is not done within the timeout");
-                throw py::error_already_set();
-              }
-            }
-            py::gil_scoped_release release;
-            return h.handle.wait();
+            if (!h.handle.valid()) return h.handle.wait();  // throws InvalidArgument
+            return wait_interruptibly(h.handle, timeout);
           },
           py::arg("timeout") = py::none())
       .def("ready", [](const PyRunHandle& h) { return h.handle.ready(); })
@@ -563,6 +624,14 @@ void bind_worker(py::module_& m) {
             } else {
               bytes = read_object_bytes(callable);
               container = bytes;
+              // The bytes of a Callable with a Python orchestration function: registered as that
+              // Callable (kept alive, refused on tensormap_ringbuffer like it).
+              py::object origin =
+                  python_orchestration_callable(std::string(bytes.begin(), bytes.end()));
+              if (!origin.is_none()) {
+                python = true;
+                callable = origin;
+              }
             }
             {
               py::gil_scoped_release release;
@@ -628,6 +697,12 @@ void bind_worker(py::module_& m) {
               if (!(result.flags() & py::array::c_style) || !result.writeable()) {
                 throw_argument("copy_from: out must be a writable C-contiguous array");
               }
+              if (result.dtype().attr("hasobject").cast<bool>()) {
+                throw_argument(
+                    "copy_from: out has dtype " +
+                    py::str(static_cast<py::handle>(result.dtype())).cast<std::string>() +
+                    ", which holds Python objects; pass a numeric array");
+              }
             } else {
               const py::dtype dt =
                   dtype.is_none() ? py::dtype("uint8") : numpy_dtype(to_dtype(dtype));
@@ -637,8 +712,18 @@ void bind_worker(py::module_& m) {
                 dims.push_back(static_cast<py::ssize_t>((buffer.size - offset) /
                                                         static_cast<uint64_t>(dt.itemsize())));
               } else {
-                for (uint64_t d : to_u64_list(shape, "shape"))
+                uint64_t bytes = static_cast<uint64_t>(dt.itemsize());
+                for (uint64_t d : to_u64_list(shape, "shape")) {
+                  // The element count checked against the buffer before numpy allocates it.
+                  bytes = (d != 0 && bytes > buffer.size / d) ? buffer.size + 1 : bytes * d;
                   dims.push_back(static_cast<py::ssize_t>(d));
+                }
+                if (bytes > buffer.size) {
+                  throw_argument("copy_from: shape " + py::str(shape).cast<std::string>() + " of " +
+                                 py::str(static_cast<py::handle>(dt)).cast<std::string>() +
+                                 " does not fit the buffer of " + std::to_string(buffer.size) +
+                                 " bytes");
+                }
               }
               result = py::array(dt, dims);
             }
@@ -665,7 +750,9 @@ void bind_worker(py::module_& m) {
       .def(
           "upload",
           [](PyWorker& w, py::handle data, py::object dtype) {
-            py::array array = host_array(data);
+            // Converted to `dtype` below (an object array of numbers converts); without one,
+            // to_dtype refuses what has no chiprt data type.
+            py::array array = host_array(data, /*numeric=*/false);
             DataType target;
             if (dtype.is_none()) {
               target = to_dtype(array.dtype());

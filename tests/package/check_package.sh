@@ -29,6 +29,13 @@ fail() {
   failures=$((failures + 1))
 }
 step() { echo "--- $*"; }
+# Whether a command's output has a line starting with PASS. The output is read whole: a
+# `| grep -q` would close the pipe early and fail the writer (SIGPIPE) under pipefail.
+passes() {
+  local output
+  output=$("$@" 2>&1) || { echo "$output" >&2; return 1; }
+  grep -q '^PASS' <<<"$output" || { echo "$output" >&2; return 1; }
+}
 
 step "install into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log" || {
@@ -62,7 +69,7 @@ diff <(cd "$source_dir/include" && find . -type f | sort) <(cd "$prefix/include"
 soname=$(readelf -d "$prefix/$libdir/libchiprt.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [[ $soname =~ ^libchiprt\.so\.[0-9]+$ ]] || fail "libchiprt.so has SONAME '$soname', want libchiprt.so.<major>"
 [ -e "$prefix/$libdir/$soname" ] || fail "no $soname link beside libchiprt.so"
-nm -D --defined-only "$prefix/$libdir/libchiprt.so" | grep -q ' T chiprt_worker_create$' ||
+nm -D --defined-only "$prefix/$libdir/libchiprt.so" | grep ' T chiprt_worker_create$' >/dev/null ||
   fail "libchiprt.so does not export the C API (chiprt_worker_create)"
 if grep -rqs "$build_dir" "$prefix/$libdir/cmake" "$prefix/$libdir/pkgconfig"; then
   fail "the installed package files name the build tree $build_dir"
@@ -86,9 +93,9 @@ if cmake -S "$source_dir/tests/package/consumer" -B "$consumer" -G Ninja \
   for program in consumer_shared consumer_static consumer_c; do
     "$consumer/$program" || fail "$program did not pass"
   done
-  readelf -d "$consumer/consumer_shared" | grep -q "NEEDED.*\[$soname\]" ||
+  readelf -d "$consumer/consumer_shared" | grep "NEEDED.*\[$soname\]" >/dev/null ||
     fail "consumer_shared does not link $soname"
-  if readelf -d "$consumer/consumer_static" | grep -q "NEEDED.*libchiprt"; then
+  if readelf -d "$consumer/consumer_static" | grep "NEEDED.*libchiprt" >/dev/null; then
     fail "consumer_static links libchiprt.so (chiprt::chiprt_static should be static)"
   fi
 else
@@ -143,13 +150,13 @@ fi
 step "the prefix moved elsewhere still works (relocatable)"
 moved=$work/moved
 mv "$prefix" "$moved"
-"$moved/bin/chiprt" run vector_example | grep -q '^PASS' || fail "the CLI of a moved prefix did not PASS"
+passes "$moved/bin/chiprt" run vector_example || fail "the CLI of a moved prefix did not PASS"
 cflags=$(PKG_CONFIG_PATH="$moved/$libdir/pkgconfig" pkg-config --cflags chiprt | xargs)
 [ "$(realpath -m "${cflags#-I}")" = "$(realpath "$moved/include")" ] ||
   fail "pkg-config of a moved prefix gives '$cflags', not $moved/include"
 if [ "$python" != none ]; then
-  env PYTHONPATH="$moved/lib/python3/dist-packages" "$python" -m chiprt run vector_example |
-    grep -q '^PASS' || fail "python3 -m chiprt from a moved prefix did not PASS"
+  passes env PYTHONPATH="$moved/lib/python3/dist-packages" "$python" -m chiprt run vector_example ||
+    fail "python3 -m chiprt from a moved prefix did not PASS"
 fi
 mv "$moved" "$prefix"
 
@@ -177,7 +184,7 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
       [[ $depends == *"$dependency"* ]] || fail "$(basename "$deb") does not depend on $dependency: $depends"
     done
     # Relocated into the scratch root, the extracted CLI still runs (chip objects found beside it).
-    "$work/root/usr/bin/chiprt" run vector_example | grep -q '^PASS' ||
+    passes "$work/root/usr/bin/chiprt" run vector_example ||
       fail "the CLI from $(basename "$deb") did not PASS vector_example"
     echo "$(basename "$deb"): $(dpkg-deb -c "$deb" | wc -l) entries; Depends: $depends"
   else

@@ -74,6 +74,14 @@ def test_copy_accepts_lists_buffer_protocol_non_contiguous_and_dlpack(worker):
     assert worker.copy_from(buf, dtype="f32", shape=4).tolist() == [0, 1, 2, 3]
 
 
+def test_a_cpu_torch_tensor_goes_in_and_its_shape_comes_back(worker):
+    torch = pytest.importorskip("torch")  # python3-torch is welcome, not required
+    source = torch.arange(12, dtype=torch.float32).reshape(3, 4).t()  # non-contiguous view
+    tensor = worker.upload(source)
+    assert tensor.shape == (4, 3) and tensor.dtype is chiprt.DataType.F32
+    np.testing.assert_array_equal(worker.download(tensor), source.numpy())
+
+
 def test_memset_and_bytes_in_use(worker):
     before = worker.device_bytes_in_use
     buf = worker.malloc(32)

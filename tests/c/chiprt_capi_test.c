@@ -616,6 +616,45 @@ static void misuse_checks(Device* d, const uint8_t* container, size_t container_
         "a call that succeeds clears the last error");
 }
 
+/* An orchestration (chip_objects/reentrant_orchestration.cpp) that closes and destroys its own
+ * worker from inside the run: both are refused with CHIPRT_REENTRANT_CALL (the orchestration
+ * fails the run otherwise), and the worker stays whole for the calls after the run. */
+static void reentrant_close_and_destroy(Device* d, const char* dir) {
+  const chiprt_signature_t unchecked = signature(0, 0, 0, 0, 0);
+  const chiprt_signature_t add = signature(CHIPRT_ARG_IN, CHIPRT_ARG_IN, CHIPRT_ARG_OUT, 3, 1);
+  char orchestration_path[4096], add_path[4096];
+  chiprt_builder_t* builder = NULL;
+  uint8_t* container = NULL;
+  size_t container_size = 0;
+  chiprt_call_config_t config;
+  chiprt_buffer_t buffer;
+  const int32_t callable_id = 9;
+
+  snprintf(orchestration_path, sizeof orchestration_path,
+           "%s/chiprt_capi_reentrant_orchestration.so", dir);
+  snprintf(add_path, sizeof add_path, "%s/vector_example_add.so", dir);
+  require_ok(chiprt_builder_create(&builder), "reentrant: builder");
+  require_ok(chiprt_builder_orchestration_file(builder, orchestration_path, &unchecked),
+             "reentrant: orchestration object (file)");
+  require_ok(chiprt_builder_kernel_file(builder, kAdd, CHIPRT_CORE_AIV, add_path, &add),
+             "reentrant: a kernel");
+  require_ok(chiprt_builder_build(builder, &container, &container_size), "reentrant: build");
+  chiprt_builder_destroy(builder);
+  require_ok(chiprt_worker_register_callable(d->worker, callable_id, container, container_size),
+             "reentrant: register");
+  chiprt_bytes_free(container);
+
+  require_ok(chiprt_call_config_init(&config), "reentrant: config");
+  config.user_data = &d->worker;
+  config.user_data_size = sizeof d->worker;
+  expect_ok(chiprt_worker_run(d->worker, callable_id, NULL, &config, NULL),
+            "a run whose orchestration calls chiprt_worker_close and chiprt_worker_destroy "
+            "(each must get ReentrantCall)");
+  expect_ok(chiprt_worker_malloc(d->worker, 64, &buffer), "the worker works after that run");
+  expect_ok(chiprt_worker_free(d->worker, buffer), "free after that run");
+  expect_ok(chiprt_worker_unregister_callable(d->worker, callable_id), "reentrant: unregister");
+}
+
 int main(int argc, char** argv) {
   const char* chip_dir = argc > 1 ? argv[1] : getenv("CHIPRT_CHIP_OBJECT_DIR");
   static Device device; /* static: the host arrays are large for a stack */
@@ -733,6 +772,7 @@ int main(int argc, char** argv) {
   run_with_diagnostics(d);
   tensor_checks(d);
   misuse_checks(d, container, container_size);
+  reentrant_close_and_destroy(d, chip_dir);
 
   /* Reset: buffers are lost, callables stay. */
   expect_ok(chiprt_worker_reset(d->worker), "reset");

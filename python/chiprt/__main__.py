@@ -131,7 +131,15 @@ def run_example(options: argparse.Namespace) -> int:
         # Each round's directory is written while the next round runs; flushed before the summary.
         config["background_write"] = True
 
-    worker_options = {"runtime": options.runtime}
+    rings = {field: text for field, text in (("task_window", options.ring_window),
+                                             ("heap_bytes", options.ring_heap),
+                                             ("dep_pool", options.ring_dep_pool)) if text}
+    if rings:
+        config["rings"] = rings
+
+    worker_options = {"runtime": options.runtime, "core_execution": options.cores_on}
+    if options.isolated:
+        worker_options["isolation"] = "process"
     if options.clusters:
         worker_options["clusters"] = options.clusters
     if options.aicpu_threads > 4:
@@ -207,6 +215,18 @@ def make_parser() -> argparse.ArgumentParser:
                      help="AICPU threads the run uses (0: auto)")
     run.add_argument("--serial", action="store_true",
                      help="run the chip side on one thread in a deterministic order")
+    run.add_argument("--cores-on", choices=("auto", "aicpu", "executors"), default="auto",
+                     help="where the simulated cores' kernels run (default auto, or "
+                          "CHIPRT_SIM_CORES)")
+    run.add_argument("--isolated", action="store_true",
+                     help="run the simulated chip in a device process of its own (a crashing or "
+                          "hanging kernel ends the run with a device error)")
+    run.add_argument("--ring-window", default="",
+                     help="tensormap_ringbuffer task slots per scope depth: N or N,N,...")
+    run.add_argument("--ring-heap", default="",
+                     help="tensormap_ringbuffer output heap bytes per scope depth: N or N,N,...")
+    run.add_argument("--ring-dep-pool", default="",
+                     help="tensormap_ringbuffer dependency entries per scope depth: N or N,N,...")
     run.add_argument("--diag", default="",
                      help="collect diagnostics: all, or a comma-separated list of switches "
                           "(as `chiprt run --diag` takes it)")

@@ -1,6 +1,7 @@
 """python3 -m chiprt mirrors the chiprt CLI: list, run EX [--case ...], its PASS line and its exit
 codes (0 pass, 1 fail, 2 usage error). Runs the module in a subprocess of this interpreter."""
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,26 @@ def test_option_values_the_runtime_rejects_are_usage_errors(tmp_path):
     assert result.returncode == 2, result.stdout + result.stderr
     assert "no_such_switch" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_ring_options_reach_the_ring_runtime(tmp_path):
+    result = chiprt_cli("run", "paged_attention", "--runtime", "tensormap_ringbuffer",
+                        "--ring-window", "64", "--ring-heap", "8192", "--ring-dep-pool", "64",
+                        "--diag", "scopes", "--diag-dir", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS paged_attention/small")
+    [run_dir] = [entry for entry in tmp_path.iterdir() if entry.name.startswith("run-")]
+    scopes = [json.loads(line) for line in (run_dir / "scope_stats.jsonl").read_text().splitlines()
+              if line.strip()]
+    assert scopes and all((scope["task_window_capacity"], scope["heap_capacity"],
+                           scope["dep_pool_capacity"]) == (64, 8192, 64) for scope in scopes)
+    bad = chiprt_cli("run", "vector_example", "--runtime", "tensormap_ringbuffer",
+                     "--ring-window", "20")
+    assert bad.returncode == 2 and "power of two" in bad.stderr, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("cores_on", ["aicpu", "executors"])
+def test_isolated_device_and_core_placement_run_the_example(cores_on):
+    result = chiprt_cli("run", "vector_example", "--isolated", "--cores-on", cores_on)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS vector_example/default")

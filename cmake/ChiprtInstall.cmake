@@ -7,6 +7,7 @@
 #   P/lib/pkgconfig/chiprt.pc            for builds without CMake
 #   P/bin/chiprt                         the CLI; its examples' chip objects in P/lib/chiprt/chip_objects
 #   P/lib/python3/dist-packages/chiprt/  the Python module (python/CMakeLists.txt)
+#   P/share/doc/chiprt/                  LICENSE (Apache-2.0) and copyright (Debian's format)
 # Included at the end of the top-level CMakeLists.txt, once every target exists.
 include(CMakePackageConfigHelpers)
 
@@ -47,6 +48,9 @@ file(RELATIVE_PATH CHIPRT_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${
 string(REGEX REPLACE "/$" "" CHIPRT_PC_TO_PREFIX "${CHIPRT_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/chiprt.pc.in ${PROJECT_BINARY_DIR}/chiprt.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/chiprt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/cmake/copyright
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 if(TARGET chiprt_cli)
   install(TARGETS chiprt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -59,6 +59,7 @@
 #include "chiprt/ring_sizes.h"
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
+#include "chiprt/version.h"
 #include "chiprt/worker.h"
 #include "diagnostics_cost.h"
 #include "example.h"
@@ -568,6 +569,8 @@ int run_bench(const BenchOptions& options) {
 int main(int argc, char** argv) {
   CLI::App app{"chiprt: run example workloads on the simulated chip and check their results"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "chiprt " CHIPRT_VERSION_STRING,
+                       "print chiprt's version and exit");
   CLI::App* list = app.add_subcommand("list", "list the examples and their cases");
   CLI::App* run = app.add_subcommand("run", "run one example case and check it");
   RunOptions options;

@@ -3,9 +3,9 @@
 // The host side: Worker (worker.h) with CallConfig and RingSizing (call_config.h, ring_sizes.h),
 // RunReport (run_report.h), GraphExport (graph_export.h), CallableBuilder (callable.h); the task
 // model shared with orchestration code: Orchestration and Scope (orchestration.h), TaskArgs
-// (task_args.h), Tensor (tensor.h), value types (types.h), Status and Error (status.h); and the
-// kernel side (kernel.h). Each header states its own lifetime and threading rules; this one only
-// includes them. A kernel object needs nothing but chiprt/kernel.h.
+// (task_args.h), Tensor (tensor.h), value types (types.h), Status and Error (status.h); the
+// version (version.h); and the kernel side (kernel.h). Each header states its own lifetime and
+// threading rules; this one only includes them. A kernel object needs nothing but chiprt/kernel.h.
 #pragma once
 
 #include "chiprt/call_config.h"
@@ -20,4 +20,5 @@
 #include "chiprt/task_args.h"
 #include "chiprt/tensor.h"
 #include "chiprt/types.h"
+#include "chiprt/version.h"
 #include "chiprt/worker.h"

@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "chiprt/version.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CHIPRT_C_API __attribute__((visibility("default")))
@@ -54,10 +55,10 @@ extern "C" {
 
 /* ---- Version ------------------------------------------------------------------------------ */
 
-/* The version of this header; chiprt_version() reports the library's. */
-#define CHIPRT_C_VERSION_MAJOR 0
-#define CHIPRT_C_VERSION_MINOR 1
-#define CHIPRT_C_VERSION_PATCH 0
+/* The version of this header (chiprt/version.h); chiprt_version() reports the library's. */
+#define CHIPRT_C_VERSION_MAJOR CHIPRT_VERSION_MAJOR
+#define CHIPRT_C_VERSION_MINOR CHIPRT_VERSION_MINOR
+#define CHIPRT_C_VERSION_PATCH CHIPRT_VERSION_PATCH
 
 /* ---- Status codes (equal to chiprt::StatusCode) ------------------------------------------- */
 

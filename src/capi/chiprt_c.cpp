@@ -162,19 +162,8 @@ static_assert(CHIPRT_MAX_TASK_SCALARS == chiprt::kMaxTaskScalars);
 static_assert(CHIPRT_MAX_CALLABLE_IDS == chiprt::kMaxCallableIds);
 static_assert(CHIPRT_RING_SCOPE_DEPTHS == chiprt::kRingScopeDepths);
 
-// The build may pass the project's version (CHIPRT_PROJECT_VERSION_*); the header must agree.
-#if defined(CHIPRT_PROJECT_VERSION_MAJOR) && defined(CHIPRT_PROJECT_VERSION_MINOR) && \
-    defined(CHIPRT_PROJECT_VERSION_PATCH)
-static_assert(CHIPRT_C_VERSION_MAJOR == CHIPRT_PROJECT_VERSION_MAJOR &&
-                  CHIPRT_C_VERSION_MINOR == CHIPRT_PROJECT_VERSION_MINOR &&
-                  CHIPRT_C_VERSION_PATCH == CHIPRT_PROJECT_VERSION_PATCH,
-              "chiprt_c.h CHIPRT_C_VERSION_* must match project(chiprt VERSION ...)");
-#endif
-#define CHIPRT_C_STRINGIFY2(x) #x
-#define CHIPRT_C_STRINGIFY(x) CHIPRT_C_STRINGIFY2(x)
-constexpr const char kVersionString[] =
-    CHIPRT_C_STRINGIFY(CHIPRT_C_VERSION_MAJOR) "." CHIPRT_C_STRINGIFY(
-        CHIPRT_C_VERSION_MINOR) "." CHIPRT_C_STRINGIFY(CHIPRT_C_VERSION_PATCH);
+// The library's version, as the build that compiled it saw chiprt/version.h.
+constexpr const char kVersionString[] = CHIPRT_VERSION_STRING;
 
 // ---- Status strings and the thread's last error ----------------------------------------------
 

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "chiprt/version.h"
 #include "cli/cli_support.h"
 
 namespace {
@@ -38,6 +39,12 @@ TEST_F(ChiprtCli, ListShowsEveryExampleAndCase) {
        {"vector_example", "bgemm", "wavefront", "default", "small", "medium", "large"}) {
     EXPECT_TRUE(contains(r.output, name)) << name << " missing from:\n" << r.output;
   }
+}
+
+TEST_F(ChiprtCli, VersionPrintsTheVersionOfTheHeader) {
+  const CommandResult r = run_chiprt("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "chiprt " CHIPRT_VERSION_STRING "\n");
 }
 
 TEST_F(ChiprtCli, RunVectorExamplePassesWithTimingTable) {

@@ -10,9 +10,11 @@
 #   - a program built with pkg-config alone;
 #   - the installed CLI (and `python3 -m chiprt` when the build has the module) from the prefix
 #     run an example to PASS, with no build-tree path in their environment;
+#   - one version (include/chiprt/version.h) reported by the CLI, pkg-config, the CMake package,
+#     the shared library's file name and Python; the license and copyright files installed;
 #   - the prefix moved to another directory: the CLI, pkg-config and the module still work;
 #   - `cpack -G DEB`: chiprt_<version>_<arch>.deb, extracted into a scratch root: its files, its
-#     Depends, and its CLI run from there.
+#     version, Depends, copyright file, and its CLI run from there.
 #   tests/package/check_package.sh BUILD_DIR SOURCE_DIR [PYTHON]
 set -euo pipefail
 
@@ -147,6 +149,26 @@ print("PASS installed chiprt.paths()")
 PY
 fi
 
+step "one version everywhere (include/chiprt/version.h)"
+version_of_header() { sed -n "s/^#define CHIPRT_VERSION_$1 \([0-9]*\)$/\1/p" "$source_dir/include/chiprt/version.h"; }
+header_version="$(version_of_header MAJOR).$(version_of_header MINOR).$(version_of_header PATCH)"
+cli_version=$("$prefix/bin/chiprt" --version) || fail "chiprt --version failed"
+[ "$cli_version" = "chiprt $header_version" ] ||
+  fail "chiprt --version says '$cli_version', not 'chiprt $header_version'"
+pc_version=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --modversion chiprt)
+[ "$pc_version" = "$header_version" ] || fail "pkg-config --modversion chiprt is $pc_version, not $header_version"
+grep -q "set(PACKAGE_VERSION \"$header_version\")" "$prefix/$libdir/cmake/chiprt/chiprtConfigVersion.cmake" ||
+  fail "chiprtConfigVersion.cmake does not say $header_version"
+[ -e "$prefix/$libdir/libchiprt.so.$header_version" ] || fail "libchiprt.so.$header_version is not installed"
+if [ "$python" != none ]; then
+  py_version=$(env PYTHONPATH="$prefix/lib/python3/dist-packages" "$python" -c 'import chiprt; print(chiprt.__version__)')
+  [ "$py_version" = "$header_version" ] || fail "chiprt.__version__ is $py_version, not $header_version"
+fi
+for doc in LICENSE copyright; do
+  [ -s "$prefix/share/doc/chiprt/$doc" ] || fail "share/doc/chiprt/$doc is not installed"
+done
+echo "chiprt $header_version: CLI, pkg-config, CMake package, SONAME file and Python agree"
+
 step "the prefix moved elsewhere still works (relocatable)"
 moved=$work/moved
 mv "$prefix" "$moved"
@@ -172,13 +194,18 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
     dpkg-deb -x "$deb" "$work/root"
     for path in usr/include/chiprt/chiprt_c.h usr/lib/libchiprt.so "usr/lib/$soname" usr/bin/chiprt \
                 usr/lib/cmake/chiprt/chiprtConfig.cmake usr/lib/pkgconfig/chiprt.pc \
-                usr/lib/chiprt/chip_objects/vector_example_orchestration.so; do
+                usr/lib/chiprt/chip_objects/vector_example_orchestration.so \
+                usr/share/doc/chiprt/copyright usr/share/doc/chiprt/LICENSE; do
       [ -e "$work/root/$path" ] || fail "$(basename "$deb") lacks /$path"
     done
     if [ "$python" != none ]; then
       ls "$work"/root/usr/lib/python3/dist-packages/chiprt/_chiprt*.so >/dev/null 2>&1 ||
         fail "$(basename "$deb") lacks the Python module in /usr/lib/python3/dist-packages"
     fi
+    [ "$(dpkg-deb -f "$deb" Version)" = "$header_version" ] ||
+      fail "$(basename "$deb") has version $(dpkg-deb -f "$deb" Version), not $header_version"
+    grep -q '^License: Apache-2.0' "$work/root/usr/share/doc/chiprt/copyright" ||
+      fail "$(basename "$deb")'s copyright file does not name the Apache-2.0 license"
     depends=$(dpkg-deb -f "$deb" Depends)
     for dependency in libxxhash0 libstdc++6; do
       [[ $depends == *"$dependency"* ]] || fail "$(basename "$deb") does not depend on $dependency: $depends"

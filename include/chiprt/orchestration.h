@@ -117,8 +117,9 @@ class Orchestration {
   // writes (UnsupportedFeature otherwise). Waits are bounded by the scheduler timeout
   // (WaitTimeout naming the task waited on).
   virtual void get_tensor_data(const Tensor& tensor, void* dst, uint64_t bytes) = 0;
-  // Writes `src` into the elements of `tensor` once every earlier task that writes or reads it
-  // has completed; later tasks see the new data. Same bounds and host_build_graph rule.
+  // Writes `src` into the elements of `tensor` once every earlier task of the run has completed
+  // (not only those touching it: the readers of a region are not tracked); later tasks see the
+  // new data. Same bounds and host_build_graph rule.
   virtual void set_tensor_data(const Tensor& tensor, const void* src, uint64_t bytes) = 0;
 
   // Whether an error latched; error() is the first one (Ok while none).

@@ -37,5 +37,5 @@ function(chiprt_add_chip_object target)
   # Public headers only (the support target: include/ and the common room linked in).
   target_link_libraries(${target} PRIVATE ${_support})
   set_target_properties(${target} PROPERTIES PREFIX "" CXX_VISIBILITY_PRESET hidden
-                        CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON LIBRARY_OUTPUT_DIRECTORY ${_dir})
+                        LIBRARY_OUTPUT_DIRECTORY ${_dir})
 endfunction()

@@ -11,12 +11,11 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # chiprt_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
-# What the library, the CLI and the module load at run time, and what a consumer building against
-# the package needs (the static rooms link xxHash; pkg-config and the CMake files find it).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, libxxhash0, libxxhash-dev, pkg-config")
+# What the library, the CLI and the module load at run time; a consumer building against the
+# package needs nothing more (the static rooms and chip objects link xxHash's run-time library).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, libxxhash0")
 if(CHIPRT_BUILD_PYTHON)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", python3 (>= 3.11), python3 (<< 3.12), python3-numpy")
 endif()
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "g++, cmake")  # chiprt_add_chip_object, build_chip_object
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "g++, cmake, pkg-config")  # chiprt_add_chip_object, build_chip_object
 include(CPack)

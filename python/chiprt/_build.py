@@ -137,7 +137,7 @@ def build_chip_object(
         command = [compiler, "-std=c++20", "-O2", "-fPIC", "-shared", "-fvisibility=hidden"] + sanitize_flags
         command += [f"-I{include_dir}"] + [f"-I{d}" for d in include_dirs]
         command += [f"-D{d}" for d in defines] + flags
-        command += source_paths + ["-o", output, common_library, "-lxxhash", "-lpthread"]
+        command += source_paths + ["-o", output, common_library, "-l:libxxhash.so.0", "-pthread"]
         try:
             result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     errors="replace")

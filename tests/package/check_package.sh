@@ -5,9 +5,11 @@
 #     CLI, the examples' chip objects, the Python module (when built);
 #   - every installed header compiles alone (C++20; chiprt_c.h also as C11 -pedantic);
 #   - the out-of-tree consumer project (tests/package/consumer) configured with
-#     find_package(chiprt REQUIRED), built and run (shared, static and C), checked against its
-#     reference;
-#   - a program built with pkg-config alone;
+#     find_package(chiprt REQUIRED) (no C++ standard of its own, pkg-config disabled), built and
+#     run (shared, static and C), checked against its reference;
+#   - the exported targets require C++20 and name the include directory once;
+#   - programs built with pkg-config alone and a plain g++/gcc (chiprt, chiprt-c), and chip
+#     objects built the same way (chiprt's chip_object_cflags / chip_object_libs);
 #   - the installed CLI (and `python3 -m chiprt` when the build has the module) from the prefix
 #     run an example to PASS, with no build-tree path in their environment;
 #   - one version (include/chiprt/version.h) reported by the CLI, pkg-config, the CMake package,
@@ -54,7 +56,7 @@ expected=(include/chiprt/chiprt.h include/chiprt/chiprt_c.h include/chiprt/worke
           "$libdir/libchiprt.so" "$libdir/libchiprt_common.a" "$libdir/libchiprt_host.a"
           "$libdir/cmake/chiprt/chiprtConfig.cmake" "$libdir/cmake/chiprt/chiprtConfigVersion.cmake"
           "$libdir/cmake/chiprt/chiprtTargets.cmake" "$libdir/cmake/chiprt/ChiprtKernels.cmake"
-          "$libdir/pkgconfig/chiprt.pc" bin/chiprt
+          "$libdir/pkgconfig/chiprt.pc" "$libdir/pkgconfig/chiprt-c.pc" bin/chiprt
           "$libdir/chiprt/chip_objects/vector_example_orchestration.so"
           "$libdir/chiprt/chip_objects/bgemm_matmul.so")
 if [ "$python" != none ]; then
@@ -87,10 +89,23 @@ echo "#include <chiprt/chiprt_c.h>" |
   gcc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$prefix/include" -x c - ||
   fail "chiprt/chiprt_c.h does not compile alone as C11 -pedantic"
 
-step "the consumer project (find_package)"
+step "the exported targets: C++20, each include directory once"
+targets_file=$prefix/$libdir/cmake/chiprt/chiprtTargets.cmake
+for target in chiprt chiprt_static chip_object_support; do
+  properties=$(sed -n "/^set_target_properties(chiprt::$target PROPERTIES/,/^)/p" "$targets_file")
+  grep -q 'INTERFACE_COMPILE_FEATURES "cxx_std_20"' <<<"$properties" ||
+    fail "chiprt::$target does not require cxx_std_20: $properties"
+  includes=$(sed -n 's/^ *INTERFACE_INCLUDE_DIRECTORIES "\(.*\)"$/\1/p' <<<"$properties")
+  [ "$includes" = '${_IMPORT_PREFIX}/include' ] ||
+    fail "chiprt::$target's include directories are '$includes', not the prefix's include/ once"
+done
+
+step "the consumer project (find_package, no C++ standard of its own, no pkg-config)"
 consumer=$work/consumer
+# Without pkg-config: the package needs neither it nor xxHash's development files.
 if cmake -S "$source_dir/tests/package/consumer" -B "$consumer" -G Ninja \
-     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$work/consumer.log" 2>&1 &&
+     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+     -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON >"$work/consumer.log" 2>&1 &&
    cmake --build "$consumer" >>"$work/consumer.log" 2>&1; then
   for program in consumer_shared consumer_static consumer_c; do
     "$consumer/$program" || fail "$program did not pass"
@@ -121,12 +136,45 @@ int main() {
   return back[63] == 7 ? 0 : 1;
 }
 CPP
-if flags=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs chiprt) &&
-   g++ -std=c++20 "$work/pkg.cpp" -o "$work/pkg" $flags; then
+# A plain g++ (GCC 12 defaults to C++17): the .pc file says what the headers need.
+export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
+if flags=$(pkg-config --cflags --libs chiprt) && g++ "$work/pkg.cpp" -o "$work/pkg" $flags; then
   LD_LIBRARY_PATH="$prefix/$libdir" "$work/pkg" || fail "the pkg-config program did not pass"
 else
-  fail "pkg-config --cflags --libs chiprt did not build a program"
+  fail "pkg-config --cflags --libs chiprt did not build a program with a plain g++"
 fi
+# A C program of the C API: chiprt-c (chiprt's C++20 flag would be an error for a C compiler).
+if flags=$(pkg-config --cflags --libs chiprt-c) &&
+   gcc -std=c11 -Wall -Wextra -Werror -pedantic "$source_dir/tests/package/consumer/main.c" \
+     -o "$work/pkg_c" $flags -lm \
+     -DSQUARE_OBJECT="\"$consumer/chip_objects/consumer_square.so\"" \
+     -DAXPY_OBJECT="\"$consumer/chip_objects/consumer_axpy.so\"" \
+     -DORCHESTRATION_OBJECT="\"$consumer/chip_objects/consumer_orchestration.so\""; then
+  LD_LIBRARY_PATH="$prefix/$libdir" "$work/pkg_c" || fail "the chiprt-c program did not pass"
+else
+  fail "pkg-config --cflags --libs chiprt-c did not build the C consumer with gcc -std=c11"
+fi
+
+step "chip objects and their host program with a plain g++ and pkg-config alone"
+plain=$work/plain
+mkdir -p "$plain"
+object_cflags=$(pkg-config --variable=chip_object_cflags chiprt)
+object_libs=$(pkg-config --variable=chip_object_libs chiprt)
+built=1
+for object in square_kernel axpy_kernel orchestration; do
+  g++ $object_cflags "$source_dir/tests/package/consumer/$object.cpp" -o "$plain/$object.so" \
+    $object_libs || built=0
+done
+if [ "$built" = 1 ] &&
+   g++ "$source_dir/tests/package/consumer/main.cpp" -o "$plain/consumer" \
+     $(pkg-config --cflags --libs chiprt) -DSQUARE_OBJECT="\"$plain/square_kernel.so\"" \
+     -DAXPY_OBJECT="\"$plain/axpy_kernel.so\"" \
+     -DORCHESTRATION_OBJECT="\"$plain/orchestration.so\""; then
+  LD_LIBRARY_PATH="$prefix/$libdir" "$plain/consumer" || fail "the plain g++ consumer did not pass"
+else
+  fail "the chip objects or the host program did not build with pkg-config's flags and a plain g++"
+fi
+unset PKG_CONFIG_PATH
 
 step "the installed CLI and Python module, from the prefix alone"
 cd "$work"
@@ -173,9 +221,9 @@ step "the prefix moved elsewhere still works (relocatable)"
 moved=$work/moved
 mv "$prefix" "$moved"
 passes "$moved/bin/chiprt" run vector_example || fail "the CLI of a moved prefix did not PASS"
-cflags=$(PKG_CONFIG_PATH="$moved/$libdir/pkgconfig" pkg-config --cflags chiprt | xargs)
-[ "$(realpath -m "${cflags#-I}")" = "$(realpath "$moved/include")" ] ||
-  fail "pkg-config of a moved prefix gives '$cflags', not $moved/include"
+includedir=$(PKG_CONFIG_PATH="$moved/$libdir/pkgconfig" pkg-config --variable=includedir chiprt)
+[ "$(realpath -m "$includedir")" = "$(realpath "$moved/include")" ] ||
+  fail "pkg-config of a moved prefix gives includedir '$includedir', not $moved/include"
 if [ "$python" != none ]; then
   passes env PYTHONPATH="$moved/lib/python3/dist-packages" "$python" -m chiprt run vector_example ||
     fail "python3 -m chiprt from a moved prefix did not PASS"

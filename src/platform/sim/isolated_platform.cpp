@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -22,15 +23,23 @@
 namespace chiprt::platform::sim {
 
 // Forwards the device process's stdout and stderr to the host's, line by line, each line prefixed.
-// One thread, parked in poll; it ends when told to stop (a pipe of its own). drain() waits until
-// both pipes reached end of file (the device and everything it wrote are gone).
+// A line longer than IsolatedPlatform::kOutputLineBytes is forwarded in pieces as it comes, each
+// piece after the first under the continuation prefix (no newline is added between the pieces),
+// so the host holds at most that much of a line however long it gets. One thread, parked in
+// poll; it ends when told to stop (a pipe of its own). drain() waits until both pipes reached end
+// of file (the device and everything it wrote are gone).
 class OutputForwarder {
  public:
   OutputForwarder(int stdout_read, int stderr_read, int stdout_target, int stderr_target,
-                  std::string prefix)
-      : prefix_(std::move(prefix)) {
-    streams_[0] = {stdout_read, stdout_target, {}, false};
-    streams_[1] = {stderr_read, stderr_target, {}, false};
+                  std::string prefix, std::string continuation_prefix,
+                  std::atomic<uint64_t>* pending_peak)
+      : prefix_(std::move(prefix)),
+        continuation_prefix_(std::move(continuation_prefix)),
+        pending_peak_(pending_peak) {
+    streams_[0].fd = stdout_read;
+    streams_[0].target = stdout_target;
+    streams_[1].fd = stderr_read;
+    streams_[1].target = stderr_target;
     if (pipe2(stop_, O_CLOEXEC) != 0) stop_[0] = stop_[1] = -1;
     thread_ = std::thread([this] { run(); });
   }
@@ -42,7 +51,7 @@ class OutputForwarder {
     }
     thread_.join();
     for (Stream& stream : streams_) {
-      if (!stream.pending.empty()) emit(stream, stream.pending + "\n");
+      finish_line(stream);
       ::close(stream.fd);
     }
     for (int fd : stop_) {
@@ -62,8 +71,9 @@ class OutputForwarder {
   struct Stream {
     int fd = -1;
     int target = -1;
-    std::string pending;  // a line not yet ended
-    bool eof = false;     // guarded by mutex_
+    std::string pending;     // the part of the current line not forwarded yet
+    bool continued = false;  // part of the current line was forwarded already
+    bool eof = false;        // guarded by mutex_
   };
 
   void emit(const Stream& stream, const std::string& text) {
@@ -76,17 +86,46 @@ class OutputForwarder {
     }
   }
 
+  const std::string& line_prefix(const Stream& stream) const {
+    return stream.continued ? continuation_prefix_ : prefix_;
+  }
+
   void forward(Stream& stream, const char* data, std::size_t bytes) {
     stream.pending.append(data, bytes);
-    std::string lines;
+    uint64_t peak = pending_peak_->load(std::memory_order_relaxed);
+    while (stream.pending.size() > peak &&
+           !pending_peak_->compare_exchange_weak(peak, stream.pending.size(),
+                                                 std::memory_order_relaxed)) {
+    }
+    std::string text;
     std::size_t start = 0;
     for (std::size_t newline; (newline = stream.pending.find('\n', start)) != std::string::npos;
          start = newline + 1) {
-      lines += prefix_;
-      lines.append(stream.pending, start, newline + 1 - start);
+      text += line_prefix(stream);
+      text.append(stream.pending, start, newline + 1 - start);
+      stream.continued = false;
     }
     stream.pending.erase(0, start);
-    if (!lines.empty()) emit(stream, lines);
+    if (stream.pending.size() >= IsolatedPlatform::kOutputLineBytes) {
+      // A long line (binary data, a progress bar redrawn with '\r'): forwarded as it is, its end
+      // comes later.
+      text += line_prefix(stream);
+      text += stream.pending;
+      stream.pending.clear();
+      stream.continued = true;
+    }
+    if (!text.empty()) emit(stream, text);
+  }
+
+  // At the end of the device's output: a line it left open is ended.
+  void finish_line(Stream& stream) {
+    if (!stream.pending.empty()) {
+      emit(stream, line_prefix(stream) + stream.pending + "\n");
+    } else if (stream.continued) {
+      emit(stream, "\n");
+    }
+    stream.pending.clear();
+    stream.continued = false;
   }
 
   void run() {
@@ -120,10 +159,7 @@ class OutputForwarder {
           forward(stream, buffer, static_cast<std::size_t>(n));
           continue;
         }
-        if (!stream.pending.empty()) {
-          emit(stream, prefix_ + stream.pending + "\n");
-          stream.pending.clear();
-        }
+        finish_line(stream);
         std::lock_guard lock(mutex_);
         stream.eof = true;
         eof_cv_.notify_all();
@@ -133,6 +169,8 @@ class OutputForwarder {
   }
 
   const std::string prefix_;
+  const std::string continuation_prefix_;
+  std::atomic<uint64_t>* const pending_peak_;
   Stream streams_[2];
   int stop_[2] = {-1, -1};
   std::mutex mutex_;
@@ -370,10 +408,10 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
         std::string(operation) + ": starting the device process failed: " + std::strerror(error));
   }
   pid_ = pid;
-  const std::string prefix =
-      "[chiprt device " + std::to_string(attached_device_.value_or(0)) + "] ";
-  forwarder_ = std::make_unique<OutputForwarder>(out_pipe[0], err_pipe[0], tuning_.stdout_fd,
-                                                 tuning_.stderr_fd, prefix);
+  const std::string device = std::to_string(attached_device_.value_or(0));
+  forwarder_ = std::make_unique<OutputForwarder>(
+      out_pipe[0], err_pipe[0], tuning_.stdout_fd, tuning_.stderr_fd,
+      "[chiprt device " + device + "] ", "[chiprt device " + device + "+] ", &output_line_peak_);
   DeviceChannel* ch = channel();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(kCommandBudgetMs);

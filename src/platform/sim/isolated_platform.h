@@ -19,7 +19,9 @@
 //   futexes;
 // - the fault record the device's signal and exit handlers write before it dies;
 // - its stdout/stderr, through pipes, forwarded line by line with the prefix
-//   "[chiprt device N] " by a host thread parked in poll.
+//   "[chiprt device N] " by a host thread parked in poll; a line longer than kOutputLineBytes is
+//   forwarded in pieces of at least that size as it comes, each later piece under
+//   "[chiprt device N+] " with no newline added, so the host holds a bounded part of a line.
 // Limits of the fork: code loaded into the host after the device process started (dlopen) is not
 // in the device; only the forking thread exists in the device process (host threads and their
 // state are not there); host memory the chip reaches other than device memory is a copy taken at
@@ -43,6 +45,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,8 +113,16 @@ class IsolatedPlatform final : public SimPlatformBase {
   Status kill_device(const std::string& reason) override;
   Status reset_device() override;
 
+  // A line of device output is held in the host up to this many bytes (plus one read of the
+  // pipe), then forwarded in pieces (see above).
+  static constexpr std::size_t kOutputLineBytes = 64 * 1024;
+
   // Introspection for tests: the device process (-1 while none runs).
   pid_t device_pid() const noexcept { return pid_; }
+  // The most bytes of one line of device output the host held at once, over this platform's life.
+  uint64_t output_line_peak() const noexcept {
+    return output_line_peak_.load(std::memory_order_relaxed);
+  }
 
  private:
   // The device memory file with the host's mapping and the device range (see above).
@@ -152,6 +164,7 @@ class IsolatedPlatform final : public SimPlatformBase {
   bool shutting_down_ = false;
   DeviceFault fault_;
   std::unique_ptr<OutputForwarder> forwarder_;
+  std::atomic<uint64_t> output_line_peak_{0};
   ChipServices services_{};
   LaunchPrograms chip_runtime_{};  // entries only; set by load_chip_runtime
   uint32_t seq_ = 0;

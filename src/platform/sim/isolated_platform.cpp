@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -231,12 +234,27 @@ void* reserve_fresh_device_range(uint64_t bytes) {
   return chosen;
 }
 
-// The device runs in a process group of its own (device_process.cpp), so ending it ends whatever
-// a kernel forked too. Called while the device is unreaped (alive or a zombie), so its pid, the
-// group's id, cannot have been reused.
-void kill_device_group(pid_t pid) {
-  kill(-pid, SIGKILL);
-  kill(pid, SIGKILL);
+// Whether child `pid` exited, within `timeout_ms` (it stays unreaped).
+bool exits_within(pid_t pid, uint64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      return errno == ECHILD;
+    }
+    if (info.si_pid == pid) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// The first child of process `pid` in /proc (pids of this process's namespace); -1 if none.
+pid_t first_child_of(pid_t pid) {
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  pid_t child = -1;
+  if (!(children >> child)) return -1;
+  return child;
 }
 
 uint64_t saturating_add(uint64_t a, uint64_t b) {
@@ -384,30 +402,61 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
   }
   DeviceProcessStart start;
   start.host_pid = getpid();
+  // The device's processes watch this process through a pidfd (a pid would name nothing in a pid
+  // namespace of their own).
+  const int host_pidfd = static_cast<int>(syscall(SYS_pidfd_open, start.host_pid, 0));
+  start.host_pidfd = host_pidfd;
   start.memfd = region_.memfd;
   start.host_view = region_.host_view;
   start.device_view = region_.device_view;
   start.bytes = region_.bytes;
   start.stdout_write = out_pipe[1];
   start.stderr_write = err_pipe[1];
-  start.stdout_read = out_pipe[0];
-  start.stderr_read = err_pipe[0];
   start.engine = engine_options_;
+  // The device's init becomes pid 1 of a pid namespace of its own where this process may create
+  // one (CAP_SYS_ADMIN): unshare(CLONE_NEWPID) affects the children this thread forks next, so
+  // the thread's own namespace for children is restored right after the fork. Refused (an
+  // unprivileged process), the init is a subreaper instead (device_process.h).
+  int restore_ns = -1;
+  if (tuning_.pid_namespace && host_pidfd >= 0) {
+    restore_ns = ::open("/proc/thread-self/ns/pid_for_children", O_RDONLY | O_CLOEXEC);
+    if (restore_ns >= 0 && unshare(CLONE_NEWPID) != 0) {
+      ::close(restore_ns);
+      restore_ns = -1;
+    }
+  }
+  start.pid_namespace = restore_ns >= 0;
   const pid_t pid = fork();
-  if (pid == 0) run_device_process(start);
+  if (pid == 0) run_device_init(start);
+  int restore_error = 0;
+  if (restore_ns >= 0) {
+    if (setns(restore_ns, CLONE_NEWPID) != 0) restore_error = errno;
+    ::close(restore_ns);
+  }
+  if (host_pidfd >= 0) ::close(host_pidfd);
   // Also here, so the group exists before the host may end it (whichever runs first wins).
   if (pid > 0) setpgid(pid, pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (pid < 0) {
-    const int error = errno;
+  if (pid < 0 || restore_error != 0) {
+    const int error = pid < 0 ? errno : restore_error;
+    if (pid > 0) {
+      kill(pid, SIGKILL);  // pid 1 of its namespace: the device ends with it
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    return Status(
-        StatusCode::InternalError,
-        std::string(operation) + ": starting the device process failed: " + std::strerror(error));
+    return Status(StatusCode::InternalError,
+                  std::string(operation) +
+                      (pid < 0 ? ": starting the device process failed: "
+                               : ": restoring this thread's pid namespace after starting the "
+                                 "device failed: ") +
+                      std::strerror(error));
   }
   pid_ = pid;
+  pid_namespace_ = start.pid_namespace;
+  device_pid_ = -1;
   const std::string device = std::to_string(attached_device_.value_or(0));
   forwarder_ = std::make_unique<OutputForwarder>(
       out_pipe[0], err_pipe[0], tuning_.stdout_fd, tuning_.stderr_fd,
@@ -428,7 +477,28 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
     futex_wait(&ch->ready, 0, kReplySliceNs, FutexScope::Shared);
   }
   services_ = ch->services;
+  // The device process, for messages and debuggers: the init's only child so far (the device's
+  // own getpid() counts in its namespace). Without a namespace a pidfd of it lets the host end
+  // it should the init die first.
+  device_pid_ = pid_namespace_ ? first_child_of(pid_) : static_cast<pid_t>(ch->device_pid);
+  if (!pid_namespace_ && device_pid_ > 0) {
+    device_pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, device_pid_, 0));
+  }
   return Status::ok();
+}
+
+void IsolatedPlatform::kill_device_tree() {
+  if (!pid_namespace_) {
+    // The init (their subreaper) kills the device process, then every descendant it left, and
+    // exits; killed itself first, it would hand them to the system's init.
+    kill(pid_, SIGTERM);
+    (void)exits_within(pid_, kDyingGraceMs);
+    // The init died before the device (a kernel can signal its parent here).
+    if (device_pidfd_ >= 0) syscall(SYS_pidfd_send_signal, device_pidfd_, SIGKILL, nullptr, 0);
+  }
+  // In a pid namespace the kernel ends every process in it when its init dies.
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL);
 }
 
 bool IsolatedPlatform::device_alive() {
@@ -437,7 +507,7 @@ bool IsolatedPlatform::device_alive() {
   const int waited = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
   if (waited == 0 && info.si_pid == pid_) {
     // Dead but unreaped: whatever it forked dies with it, then it is reaped.
-    kill(-pid_, SIGKILL);
+    kill_device_tree();
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -453,10 +523,13 @@ bool IsolatedPlatform::device_alive() {
   return true;
 }
 
-void IsolatedPlatform::reaped(int wait_status, const std::string& kill_reason) {
+void IsolatedPlatform::reaped(int init_status, const std::string& kill_reason) {
   DeviceFault fault;
-  fault.pid = pid_;
+  fault.pid = device_pid();
   const DeviceChannel* ch = channel();
+  // How the device process ended, as its init reaped it; the init's own end when it died first.
+  const int wait_status =
+      ch->device_reaped.load(std::memory_order_acquire) != 0 ? ch->device_wait_status : init_status;
   const bool recorded = ch->fault_state.load(std::memory_order_acquire) == 2;
   const DeviceEndRecord& end = ch->end;
   if (!kill_reason.empty()) {
@@ -486,6 +559,9 @@ void IsolatedPlatform::reaped(int wait_status, const std::string& kill_reason) {
   fault_ = shutting_down_ ? DeviceFault{} : fault;
   dead_ = !shutting_down_;
   pid_ = -1;
+  device_pid_ = -1;
+  if (device_pidfd_ >= 0) ::close(device_pidfd_);
+  device_pidfd_ = -1;
   services_ = {};
 }
 
@@ -498,7 +574,7 @@ void IsolatedPlatform::settle_death(const std::string& kill_reason) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (pid_ > 0) {
-      kill_device_group(pid_);
+      kill_device_tree();
       int status = 0;
       while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
@@ -526,7 +602,7 @@ void IsolatedPlatform::end_device(bool graceful) {
     }
   }
   if (pid_ > 0) {
-    kill_device_group(pid_);
+    kill_device_tree();
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -586,7 +662,7 @@ Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint
 Status IsolatedPlatform::kill_device(const std::string& reason) {
   if (dead_) return Status::ok();  // the first end is the one reported
   if (pid_ > 0) {
-    kill_device_group(pid_);
+    kill_device_tree();
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }

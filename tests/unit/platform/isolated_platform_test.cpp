@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/run_context.h"
+#include "device_processes.h"
 #include "libm_image.h"
 #include "platform/sim/isolated_platform.h"
 #include "platform/sim/sim_platform.h"
@@ -70,6 +71,7 @@ enum class Action : uint32_t {
   KickCore,    // kick core 0 through the published services; core_service runs `core_action`
   CallCos,     // out_double = cos(0) through the function at `function`
   LongLine,    // writes long_line_output() on stdout
+  Daemonize,   // starts a daemon (fork, setsid, fork); out[0] = its pid as /proc names it
 };
 
 struct TestBlock {
@@ -189,6 +191,9 @@ void act(TestBlock* block, Action action, uint32_t index) {
       std::fflush(stdout);
       return;
     }
+    case Action::Daemonize:
+      block->out[0] = static_cast<uint32_t>(test::start_daemon());
+      return;
     case Action::CallCos:
       block->out_double = reinterpret_cast<double (*)(double)>(block->function)(0.0);
       return;
@@ -512,6 +517,56 @@ TEST_F(IsolatedPlatformTest, ResetGivesAFreshDevice) {
   ASSERT_TRUE(run(Action::Echo, 2).is_ok());
   EXPECT_EQ(read().out[1], 1u);
 }
+
+// ---- what the device forks --------------------------------------------------------------------
+
+// A daemon a program started (in a session and process group of its own) ends with the device
+// however the device ends (reset, killed by the host as on a timeout, the platform destroyed),
+// with the device's init in a pid namespace (where this process may create one) and as a
+// subreaper (forced here; what an unprivileged process gets).
+class IsolatedDaemonTest : public IsolatedPlatformTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {}
+  void create_device() {
+    sim::IsolationTuning tuning;
+    tuning.pid_namespace = GetParam();
+    create(small_config(), tuning);
+    if (!GetParam()) {
+      EXPECT_FALSE(platform_->pid_namespace());
+    }
+  }
+  pid_t run_daemon_program() {
+    EXPECT_TRUE(run(Action::Daemonize).is_ok());
+    const pid_t daemon = static_cast<pid_t>(read().out[0]);
+    EXPECT_GT(daemon, 0);
+    EXPECT_FALSE(test::process_gone(daemon)) << "the daemon is not running";
+    return daemon;
+  }
+};
+
+TEST_P(IsolatedDaemonTest, ADaemonEndsWithTheDevice) {
+  create_device();
+  std::printf("[ measured ] the device's init %s\n",
+              platform_->pid_namespace() ? "is pid 1 of a pid namespace" : "is a subreaper");
+  pid_t daemon = run_daemon_program();
+  ASSERT_TRUE(platform_->reset_device().is_ok());
+  EXPECT_TRUE(test::gone_soon(daemon)) << "a daemon outlived reset_device";
+
+  create_device();
+  daemon = run_daemon_program();
+  ASSERT_TRUE(platform_->kill_device("a test's timeout").is_ok());
+  EXPECT_TRUE(test::gone_soon(daemon)) << "a daemon outlived kill_device";
+
+  create_device();
+  daemon = run_daemon_program();
+  platform_.reset();
+  EXPECT_TRUE(test::gone_soon(daemon)) << "a daemon outlived the platform";
+}
+
+INSTANTIATE_TEST_SUITE_P(Init, IsolatedDaemonTest, ::testing::Values(true, false),
+                         [](const auto& info) {
+                           return std::string(info.param ? "PidNamespace" : "Subreaper");
+                         });
 
 // ---- output ----------------------------------------------------------------------------------
 

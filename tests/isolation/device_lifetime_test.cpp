@@ -1,8 +1,8 @@
 // How long a device process lives: as long as its host process, not as long as the host thread
 // that happened to start it. A Worker initialised (or reset) on a thread that then exits keeps its
 // device; a host process that dies takes its device processes with it; every process a kernel
-// forks, a daemon too, ends with the device. And what it holds: none of the host's file
-// descriptors.
+// forks, a daemon too, ends with the device. And what it holds and reaches: none of the host's
+// file descriptors, and no signal to its parent reaches the host.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -264,6 +264,64 @@ TEST(DeviceLifetime, ADaemonAKernelStartedEndsWithClose) {
 }
 TEST(DeviceLifetime, ADaemonAKernelStartedEndsWithTheWorker) {
   daemon_ends_with_the_device(DeviceEnd::Destroy);
+}
+
+// A kernel that signals its parent process: the host is not its parent (the device's init is),
+// so it is neither stopped nor killed. The host is a process of its own here, so that a stopped
+// or killed host fails the test instead of stopping the suite.
+int g_parent_signal = 0;
+void signal_parent_kernel(int64_t*) {
+  kill(getppid(), g_parent_signal);
+}
+
+void signal_to_the_parent_spares_the_host(int signal) {
+  g_parent_signal = signal;
+  std::fflush(nullptr);
+  const pid_t host = fork();
+  ASSERT_GE(host, 0);
+  if (host == 0) {
+    int code = 0;
+    {
+      Worker worker;
+      worker.init(isolated_options());
+      CallableBuilder builder;
+      builder.orchestration_function(&fork_orchestration, {})
+          .kernel_function(0, CoreType::AIV, &signal_parent_kernel, {});
+      worker.register_callable(0, builder.build());
+      try {
+        worker.run(0, TaskArgs{});
+      } catch (const Error&) {
+        code = 2;  // the device may end with its parent (without a pid namespace): still no harm
+      }
+      worker.close();
+    }
+    _exit(code);
+  }
+  int status = 0;
+  pid_t waited = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((waited = waitpid(host, &status, WNOHANG | WUNTRACED)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (waited != host || WIFSTOPPED(status)) {
+    kill(host, SIGKILL);
+    waitpid(host, nullptr, 0);
+  }
+  ASSERT_EQ(waited, host) << "the host did not finish within 30 s";
+  ASSERT_FALSE(WIFSTOPPED(status)) << "a kernel stopped the host with " << sigabbrev_np(signal);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the host died of signal " << WTERMSIG(status);
+  EXPECT_TRUE(WIFEXITED(status));
+  const int code = WEXITSTATUS(status);
+  EXPECT_TRUE(code == 0 || code == 2) << "exit code " << code;
+  std::printf("[ measured ] the kernel's run %s\n", code == 0 ? "succeeded" : "failed (named)");
+}
+
+TEST(DeviceLifetime, AKernelCannotStopTheHostThroughItsParent) {
+  signal_to_the_parent_spares_the_host(SIGSTOP);
+}
+TEST(DeviceLifetime, AKernelCannotKillTheHostThroughItsParent) {
+  signal_to_the_parent_spares_the_host(SIGKILL);
 }
 
 }  // namespace

@@ -216,7 +216,13 @@ void* reserve_fresh_device_range(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(g_used_ranges_mutex);
   std::vector<void*> refused;
   void* chosen = MAP_FAILED;
-  for (std::size_t attempt = 0; attempt <= g_used_ranges.size() + 8; ++attempt) {
+  // Refused offers stay reserved, so they do not overlap each other: a used range of L bytes
+  // refuses at most L / bytes + 2 of them (the hole a larger earlier device left takes many).
+  std::size_t attempts = 8;
+  for (const auto& [used_start, used_end] : g_used_ranges) {
+    attempts += (used_end - used_start) / bytes + 2;
+  }
+  for (std::size_t attempt = 0; attempt < attempts; ++attempt) {
     void* range =
         mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) break;

@@ -7,7 +7,9 @@
 // (futex.h, FutexScope::Shared); each side polls briefly before it sleeps and wakes the other only
 // when it sleeps, since commands come in bursts (launch, wait_aicpu, wait). The device publishes
 // its ChipServices once at start (`ready`), and its fault handlers write the fault record (first
-// fault wins) and wake `reply_seq`, so a host waiting for a reply sees the death at once.
+// fault wins) and wake `reply_seq`, so a host waiting for a reply sees the death at once. The
+// device's init (the process between the host and the device, device_process.h) writes how the
+// device process ended once it reaped it, since the host reaps only the init.
 //
 // Lifetime: lives as long as the memory file (one per device process; a reset makes a new one).
 // Threading: the mailbox is written by the host's calling thread only while no command is
@@ -25,7 +27,7 @@
 namespace chiprt::platform::sim {
 
 inline constexpr uint32_t kDeviceChannelMagic = 0x43484456;  // "CHDV"
-inline constexpr uint32_t kDeviceChannelVersion = 1;
+inline constexpr uint32_t kDeviceChannelVersion = 2;
 // Bytes reserved for the control block at the start of the memory file (device memory follows).
 inline constexpr uint64_t kDeviceChannelBytes = 64 * 1024;
 inline constexpr std::size_t kChannelMessageBytes = 2048;
@@ -68,7 +70,7 @@ struct DeviceChannel {
   uint32_t version = 0;
   // Set (release) by the device once `services` is valid and the server loop runs.
   std::atomic<uint32_t> ready{0};
-  uint32_t device_pid = 0;
+  uint32_t device_pid = 0;  // getpid() in the device (in its pid namespace when it has one)
   common::ChipServices services{};
 
   // --- mailbox: host -> device ------------------------------------------------------------------
@@ -103,6 +105,12 @@ struct DeviceChannel {
   // --- the fault record -------------------------------------------------------------------------
   alignas(64) std::atomic<uint32_t> fault_state{0};  // 0 none, 1 being written, 2 recorded
   DeviceEndRecord end{};
+
+  // --- the init's record ------------------------------------------------------------------------
+  // Set (release) by the device's init once it reaped the device process, after
+  // `device_wait_status` (the status waitpid gave it).
+  alignas(64) std::atomic<uint32_t> device_reaped{0};
+  int32_t device_wait_status = 0;
 };
 
 static_assert(sizeof(DeviceChannel) <= kDeviceChannelBytes);

@@ -1,10 +1,14 @@
 #include "platform/sim/device_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -144,8 +150,9 @@ void reply(DeviceChannel* channel, uint32_t seq, const Status& status, uint64_t 
   }
 }
 
-// The next command's sequence number (!= seen): polled for a moment, then slept for.
-uint32_t next_command(DeviceChannel* channel, uint32_t seen, pid_t host_pid) {
+// The next command's sequence number (!= seen): polled for a moment, then slept for. The device
+// ends once its parent (the init) is no longer `parent`.
+uint32_t next_command(DeviceChannel* channel, uint32_t seen, pid_t parent) {
   const auto poll_until = std::chrono::steady_clock::now() + kServerPoll;
   for (;;) {
     uint32_t seq = channel->command_seq.load(std::memory_order_acquire);
@@ -158,7 +165,7 @@ uint32_t next_command(DeviceChannel* channel, uint32_t seen, pid_t host_pid) {
     seq = channel->command_seq.load(std::memory_order_seq_cst);
     if (seq == seen) futex_wait(&channel->command_seq, seen, kIdleCheckNs, FutexScope::Shared);
     channel->server_parked.store(0, std::memory_order_relaxed);
-    if (getppid() != host_pid) _exit(0);
+    if (getppid() != parent) _exit(0);
   }
 }
 
@@ -167,7 +174,7 @@ T* pointer(uint64_t value) {
   return reinterpret_cast<T*>(static_cast<uintptr_t>(value));
 }
 
-[[noreturn]] void serve(DeviceChannel* channel, const DeviceProcessStart& start) {
+[[noreturn]] void serve(DeviceChannel* channel, const DeviceProcessStart& start, pid_t parent) {
   LaunchEngine::Options options = start.engine;
   options.park_scope = FutexScope::Shared;
   options.thread_start = &install_alt_stack;
@@ -182,7 +189,7 @@ T* pointer(uint64_t value) {
   futex_wake(&channel->ready, INT_MAX, FutexScope::Shared);
 
   for (;;) {
-    const uint32_t seq = next_command(channel, seen, start.host_pid);
+    const uint32_t seq = next_command(channel, seen, parent);
     seen = seq;
     LaunchEngine& chip = **engine;
     switch (channel->command) {
@@ -254,43 +261,53 @@ T* pointer(uint64_t value) {
 
 // The device never outlives the host process. Not PR_SET_PDEATHSIG: it fires when the host
 // *thread* that forked ends, so a Worker initialised or reset on a thread that then exits would
-// lose its device. A thread of its own waits on a pidfd of the host process instead, which becomes
-// readable when the whole process is gone.
-void watch_host(pid_t host_pid) {
-  const int host = static_cast<int>(syscall(SYS_pidfd_open, host_pid, 0));
-  if (getppid() != host_pid) _exit(0);  // the host died before the pidfd named it
-  if (host < 0) return;                 // no pidfds: the idle server's getppid check remains
+// lose its device. A thread of its own waits on the host's pidfd instead, which becomes readable
+// when the whole process is gone.
+void watch_host(int host_pidfd) {
+  if (host_pidfd < 0) return;  // no pidfds: the idle server's getppid check remains
   try {
-    std::thread([host] {
-      pollfd fd{host, POLLIN, 0};
+    std::thread([host_pidfd] {
+      pollfd fd{host_pidfd, POLLIN, 0};
       while (::poll(&fd, 1, -1) < 0 && errno == EINTR) {
       }
       if ((fd.revents & POLLIN) != 0) _exit(0);
     }).detach();
   } catch (...) {
-    ::close(host);  // no thread: the idle server's getppid check remains
+    // no thread: the idle server's getppid check remains
   }
 }
 
-// Closes every descriptor from `first` on: the device holds none of the host's (a socket, a pipe
-// whose end of file someone waits for, another Worker's memory file).
-void close_from(int first) {
-  if (close_range(static_cast<unsigned>(first), ~0u, 0) == 0) return;
-  const long open_max = sysconf(_SC_OPEN_MAX);
-  for (int fd = first; fd < (open_max > 0 ? open_max : 1024); ++fd) close(fd);
+// Closes every descriptor from `first` on but `keep` (ascending order not required; -1 entries
+// ignored): the device holds none of the host's (a socket, a pipe whose end of file someone waits
+// for, another Worker's memory file).
+void close_all_but(int first, std::initializer_list<int> keep) {
+  int kept[4];
+  std::size_t count = 0;
+  for (int fd : keep) {
+    if (fd >= first && count < std::size(kept)) kept[count++] = fd;
+  }
+  for (std::size_t i = 1; i < count; ++i) {  // a few entries: insertion sort
+    for (std::size_t j = i; j > 0 && kept[j - 1] > kept[j]; --j) std::swap(kept[j - 1], kept[j]);
+  }
+  int from = first;
+  for (std::size_t i = 0; i <= count; ++i) {
+    const int to = i < count ? kept[i] - 1 : INT_MAX;  // closes [from, to]
+    if (to >= from) {
+      if (close_range(static_cast<unsigned>(from), static_cast<unsigned>(to), 0) != 0) {
+        const long open_max = sysconf(_SC_OPEN_MAX);
+        const int last = std::min<long>(to, open_max > 0 ? open_max - 1 : 1023);
+        for (int fd = from; fd <= last; ++fd) close(fd);
+      }
+    }
+    if (i < count) from = kept[i] + 1;
+  }
 }
 
-}  // namespace
-
-void run_device_process(const DeviceProcessStart& start) noexcept {
-  // A process group of its own: the host ends the group, so whatever a kernel forks ends with the
-  // device, and the terminal's Ctrl-C reaches the host only (which then ends the device).
-  setpgid(0, 0);
-  // Output into the host's pipes, line by line so a kernel's printf shows up as it is written.
-  dup2(start.stdout_write, STDOUT_FILENO);
-  dup2(start.stderr_write, STDERR_FILENO);
+// `parent`: the init's pid (1 in a pid namespace); the device ends when its parent changes.
+[[noreturn]] void run_device_process(const DeviceProcessStart& start, pid_t parent) noexcept {
   // A buffer of its own: switching a stream the host already wrote to (its pointers set up for
-  // full buffering) to line buffering without one does not take effect in glibc.
+  // full buffering) to line buffering without one does not take effect in glibc. The init made
+  // the host's pipes fds 1 and 2.
   static char stdout_buffer[BUFSIZ];
   std::setvbuf(stdout, stdout_buffer, _IOLBF, sizeof(stdout_buffer));
 
@@ -304,16 +321,145 @@ void run_device_process(const DeviceProcessStart& start) noexcept {
     _exit(127);
   }
   munmap(start.host_view, start.bytes);
-  close_from(STDERR_FILENO + 1);  // the memory file and the pipes' other ends among them
-  watch_host(start.host_pid);
+  close_all_but(STDERR_FILENO + 1, {start.host_pidfd});  // the memory file among them
+  watch_host(start.host_pidfd);
   g_channel = static_cast<DeviceChannel*>(start.device_view);
   install_fault_recorders();
   try {
-    serve(g_channel, start);
+    serve(g_channel, start, parent);
   } catch (...) {
     std::fprintf(stderr, "chiprt device process: the server failed with an exception\n");
   }
   _exit(126);
+}
+
+// --- the init ----------------------------------------------------------------------------------
+// Single-threaded, forked from a possibly multi-threaded host: raw system calls only (no stdio,
+// no allocation), since another host thread may have held a lock at the fork.
+
+void write_text(const char* text) {
+  (void)!::write(STDERR_FILENO, text, std::strlen(text));
+}
+
+// The children of this (single-threaded) process, pids of the namespace /proc was mounted in.
+// Returns how many were listed (at most `capacity`); -1 when /proc cannot tell.
+int list_children(pid_t* out, int capacity) {
+  const int fd = ::open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[4096];
+  ssize_t length = 0;
+  for (ssize_t n;
+       length < static_cast<ssize_t>(sizeof(text)) &&
+       (n = ::read(fd, text + length, sizeof(text) - static_cast<std::size_t>(length))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    length += n;
+  }
+  ::close(fd);
+  int count = 0;
+  pid_t value = 0;
+  bool digits = false;
+  for (ssize_t i = 0; i <= length && count < capacity; ++i) {
+    const char c = i < length ? text[i] : ' ';
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      digits = true;
+    } else if (digits) {
+      out[count++] = value;
+      value = 0;
+      digits = false;
+    }
+  }
+  return count;
+}
+
+// The subreaper's sweep, once the device process is reaped: every orphaned descendant of the device
+// became a child of the init; SIGKILL them and reap them, level by level (the children of one that
+// dies become the init's next), until none is left.
+void sweep_descendants() {
+  for (;;) {
+    pid_t children[256];
+    const int listed = list_children(children, static_cast<int>(std::size(children)));
+    for (int i = 0; i < listed; ++i) kill(children[i], SIGKILL);
+    const pid_t reaped = waitpid(-1, nullptr, 0);
+    if (reaped < 0 && errno == ECHILD) return;
+    if (reaped < 0 && errno != EINTR) return;
+  }
+}
+
+}  // namespace
+
+void run_device_init(const DeviceProcessStart& start) noexcept {
+  // A process group of its own (the device shares it): the terminal's Ctrl-C reaches the host
+  // only, which then ends the device.
+  setpgid(0, 0);
+  // Output into the host's pipes (the init's own diagnostics too).
+  dup2(start.stdout_write, STDOUT_FILENO);
+  dup2(start.stderr_write, STDERR_FILENO);
+  close_all_but(STDERR_FILENO + 1, {start.memfd, start.host_pidfd});
+  // SIGCHLD (a child ended) and SIGTERM (the host asks for the end of the device) are read from a
+  // signalfd. Blocked signals reach even a namespace's pid 1; every other signal a process of the
+  // namespace sends it is ignored by the kernel (pid 1 has no handlers).
+  sigset_t watched;
+  sigemptyset(&watched);
+  sigaddset(&watched, SIGCHLD);
+  sigaddset(&watched, SIGTERM);
+  sigset_t previous;
+  sigprocmask(SIG_BLOCK, &watched, &previous);
+  if (!start.pid_namespace) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const int signals = signalfd(-1, &watched, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  const pid_t init = getpid();
+  const pid_t device = fork();
+  if (device == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (signals >= 0) ::close(signals);
+    run_device_process(start, init);
+  }
+  ::close(start.memfd);
+  auto* channel = static_cast<DeviceChannel*>(start.host_view);
+  if (device < 0) {
+    write_text("chiprt device init: starting the device process failed\n");
+    _exit(127);
+  }
+  bool ending = false;
+  for (;;) {
+    // Once the device is being ended, only its end is waited for.
+    pollfd fds[2] = {{signals, POLLIN, 0}, {ending ? -1 : start.host_pidfd, POLLIN, 0}};
+    // Without a signalfd the init looks for ended children every 10 ms; without the host's pidfd,
+    // whether the host lives every second (getppid: no pid namespace then).
+    const int timeout_ms = signals < 0 ? 10 : (start.host_pidfd < 0 ? 1000 : -1);
+    const int ready = ::poll(fds, 2, timeout_ms);
+    if (ready < 0 && errno != EINTR) _exit(125);
+    bool end_device =
+        (fds[1].revents & POLLIN) != 0 || (start.host_pidfd < 0 && getppid() != start.host_pid);
+    if (signals >= 0 && (fds[0].revents & POLLIN) != 0) {
+      signalfd_siginfo info[8];
+      ssize_t n;
+      while ((n = ::read(signals, info, sizeof(info))) > 0) {
+        for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(info[0]); ++i) {
+          if (info[i].ssi_signo == SIGTERM) end_device = true;
+        }
+      }
+    }
+    if (end_device && !ending) {
+      ending = true;
+      kill(device, SIGKILL);  // unreaped until the loop below, so the pid is still the device's
+    }
+    for (;;) {
+      int status = 0;
+      const pid_t reaped = waitpid(-1, &status, WNOHANG);
+      if (reaped <= 0) break;
+      if (reaped != device) continue;  // an orphan the init adopted
+      channel->device_wait_status = status;
+      channel->device_reaped.store(1, std::memory_order_release);
+      // In a pid namespace the kernel ends the rest when the init exits; else the init does.
+      if (!start.pid_namespace) sweep_descendants();
+      _exit(0);
+    }
+  }
 }
 
 }  // namespace chiprt::platform::sim

@@ -2,17 +2,21 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -22,15 +26,23 @@
 namespace chiprt::platform::sim {
 
 // Forwards the device process's stdout and stderr to the host's, line by line, each line prefixed.
-// One thread, parked in poll; it ends when told to stop (a pipe of its own). drain() waits until
-// both pipes reached end of file (the device and everything it wrote are gone).
+// A line longer than IsolatedPlatform::kOutputLineBytes is forwarded in pieces as it comes, each
+// piece after the first under the continuation prefix (no newline is added between the pieces),
+// so the host holds at most that much of a line however long it gets. One thread, parked in
+// poll; it ends when told to stop (a pipe of its own). drain() waits until both pipes reached end
+// of file (the device and everything it wrote are gone).
 class OutputForwarder {
  public:
   OutputForwarder(int stdout_read, int stderr_read, int stdout_target, int stderr_target,
-                  std::string prefix)
-      : prefix_(std::move(prefix)) {
-    streams_[0] = {stdout_read, stdout_target, {}, false};
-    streams_[1] = {stderr_read, stderr_target, {}, false};
+                  std::string prefix, std::string continuation_prefix,
+                  std::atomic<uint64_t>* pending_peak)
+      : prefix_(std::move(prefix)),
+        continuation_prefix_(std::move(continuation_prefix)),
+        pending_peak_(pending_peak) {
+    streams_[0].fd = stdout_read;
+    streams_[0].target = stdout_target;
+    streams_[1].fd = stderr_read;
+    streams_[1].target = stderr_target;
     if (pipe2(stop_, O_CLOEXEC) != 0) stop_[0] = stop_[1] = -1;
     thread_ = std::thread([this] { run(); });
   }
@@ -42,7 +54,7 @@ class OutputForwarder {
     }
     thread_.join();
     for (Stream& stream : streams_) {
-      if (!stream.pending.empty()) emit(stream, stream.pending + "\n");
+      finish_line(stream);
       ::close(stream.fd);
     }
     for (int fd : stop_) {
@@ -62,8 +74,9 @@ class OutputForwarder {
   struct Stream {
     int fd = -1;
     int target = -1;
-    std::string pending;  // a line not yet ended
-    bool eof = false;     // guarded by mutex_
+    std::string pending;     // the part of the current line not forwarded yet
+    bool continued = false;  // part of the current line was forwarded already
+    bool eof = false;        // guarded by mutex_
   };
 
   void emit(const Stream& stream, const std::string& text) {
@@ -76,17 +89,46 @@ class OutputForwarder {
     }
   }
 
+  const std::string& line_prefix(const Stream& stream) const {
+    return stream.continued ? continuation_prefix_ : prefix_;
+  }
+
   void forward(Stream& stream, const char* data, std::size_t bytes) {
     stream.pending.append(data, bytes);
-    std::string lines;
+    uint64_t peak = pending_peak_->load(std::memory_order_relaxed);
+    while (stream.pending.size() > peak &&
+           !pending_peak_->compare_exchange_weak(peak, stream.pending.size(),
+                                                 std::memory_order_relaxed)) {
+    }
+    std::string text;
     std::size_t start = 0;
     for (std::size_t newline; (newline = stream.pending.find('\n', start)) != std::string::npos;
          start = newline + 1) {
-      lines += prefix_;
-      lines.append(stream.pending, start, newline + 1 - start);
+      text += line_prefix(stream);
+      text.append(stream.pending, start, newline + 1 - start);
+      stream.continued = false;
     }
     stream.pending.erase(0, start);
-    if (!lines.empty()) emit(stream, lines);
+    if (stream.pending.size() >= IsolatedPlatform::kOutputLineBytes) {
+      // A long line (binary data, a progress bar redrawn with '\r'): forwarded as it is, its end
+      // comes later.
+      text += line_prefix(stream);
+      text += stream.pending;
+      stream.pending.clear();
+      stream.continued = true;
+    }
+    if (!text.empty()) emit(stream, text);
+  }
+
+  // At the end of the device's output: a line it left open is ended.
+  void finish_line(Stream& stream) {
+    if (!stream.pending.empty()) {
+      emit(stream, line_prefix(stream) + stream.pending + "\n");
+    } else if (stream.continued) {
+      emit(stream, "\n");
+    }
+    stream.pending.clear();
+    stream.continued = false;
   }
 
   void run() {
@@ -120,10 +162,7 @@ class OutputForwarder {
           forward(stream, buffer, static_cast<std::size_t>(n));
           continue;
         }
-        if (!stream.pending.empty()) {
-          emit(stream, prefix_ + stream.pending + "\n");
-          stream.pending.clear();
-        }
+        finish_line(stream);
         std::lock_guard lock(mutex_);
         stream.eof = true;
         eof_cv_.notify_all();
@@ -133,6 +172,8 @@ class OutputForwarder {
   }
 
   const std::string prefix_;
+  const std::string continuation_prefix_;
+  std::atomic<uint64_t>* const pending_peak_;
   Stream streams_[2];
   int stop_[2] = {-1, -1};
   std::mutex mutex_;
@@ -175,7 +216,13 @@ void* reserve_fresh_device_range(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(g_used_ranges_mutex);
   std::vector<void*> refused;
   void* chosen = MAP_FAILED;
-  for (std::size_t attempt = 0; attempt <= g_used_ranges.size() + 8; ++attempt) {
+  // Refused offers stay reserved, so they do not overlap each other: a used range of L bytes
+  // refuses at most L / bytes + 2 of them (the hole a larger earlier device left takes many).
+  std::size_t attempts = 8;
+  for (const auto& [used_start, used_end] : g_used_ranges) {
+    attempts += (used_end - used_start) / bytes + 2;
+  }
+  for (std::size_t attempt = 0; attempt < attempts; ++attempt) {
     void* range =
         mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) break;
@@ -193,12 +240,27 @@ void* reserve_fresh_device_range(uint64_t bytes) {
   return chosen;
 }
 
-// The device runs in a process group of its own (device_process.cpp), so ending it ends whatever
-// a kernel forked too. Called while the device is unreaped (alive or a zombie), so its pid, the
-// group's id, cannot have been reused.
-void kill_device_group(pid_t pid) {
-  kill(-pid, SIGKILL);
-  kill(pid, SIGKILL);
+// Whether child `pid` exited, within `timeout_ms` (it stays unreaped).
+bool exits_within(pid_t pid, uint64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      return errno == ECHILD;
+    }
+    if (info.si_pid == pid) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// The first child of process `pid` in /proc (pids of this process's namespace); -1 if none.
+pid_t first_child_of(pid_t pid) {
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  pid_t child = -1;
+  if (!(children >> child)) return -1;
+  return child;
 }
 
 uint64_t saturating_add(uint64_t a, uint64_t b) {
@@ -346,34 +408,65 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
   }
   DeviceProcessStart start;
   start.host_pid = getpid();
+  // The device's processes watch this process through a pidfd (a pid would name nothing in a pid
+  // namespace of their own).
+  const int host_pidfd = static_cast<int>(syscall(SYS_pidfd_open, start.host_pid, 0));
+  start.host_pidfd = host_pidfd;
   start.memfd = region_.memfd;
   start.host_view = region_.host_view;
   start.device_view = region_.device_view;
   start.bytes = region_.bytes;
   start.stdout_write = out_pipe[1];
   start.stderr_write = err_pipe[1];
-  start.stdout_read = out_pipe[0];
-  start.stderr_read = err_pipe[0];
   start.engine = engine_options_;
+  // The device's init becomes pid 1 of a pid namespace of its own where this process may create
+  // one (CAP_SYS_ADMIN): unshare(CLONE_NEWPID) affects the children this thread forks next, so
+  // the thread's own namespace for children is restored right after the fork. Refused (an
+  // unprivileged process), the init is a subreaper instead (device_process.h).
+  int restore_ns = -1;
+  if (tuning_.pid_namespace && host_pidfd >= 0) {
+    restore_ns = ::open("/proc/thread-self/ns/pid_for_children", O_RDONLY | O_CLOEXEC);
+    if (restore_ns >= 0 && unshare(CLONE_NEWPID) != 0) {
+      ::close(restore_ns);
+      restore_ns = -1;
+    }
+  }
+  start.pid_namespace = restore_ns >= 0;
   const pid_t pid = fork();
-  if (pid == 0) run_device_process(start);
+  if (pid == 0) run_device_init(start);
+  int restore_error = 0;
+  if (restore_ns >= 0) {
+    if (setns(restore_ns, CLONE_NEWPID) != 0) restore_error = errno;
+    ::close(restore_ns);
+  }
+  if (host_pidfd >= 0) ::close(host_pidfd);
   // Also here, so the group exists before the host may end it (whichever runs first wins).
   if (pid > 0) setpgid(pid, pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (pid < 0) {
-    const int error = errno;
+  if (pid < 0 || restore_error != 0) {
+    const int error = pid < 0 ? errno : restore_error;
+    if (pid > 0) {
+      kill(pid, SIGKILL);  // pid 1 of its namespace: the device ends with it
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    return Status(
-        StatusCode::InternalError,
-        std::string(operation) + ": starting the device process failed: " + std::strerror(error));
+    return Status(StatusCode::InternalError,
+                  std::string(operation) +
+                      (pid < 0 ? ": starting the device process failed: "
+                               : ": restoring this thread's pid namespace after starting the "
+                                 "device failed: ") +
+                      std::strerror(error));
   }
   pid_ = pid;
-  const std::string prefix =
-      "[chiprt device " + std::to_string(attached_device_.value_or(0)) + "] ";
-  forwarder_ = std::make_unique<OutputForwarder>(out_pipe[0], err_pipe[0], tuning_.stdout_fd,
-                                                 tuning_.stderr_fd, prefix);
+  pid_namespace_ = start.pid_namespace;
+  device_pid_ = -1;
+  const std::string device = std::to_string(attached_device_.value_or(0));
+  forwarder_ = std::make_unique<OutputForwarder>(
+      out_pipe[0], err_pipe[0], tuning_.stdout_fd, tuning_.stderr_fd,
+      "[chiprt device " + device + "] ", "[chiprt device " + device + "+] ", &output_line_peak_);
   DeviceChannel* ch = channel();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(kCommandBudgetMs);
@@ -390,7 +483,28 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
     futex_wait(&ch->ready, 0, kReplySliceNs, FutexScope::Shared);
   }
   services_ = ch->services;
+  // The device process, for messages and debuggers: the init's only child so far (the device's
+  // own getpid() counts in its namespace). Without a namespace a pidfd of it lets the host end
+  // it should the init die first.
+  device_pid_ = pid_namespace_ ? first_child_of(pid_) : static_cast<pid_t>(ch->device_pid);
+  if (!pid_namespace_ && device_pid_ > 0) {
+    device_pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, device_pid_, 0));
+  }
   return Status::ok();
+}
+
+void IsolatedPlatform::kill_device_tree() {
+  if (!pid_namespace_) {
+    // The init (their subreaper) kills the device process, then every descendant it left, and
+    // exits; killed itself first, it would hand them to the system's init.
+    kill(pid_, SIGTERM);
+    (void)exits_within(pid_, kDyingGraceMs);
+    // The init died before the device (a kernel can signal its parent here).
+    if (device_pidfd_ >= 0) syscall(SYS_pidfd_send_signal, device_pidfd_, SIGKILL, nullptr, 0);
+  }
+  // In a pid namespace the kernel ends every process in it when its init dies.
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL);
 }
 
 bool IsolatedPlatform::device_alive() {
@@ -399,7 +513,7 @@ bool IsolatedPlatform::device_alive() {
   const int waited = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
   if (waited == 0 && info.si_pid == pid_) {
     // Dead but unreaped: whatever it forked dies with it, then it is reaped.
-    kill(-pid_, SIGKILL);
+    kill_device_tree();
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -415,10 +529,13 @@ bool IsolatedPlatform::device_alive() {
   return true;
 }
 
-void IsolatedPlatform::reaped(int wait_status, const std::string& kill_reason) {
+void IsolatedPlatform::reaped(int init_status, const std::string& kill_reason) {
   DeviceFault fault;
-  fault.pid = pid_;
+  fault.pid = device_pid();
   const DeviceChannel* ch = channel();
+  // How the device process ended, as its init reaped it; the init's own end when it died first.
+  const int wait_status =
+      ch->device_reaped.load(std::memory_order_acquire) != 0 ? ch->device_wait_status : init_status;
   const bool recorded = ch->fault_state.load(std::memory_order_acquire) == 2;
   const DeviceEndRecord& end = ch->end;
   if (!kill_reason.empty()) {
@@ -448,6 +565,9 @@ void IsolatedPlatform::reaped(int wait_status, const std::string& kill_reason) {
   fault_ = shutting_down_ ? DeviceFault{} : fault;
   dead_ = !shutting_down_;
   pid_ = -1;
+  device_pid_ = -1;
+  if (device_pidfd_ >= 0) ::close(device_pidfd_);
+  device_pidfd_ = -1;
   services_ = {};
 }
 
@@ -460,7 +580,7 @@ void IsolatedPlatform::settle_death(const std::string& kill_reason) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (pid_ > 0) {
-      kill_device_group(pid_);
+      kill_device_tree();
       int status = 0;
       while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
@@ -488,7 +608,7 @@ void IsolatedPlatform::end_device(bool graceful) {
     }
   }
   if (pid_ > 0) {
-    kill_device_group(pid_);
+    kill_device_tree();
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -548,7 +668,7 @@ Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint
 Status IsolatedPlatform::kill_device(const std::string& reason) {
   if (dead_) return Status::ok();  // the first end is the one reported
   if (pid_ > 0) {
-    kill_device_group(pid_);
+    kill_device_tree();
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }

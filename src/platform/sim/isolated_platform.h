@@ -19,7 +19,9 @@
 //   futexes;
 // - the fault record the device's signal and exit handlers write before it dies;
 // - its stdout/stderr, through pipes, forwarded line by line with the prefix
-//   "[chiprt device N] " by a host thread parked in poll.
+//   "[chiprt device N] " by a host thread parked in poll; a line longer than kOutputLineBytes is
+//   forwarded in pieces of at least that size as it comes, each later piece under
+//   "[chiprt device N+] " with no newline added, so the host holds a bounded part of a line.
 // Limits of the fork: code loaded into the host after the device process started (dlopen) is not
 // in the device; only the forking thread exists in the device process (host threads and their
 // state are not there); host memory the chip reaches other than device memory is a copy taken at
@@ -31,11 +33,14 @@
 // (killed) with a one-line summary; memory calls keep working on H until reset_device(), which
 // replaces the memory file, the device range and the process (lazily started again). No device
 // range overlaps one an earlier device of this process used, so a device address is never handed
-// out twice. The device runs in a process group of its own, and the host ends the group: what a
-// kernel forked dies with the device.
+// out twice. The host's child is the device's init, which forks the device process
+// (device_process.h): pid 1 of a pid namespace of its own where the host may create one, a
+// subreaper otherwise; ending the device ends the init last, so every process a kernel forked
+// (a daemon too) ends with the device, before the host reaps the init.
 //
-// Lifetime: the destructor asks the device process to shut down (bounded; then SIGKILL), reaps it,
-// stops the forwarder and releases the mappings and fds: no zombie, fd, mapping or thread is left.
+// Lifetime: the destructor asks the device process to shut down (bounded; then SIGKILL), reaps its
+// init, stops the forwarder and releases the mappings and fds: no process, zombie, fd, mapping or
+// thread is left.
 // Threading: as platform::Platform (host-side methods from one host thread at a time; services()
 // are called on the device's chip threads).
 #pragma once
@@ -43,6 +48,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +74,9 @@ struct IsolationTuning {
   int stderr_fd = STDERR_FILENO;
   // How long the destructor waits for the device process to shut down before SIGKILL.
   uint64_t shutdown_grace_ms = 1000;
+  // Whether the device's init may get a pid namespace of its own (false: the subreaper, as for
+  // an unprivileged process).
+  bool pid_namespace = true;
 };
 
 class IsolatedPlatform final : public SimPlatformBase {
@@ -109,8 +119,21 @@ class IsolatedPlatform final : public SimPlatformBase {
   Status kill_device(const std::string& reason) override;
   Status reset_device() override;
 
-  // Introspection for tests: the device process (-1 while none runs).
-  pid_t device_pid() const noexcept { return pid_; }
+  // A line of device output is held in the host up to this many bytes (plus one read of the
+  // pipe), then forwarded in pieces (see above).
+  static constexpr std::size_t kOutputLineBytes = 64 * 1024;
+
+  // Introspection for tests: the device process, in this process's pid namespace (-1 while none
+  // runs; the device's init until the device answered).
+  pid_t device_pid() const noexcept {
+    return pid_ <= 0 ? -1 : device_pid_ > 0 ? device_pid_ : pid_;
+  }
+  // Whether the device's init is pid 1 of a pid namespace (of the running or last device).
+  bool pid_namespace() const noexcept { return pid_namespace_; }
+  // The most bytes of one line of device output the host held at once, over this platform's life.
+  uint64_t output_line_peak() const noexcept {
+    return output_line_peak_.load(std::memory_order_relaxed);
+  }
 
  private:
   // The device memory file with the host's mapping and the device range (see above).
@@ -142,16 +165,23 @@ class IsolatedPlatform final : public SimPlatformBase {
   void reaped(int wait_status, const std::string& kill_reason);
   // Stops the device process at once (SIGKILL) or by a Shutdown command (graceful), reaps it.
   void end_device(bool graceful);
+  // Ends the device's processes (every descendant of the device, then the init), while the init
+  // is unreaped; the caller reaps it.
+  void kill_device_tree();
   Status dead_status(const char* operation) const;
 
   const IsolationTuning tuning_;
   std::unique_ptr<ObjectLoader> host_objects_;  // host objects, loaded in this process
   Region region_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;  // the device's init (this process's child)
+  pid_t device_pid_ = -1;
+  int device_pidfd_ = -1;  // without a pid namespace
+  bool pid_namespace_ = false;
   bool dead_ = false;
   bool shutting_down_ = false;
   DeviceFault fault_;
   std::unique_ptr<OutputForwarder> forwarder_;
+  std::atomic<uint64_t> output_line_peak_{0};
   ChipServices services_{};
   LaunchPrograms chip_runtime_{};  // entries only; set by load_chip_runtime
   uint32_t seq_ = 0;

@@ -17,9 +17,15 @@ namespace {
 // Named with this process's pid, not "self": glibc finds loaded objects by name first, and a
 // device process forked from the host inherits the host's loaded objects under their names while
 // its own memory files reuse the host's fd numbers (it closed the host's descriptors); a
-// "/proc/self/fd/N" it loads would be answered with the host's object of that name.
+// "/proc/self/fd/N" it loads would be answered with the host's object of that name. The pid is
+// the one /proc names this process by (what "/proc/self" links to), which in a device process of
+// a pid namespace of its own is not getpid().
 std::string fd_path(int fd) {
-  return "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+  char self[32] = {};
+  const ssize_t length = readlink("/proc/self", self, sizeof(self) - 1);
+  const std::string pid =
+      length > 0 ? std::string(self, static_cast<std::size_t>(length)) : std::to_string(getpid());
+  return "/proc/" + pid + "/fd/" + std::to_string(fd);
 }
 
 std::string dl_error_text() {

@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "common/run_context.h"
+#include "device_processes.h"
 #include "libm_image.h"
 #include "platform/sim/isolated_platform.h"
 #include "platform/sim/sim_platform.h"
@@ -68,6 +70,8 @@ enum class Action : uint32_t {
   PrintAbort,  // printf, then abort
   KickCore,    // kick core 0 through the published services; core_service runs `core_action`
   CallCos,     // out_double = cos(0) through the function at `function`
+  LongLine,    // writes long_line_output() on stdout
+  Daemonize,   // starts a daemon (fork, setsid, fork); out[0] = its pid as /proc names it
 };
 
 struct TestBlock {
@@ -89,6 +93,30 @@ struct TestBlock {
 }
 
 constexpr int kBurstLines = 2000;
+
+// A line of 16 MiB (then a short one): a progress bar redrawn with '\r', then binary bytes (NUL,
+// '\r', every value but '\n' and '[', so no prefix can appear in it by chance), deterministic.
+std::string long_line_output() {
+  std::string text = "progress:";
+  for (int percent = 0; percent <= 100; percent += 5) {
+    text += "\r[" + std::string(static_cast<std::size_t>(percent / 5), '#') +
+            std::string(static_cast<std::size_t>(20 - percent / 5), ' ') + "] " +
+            std::to_string(percent) + "%";
+  }
+  constexpr std::size_t kBinaryBytes = 16u << 20;
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  text.reserve(text.size() + kBinaryBytes + 16);
+  for (std::size_t i = 0; i < kBinaryBytes; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    char byte = static_cast<char>(state >> 56);
+    if (byte == '\n' || byte == '[') byte = static_cast<char>(byte ^ 0x80);
+    text += byte;
+  }
+  text += "\nthe end\n";
+  return text;
+}
 
 constexpr common::RunContext kKernelContext{common::RunRole::Kernel, 7, 42, 3};
 
@@ -156,6 +184,15 @@ void act(TestBlock* block, Action action, uint32_t index) {
     case Action::KickCore:
       block->services.kick_core(block->services.ctx, 0);
       while (std::atomic_ref<uint32_t>(block->core_ran).load() == 0) std::this_thread::yield();
+      return;
+    case Action::LongLine: {
+      const std::string text = long_line_output();
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return;
+    }
+    case Action::Daemonize:
+      block->out[0] = static_cast<uint32_t>(test::start_daemon());
       return;
     case Action::CallCos:
       block->out_double = reinterpret_cast<double (*)(double)>(block->function)(0.0);
@@ -481,6 +518,56 @@ TEST_F(IsolatedPlatformTest, ResetGivesAFreshDevice) {
   EXPECT_EQ(read().out[1], 1u);
 }
 
+// ---- what the device forks --------------------------------------------------------------------
+
+// A daemon a program started (in a session and process group of its own) ends with the device
+// however the device ends (reset, killed by the host as on a timeout, the platform destroyed),
+// with the device's init in a pid namespace (where this process may create one) and as a
+// subreaper (forced here; what an unprivileged process gets).
+class IsolatedDaemonTest : public IsolatedPlatformTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {}
+  void create_device() {
+    sim::IsolationTuning tuning;
+    tuning.pid_namespace = GetParam();
+    create(small_config(), tuning);
+    if (!GetParam()) {
+      EXPECT_FALSE(platform_->pid_namespace());
+    }
+  }
+  pid_t run_daemon_program() {
+    EXPECT_TRUE(run(Action::Daemonize).is_ok());
+    const pid_t daemon = static_cast<pid_t>(read().out[0]);
+    EXPECT_GT(daemon, 0);
+    EXPECT_FALSE(test::process_gone(daemon)) << "the daemon is not running";
+    return daemon;
+  }
+};
+
+TEST_P(IsolatedDaemonTest, ADaemonEndsWithTheDevice) {
+  create_device();
+  std::printf("[ measured ] the device's init %s\n",
+              platform_->pid_namespace() ? "is pid 1 of a pid namespace" : "is a subreaper");
+  pid_t daemon = run_daemon_program();
+  ASSERT_TRUE(platform_->reset_device().is_ok());
+  EXPECT_TRUE(test::gone_soon(daemon)) << "a daemon outlived reset_device";
+
+  create_device();
+  daemon = run_daemon_program();
+  ASSERT_TRUE(platform_->kill_device("a test's timeout").is_ok());
+  EXPECT_TRUE(test::gone_soon(daemon)) << "a daemon outlived kill_device";
+
+  create_device();
+  daemon = run_daemon_program();
+  platform_.reset();
+  EXPECT_TRUE(test::gone_soon(daemon)) << "a daemon outlived the platform";
+}
+
+INSTANTIATE_TEST_SUITE_P(Init, IsolatedDaemonTest, ::testing::Values(true, false),
+                         [](const auto& info) {
+                           return std::string(info.param ? "PidNamespace" : "Subreaper");
+                         });
+
 // ---- output ----------------------------------------------------------------------------------
 
 std::string drain_pipe(int fd) {
@@ -567,6 +654,67 @@ TEST_F(IsolatedPlatformTest, DeviceOutputIsForwardedWithAPrefix) {
     platform_.reset();
   }
   for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+}
+
+// A line of 16 MiB without a newline (a progress bar, then binary bytes): the host holds a bounded
+// part of it at any time, and its stream gets exactly the device's bytes, in pieces: the first
+// under the prefix, the later ones under the continuation prefix, no newline added between them.
+TEST_F(IsolatedPlatformTest, ALongLineIsForwardedInBoundedPiecesUnaltered) {
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  sim::IsolationTuning tuning;
+  tuning.stdout_fd = out[1];
+  create(small_config(), tuning);
+  // Started after the fork (see DeviceOutputIsForwardedWithAPrefix).
+  std::string captured;
+  std::thread reader([&] {
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(out[0], buffer, sizeof(buffer))) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      captured.append(buffer, static_cast<std::size_t>(n));
+    }
+  });
+  const Status ran = run(Action::LongLine);
+  const uint64_t peak = platform_->output_line_peak();
+  platform_.reset();  // the device's output is all forwarded
+  ::close(out[1]);
+  reader.join();
+  ::close(out[0]);
+  ASSERT_TRUE(ran.is_ok()) << ran.to_string();
+  const std::string expected = long_line_output();
+  std::printf("[ measured ] %zu bytes forwarded; the host held at most %llu bytes of a line\n",
+              expected.size(), static_cast<unsigned long long>(peak));
+  EXPECT_LE(peak, 2 * sim::IsolatedPlatform::kOutputLineBytes)
+      << "the host held the long line whole";
+
+  const std::string prefix = "[chiprt device 0] ";
+  const std::string continuation = "[chiprt device 0+] ";
+  std::string bytes;
+  std::size_t pieces = 0;
+  bool line_start = true;
+  for (std::size_t at = 0; at < captured.size();) {
+    const std::string& expected_prefix = line_start ? prefix : continuation;
+    ASSERT_EQ(captured.compare(at, expected_prefix.size(), expected_prefix), 0)
+        << "at byte " << at << " of the host's stream: " << captured.substr(at, 40);
+    const std::size_t data = at + expected_prefix.size();
+    const std::size_t newline = captured.find('\n', data);
+    const std::size_t next_piece = captured.find(continuation, data);
+    if (next_piece < newline) {
+      bytes.append(captured, data, next_piece - data);
+      line_start = false;
+      at = next_piece;
+      ++pieces;
+    } else {
+      ASSERT_NE(newline, std::string::npos) << "the host's stream ends inside a line";
+      bytes.append(captured, data, newline + 1 - data);
+      line_start = true;
+      at = newline + 1;
+    }
+  }
+  EXPECT_GE(pieces, (16u << 20) / (2 * sim::IsolatedPlatform::kOutputLineBytes));
+  EXPECT_EQ(bytes.size(), expected.size());
+  EXPECT_TRUE(bytes == expected) << "the forwarded bytes differ from the device's";
 }
 
 // ---- options ---------------------------------------------------------------------------------

@@ -360,21 +360,52 @@ py::array owned_bytes_array(uint64_t bytes) {
   return py::array(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(bytes)});
 }
 
-// Contiguous host data of anything numpy.asarray takes, or a DLPack object (numpy.from_dlpack).
+std::string dtype_text(const py::dtype& dt) {
+  return py::str(static_cast<py::handle>(dt)).cast<std::string>();
+}
+
+// Contiguous host data in this host's byte order of anything numpy.asarray takes (the buffer
+// protocol included), or of a DLPack object (numpy.from_dlpack). Data of the other byte order
+// (">i4" on a little-endian host) is converted to native order, a copy: the device holds values,
+// and a kernel reads them in native order. An object whose DLPack export fails is read through
+// the buffer protocol / __array__ when it has one; otherwise the export's error is an
+// ArgumentError.
 py::array host_array(py::handle data, bool numeric = true) {
   py::module_ np = py::module_::import("numpy");
   py::object source = py::reinterpret_borrow<py::object>(data);
   if (!py::isinstance<py::array>(data) && py::hasattr(data, "__dlpack__")) {
-    source = np.attr("from_dlpack")(data);
+    try {
+      source = np.attr("from_dlpack")(data);
+    } catch (py::error_already_set& e) {
+      if (PyObject_CheckBuffer(data.ptr()) == 0 && !py::hasattr(data, "__array__") &&
+          !py::hasattr(data, "__array_interface__")) {
+        throw_argument("the DLPack export of " + py::str(py::type::of(data)).cast<std::string>() +
+                       " failed (" + std::string(e.what()) +
+                       "); pass a numpy array or an object with the buffer protocol");
+      }
+    }
   }
   py::array array = np.attr("ascontiguousarray")(source);
   if (numeric && array.dtype().attr("hasobject").cast<bool>()) {
     // Its bytes are PyObject pointers: copying them out leaks addresses, copying in corrupts.
-    throw_argument("numpy dtype " +
-                   py::str(static_cast<py::handle>(array.dtype())).cast<std::string>() +
+    throw_argument("numpy dtype " + dtype_text(array.dtype()) +
                    " holds Python objects, not data; pass a numeric array");
   }
+  if (!array.dtype().attr("isnative").cast<bool>()) {
+    array = np.attr("ascontiguousarray")(array, array.dtype().attr("newbyteorder")("="));
+  }
   return array;
+}
+
+// An `out=` array must be in this host's byte order: the device's bytes are copied into it as
+// they are, so another order would read every value byte-swapped.
+void require_native_order(const py::array& out, const char* what) {
+  if (out.dtype().attr("isnative").cast<bool>()) return;
+  throw_argument(std::string(what) + ": out has dtype " + dtype_text(out.dtype()) +
+                 ", not this host's byte order (the device's values would land byte-swapped); "
+                 "pass an array of native order (dtype " +
+                 dtype_text(out.dtype().attr("newbyteorder")("=")) +
+                 ") and convert it afterwards (astype)");
 }
 
 void check_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, const char* what) {
@@ -466,6 +497,7 @@ py::array download(PyWorker& w, const Tensor& tensor, py::object out) {
   } else {
     if (!py::isinstance<py::array>(out)) throw_argument("download: out must be a numpy array");
     result = py::reinterpret_borrow<py::array>(out);
+    require_native_order(result, "download");
     if (!result.dtype().is(dt) && !result.dtype().equal(dt)) {
       throw_argument("download: out has dtype " +
                      py::str(static_cast<py::handle>(result.dtype())).cast<std::string>() +
@@ -593,7 +625,11 @@ void bind_worker(py::module_& m) {
 
   py::class_<PyWorker>(m, "Worker",
                        "The host-side entry point to one device; initialised by the constructor, "
-                       "closed by close() or at the end of a with block.")
+                       "closed by close() or at the end of a with block.\n\n"
+                       "Arrays in (upload, copy_to: numpy arrays, the buffer protocol, DLPack) "
+                       "are copied in this host's byte order: data of the other order is "
+                       "converted (a copy). An out= array (copy_from, download) must be of "
+                       "native byte order (ArgumentError otherwise).")
       .def(py::init([](py::args args, py::kwargs kwargs) {
         auto w = std::make_unique<PyWorker>();
         w->options = parse_worker_options(args, kwargs);
@@ -683,6 +719,9 @@ void bind_worker(py::module_& m) {
             py::gil_scoped_release release;
             w.get().copy_to(buffer, src, bytes, offset);
           },
+          "copy_to(buffer, data, offset=0): copies the bytes of `data` (a numpy array or anything "
+          "numpy takes, DLPack included) into `buffer` at `offset`; data of non-native byte "
+          "order is converted to this host's order first.",
           py::arg("buffer"), py::arg("data"), py::arg("offset") = 0)
       .def(
           "copy_from",
@@ -698,11 +737,10 @@ void bind_worker(py::module_& m) {
                 throw_argument("copy_from: out must be a writable C-contiguous array");
               }
               if (result.dtype().attr("hasobject").cast<bool>()) {
-                throw_argument(
-                    "copy_from: out has dtype " +
-                    py::str(static_cast<py::handle>(result.dtype())).cast<std::string>() +
-                    ", which holds Python objects; pass a numeric array");
+                throw_argument("copy_from: out has dtype " + dtype_text(result.dtype()) +
+                               ", which holds Python objects; pass a numeric array");
               }
+              require_native_order(result, "copy_from");
             } else {
               const py::dtype dt =
                   dtype.is_none() ? py::dtype("uint8") : numpy_dtype(to_dtype(dtype));
@@ -736,6 +774,10 @@ void bind_worker(py::module_& m) {
             }
             return result;
           },
+          "copy_from(buffer, out=None, dtype=None, shape=None, offset=0): the buffer's bytes from "
+          "`offset` as a new array of `dtype` (uint8 by default) and `shape` (all that fits by "
+          "default), or into `out` (a writable C-contiguous numeric array of native byte order; "
+          "ArgumentError otherwise).",
           py::arg("buffer"), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
           py::arg("shape") = py::none(), py::arg("offset") = 0)
       .def(
@@ -789,8 +831,15 @@ void bind_worker(py::module_& m) {
             }
             return tensor;
           },
+          "upload(array, dtype=None): a new device buffer holding `array` (numpy, the buffer "
+          "protocol or DLPack) as a Tensor of its shape and dtype (or converted to `dtype`); "
+          "data of non-native byte order is converted to this host's order.",
           py::arg("array"), py::arg("dtype") = py::none())
-      .def("download", &download, py::arg("tensor"), py::arg("out") = py::none())
+      .def("download", &download,
+           "download(tensor, out=None): the tensor's elements (strides honoured) as a new array, "
+           "or into `out` (the tensor's shape and dtype, writable, C-contiguous, native byte "
+           "order; ArgumentError otherwise).",
+           py::arg("tensor"), py::arg("out") = py::none())
       .def(
           "run",
           [](PyWorker& w, int32_t callable_id, const TaskArgs& args, py::kwargs kwargs) {

@@ -315,12 +315,12 @@ struct PyRunHandle {
   explicit PyRunHandle(RunHandle h) : handle(std::move(h)) {}
   PyRunHandle(const PyRunHandle&) = delete;
   PyRunHandle& operator=(const PyRunHandle&) = delete;
-  // Destroying a handle waits for its run, which may need the GIL (a Python orchestration).
+  // Destroying a handle waits for its run, which may need the GIL (a Python orchestration); in a
+  // forked child the handle of a parent's run is dropped without waiting (RunHandle does that).
   ~PyRunHandle() {
-    if (handle.valid() && !handle.ready()) {
-      py::gil_scoped_release release;
-      RunHandle dropped = std::move(handle);
-    }
+    if (!handle.valid()) return;
+    py::gil_scoped_release release;
+    RunHandle dropped = std::move(handle);
   }
 };
 
@@ -629,7 +629,11 @@ void bind_worker(py::module_& m) {
                        "Arrays in (upload, copy_to: numpy arrays, the buffer protocol, DLPack) "
                        "are copied in this host's byte order: data of the other order is "
                        "converted (a copy). An out= array (copy_from, download) must be of "
-                       "native byte order (ArgumentError otherwise).")
+                       "native byte order (ArgumentError otherwise).\n\n"
+                       "A Worker belongs to the process that created it: after os.fork() every "
+                       "call on it (and on its RunHandles) in the child raises StateError "
+                       "InheritedWorker, and the child's exit neither waits for its runs nor "
+                       "touches the parent's device; create a new Worker in the child.")
       .def(py::init([](py::args args, py::kwargs kwargs) {
         auto w = std::make_unique<PyWorker>();
         w->options = parse_worker_options(args, kwargs);

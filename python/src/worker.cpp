@@ -22,6 +22,7 @@ namespace {
 struct RunConfig {
   CallConfig config;
   std::string user_data;
+  bool placed = false;  // pipeline_slot or arena_bank given: Worker.run runs it synchronously
 };
 
 bool truthy(py::handle value) {
@@ -163,8 +164,10 @@ void parse_config(const py::kwargs& kwargs, RunConfig* out) {
       config.measure_kernel_time = truthy(value);
     } else if (key == "pipeline_slot") {
       config.pipeline_slot = static_cast<uint32_t>(small_int(value, key));
+      out->placed = true;
     } else if (key == "arena_bank") {
       config.arena_bank = static_cast<uint32_t>(small_int(value, key));
+      out->placed = true;
     } else if (key == "rings") {
       apply_rings(value, &config.rings);
     } else if (key == "diagnostics") {
@@ -265,6 +268,9 @@ struct PyWorker {
   // Python orchestration function's slot stays valid) or the bytes given.
   std::map<int32_t, py::object> registered;
   std::map<int32_t, bool> python_orchestration;
+  // Runs of Worker.run calls that Ctrl-C interrupted: they go on, and nobody waits for them here
+  // (close() finishes them; a run() after them queues behind them).
+  std::vector<RunHandle> interrupted;
 
   PyWorker() { g_live_workers.insert(this); }
   PyWorker(const PyWorker&) = delete;
@@ -276,6 +282,7 @@ struct PyWorker {
     {
       py::gil_scoped_release release;
       worker.reset();
+      interrupted.clear();  // done by now (or a forked child's: dropped without waiting)
     }
     registered.clear();
   }
@@ -477,14 +484,35 @@ RunReport wait_interruptibly(const RunHandle& handle, py::handle timeout) {
   }
 }
 
+// Worker.run: submitted and waited for in slices (wait_interruptibly), so that Ctrl-C raises
+// KeyboardInterrupt while the chip runs; the interrupted run goes on, as a dropped handle's does.
+// A run placed by hand (pipeline_slot / arena_bank, which submit chooses itself) runs
+// synchronously, as Worker::run does with nothing admitted.
 RunReport run_once(PyWorker& w, int32_t callable_id, const TaskArgs& args, const RunConfig& cfg) {
   w.check_runtime(callable_id, cfg.config);
   orchestration_interrupted();  // forget an interrupt nobody collected
-  try {
+  if (cfg.placed) {
+    try {
+      py::gil_scoped_release release;
+      return w.get().run(callable_id, args, cfg.config);
+    } catch (const Error&) {
+      rethrow_run_error();
+    }
+  }
+  RunHandle handle;
+  {
     py::gil_scoped_release release;
-    return w.get().run(callable_id, args, cfg.config);
-  } catch (const Error&) {
-    rethrow_run_error();
+    handle = w.get().submit(callable_id, args, cfg.config);
+  }
+  // Interrupted runs that are done by now are forgotten (after submit, which names a refusal
+  // first: AlreadyClosed, InheritedWorker).
+  std::erase_if(w.interrupted, [](const RunHandle& h) { return h.ready(); });
+  try {
+    return wait_interruptibly(handle, py::none());
+  } catch (py::error_already_set&) {
+    // A signal handler raised (KeyboardInterrupt) with the run not done: kept, not waited for.
+    if (!handle.ready()) w.interrupted.push_back(std::move(handle));
+    throw;
   }
 }
 
@@ -606,7 +634,10 @@ void bind_worker(py::module_& m) {
                ", edges=" + std::to_string(g.edge_count()) + ")";
       });
 
-  py::class_<PyRunHandle>(m, "RunHandle", "A submitted run (Worker.submit), to be waited for.")
+  py::class_<PyRunHandle>(m, "RunHandle",
+                          "A submitted run (Worker.submit), to be waited for. wait() releases the "
+                          "GIL and lets signal handlers run between slices: Ctrl-C raises "
+                          "KeyboardInterrupt while the run goes on (the handle stays valid).")
       .def(
           "wait",
           [](PyRunHandle& h, py::object timeout) {
@@ -851,6 +882,13 @@ void bind_worker(py::module_& m) {
             if (kwargs.size() > 0) parse_config(kwargs, &cfg);
             return run_once(w, callable_id, args, cfg);
           },
+          "run(callable_id, args, **config): runs the callable and waits for it; the keywords "
+          "are CallConfig's fields. The wait releases the GIL and lets signal handlers run: "
+          "Ctrl-C raises KeyboardInterrupt at once while the run goes on in the background, "
+          "like a dropped RunHandle's (runs_in_flight counts it, close() finishes it, a later "
+          "run queues behind it). The run executes on the Worker's pipeline thread, as a "
+          "submitted run does; given pipeline_slot or arena_bank it runs on the calling thread "
+          "instead, and Ctrl-C is then seen only once it is done.",
           py::arg("callable_id"), py::arg("args"))
       .def(
           "submit",

@@ -33,6 +33,13 @@
  * No chiprt function may be called from inside a run (a kernel or an orchestration function):
  * CHIPRT_REENTRANT_CALL.
  *
+ * fork(). A worker and its run handles belong to the process that created them. In a forked
+ * child every call on an inherited worker or run handle fails with CHIPRT_INHERITED_WORKER
+ * without touching the parent's device; chiprt_worker_destroy and chiprt_run_handle_destroy
+ * release the handles without waiting, joining or closing anything (the worker's destroy returns
+ * CHIPRT_INHERITED_WORKER; what the copy refers to stays as the fork left it until the child
+ * exits). A worker created in the child works normally.
+ *
  * This header is C11 and C++ (extern "C"); the library is libchiprt.so (target chiprt::chiprt).
  */
 #ifndef CHIPRT_CHIPRT_C_H_
@@ -103,10 +110,11 @@ enum {
   CHIPRT_KERNEL_CRASHED = 35,
   CHIPRT_OP_EXECUTE_TIMEOUT = 36,
   CHIPRT_DIAGNOSTICS_ERROR = 37,
-  CHIPRT_CANCELLED = 38
+  CHIPRT_CANCELLED = 38,
+  CHIPRT_INHERITED_WORKER = 39
 };
 /* One above the highest code. */
-#define CHIPRT_STATUS_CODE_COUNT 39
+#define CHIPRT_STATUS_CODE_COUNT 40
 
 /* ---- Enumerations (values equal to the C++ enums) ----------------------------------------- */
 

@@ -11,6 +11,8 @@
 // run is not done waits for it; an error the run ended with and nobody waited for is logged as a
 // warning (dropped inside a run, it does not wait; a warning says so). A default-constructed or
 // moved-from handle is empty (valid() false); its other methods throw Error(InvalidArgument).
+// In a forked child a handle of the parent's run throws Error(InheritedWorker) from every method
+// but valid(), and destroying it does not wait (nothing in the child would finish the run).
 //
 // Threading: the methods may be called from any thread, also concurrently on one handle; wait()
 // may be called more than once (each call returns the report or throws the error again). Not

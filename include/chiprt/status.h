@@ -97,7 +97,11 @@ namespace chiprt {
     "check CallConfig::diagnostics.output_dir (it must be a writable directory) or the file "     \
     "named in the message")                                                                       \
   X(Cancelled, 38, "a submitted run was not launched because the run before it failed",           \
-    "fix the earlier run's error named in the message, then submit this run again")
+    "fix the earlier run's error named in the message, then submit this run again")               \
+  X(InheritedWorker, 39,                                                                          \
+    "the Worker (or run handle) was created by the parent of this forked process",                \
+    "create a new Worker in this process; the inherited one stays the parent's (destroying it "   \
+    "here releases nothing of the parent's)")
 
 enum class StatusCode : int32_t {
 #define CHIPRT_STATUS_ENUM(name, value, detail, hint) name = value,

@@ -51,6 +51,14 @@
 // its Orchestration (submit, allocate, get/set_tensor_data). Thrown there, the error fails that
 // run like any orchestration error; thrown in a kernel, the run fails with KernelFault. Neither
 // faults the device: the next run works.
+//
+// fork(): a Worker and its RunHandles belong to the process that created them. In a forked child
+// (detected by a pthread_atfork handler) every method of an inherited Worker throws
+// Error(InheritedWorker) naming both processes (initialized() answers false), as do its
+// handles' (run_handle.h); its destructor joins, waits for and closes nothing (the pipeline and
+// chip threads do not exist in the child, and the device, with an isolated device's shared
+// control block, is the parent's): the child's copy is left as it is until the child exits.
+// A Worker created in the child works normally; the parent's is unaffected by the child.
 #pragma once
 
 #include <cstdint>

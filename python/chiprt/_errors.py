@@ -46,7 +46,8 @@ class ArgumentError(Error):
 
 
 class StateError(Error):
-    """The call does not fit the object's state (closed, not registered, inside a run...)."""
+    """The call does not fit the object's state (closed, not registered, inside a run, a Worker
+    inherited by a forked child...)."""
 
     default_code = StatusCode.NotInitialized
 
@@ -83,7 +84,14 @@ _FAMILIES = {
         "CallableIdOutOfRange",
         "InvalidDevicePointer",
     ),
-    StateError: ("NotInitialized", "AlreadyClosed", "ReentrantCall", "UnknownCallable", "DuplicateCallable"),
+    StateError: (
+        "NotInitialized",
+        "AlreadyClosed",
+        "ReentrantCall",
+        "UnknownCallable",
+        "DuplicateCallable",
+        "InheritedWorker",
+    ),
     DeviceError: (
         "DeviceFaulted",
         "KernelCrashed",

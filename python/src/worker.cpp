@@ -22,6 +22,7 @@ namespace {
 struct RunConfig {
   CallConfig config;
   std::string user_data;
+  bool placed = false;  // pipeline_slot or arena_bank given: Worker.run runs it synchronously
 };
 
 bool truthy(py::handle value) {
@@ -163,8 +164,10 @@ void parse_config(const py::kwargs& kwargs, RunConfig* out) {
       config.measure_kernel_time = truthy(value);
     } else if (key == "pipeline_slot") {
       config.pipeline_slot = static_cast<uint32_t>(small_int(value, key));
+      out->placed = true;
     } else if (key == "arena_bank") {
       config.arena_bank = static_cast<uint32_t>(small_int(value, key));
+      out->placed = true;
     } else if (key == "rings") {
       apply_rings(value, &config.rings);
     } else if (key == "diagnostics") {
@@ -265,6 +268,9 @@ struct PyWorker {
   // Python orchestration function's slot stays valid) or the bytes given.
   std::map<int32_t, py::object> registered;
   std::map<int32_t, bool> python_orchestration;
+  // Runs of Worker.run calls that Ctrl-C interrupted: they go on, and nobody waits for them here
+  // (close() finishes them; a run() after them queues behind them).
+  std::vector<RunHandle> interrupted;
 
   PyWorker() { g_live_workers.insert(this); }
   PyWorker(const PyWorker&) = delete;
@@ -276,6 +282,7 @@ struct PyWorker {
     {
       py::gil_scoped_release release;
       worker.reset();
+      interrupted.clear();  // done by now (or a forked child's: dropped without waiting)
     }
     registered.clear();
   }
@@ -315,12 +322,12 @@ struct PyRunHandle {
   explicit PyRunHandle(RunHandle h) : handle(std::move(h)) {}
   PyRunHandle(const PyRunHandle&) = delete;
   PyRunHandle& operator=(const PyRunHandle&) = delete;
-  // Destroying a handle waits for its run, which may need the GIL (a Python orchestration).
+  // Destroying a handle waits for its run, which may need the GIL (a Python orchestration); in a
+  // forked child the handle of a parent's run is dropped without waiting (RunHandle does that).
   ~PyRunHandle() {
-    if (handle.valid() && !handle.ready()) {
-      py::gil_scoped_release release;
-      RunHandle dropped = std::move(handle);
-    }
+    if (!handle.valid()) return;
+    py::gil_scoped_release release;
+    RunHandle dropped = std::move(handle);
   }
 };
 
@@ -360,21 +367,52 @@ py::array owned_bytes_array(uint64_t bytes) {
   return py::array(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(bytes)});
 }
 
-// Contiguous host data of anything numpy.asarray takes, or a DLPack object (numpy.from_dlpack).
+std::string dtype_text(const py::dtype& dt) {
+  return py::str(static_cast<py::handle>(dt)).cast<std::string>();
+}
+
+// Contiguous host data in this host's byte order of anything numpy.asarray takes (the buffer
+// protocol included), or of a DLPack object (numpy.from_dlpack). Data of the other byte order
+// (">i4" on a little-endian host) is converted to native order, a copy: the device holds values,
+// and a kernel reads them in native order. An object whose DLPack export fails is read through
+// the buffer protocol / __array__ when it has one; otherwise the export's error is an
+// ArgumentError.
 py::array host_array(py::handle data, bool numeric = true) {
   py::module_ np = py::module_::import("numpy");
   py::object source = py::reinterpret_borrow<py::object>(data);
   if (!py::isinstance<py::array>(data) && py::hasattr(data, "__dlpack__")) {
-    source = np.attr("from_dlpack")(data);
+    try {
+      source = np.attr("from_dlpack")(data);
+    } catch (py::error_already_set& e) {
+      if (PyObject_CheckBuffer(data.ptr()) == 0 && !py::hasattr(data, "__array__") &&
+          !py::hasattr(data, "__array_interface__")) {
+        throw_argument("the DLPack export of " + py::str(py::type::of(data)).cast<std::string>() +
+                       " failed (" + std::string(e.what()) +
+                       "); pass a numpy array or an object with the buffer protocol");
+      }
+    }
   }
   py::array array = np.attr("ascontiguousarray")(source);
   if (numeric && array.dtype().attr("hasobject").cast<bool>()) {
     // Its bytes are PyObject pointers: copying them out leaks addresses, copying in corrupts.
-    throw_argument("numpy dtype " +
-                   py::str(static_cast<py::handle>(array.dtype())).cast<std::string>() +
+    throw_argument("numpy dtype " + dtype_text(array.dtype()) +
                    " holds Python objects, not data; pass a numeric array");
   }
+  if (!array.dtype().attr("isnative").cast<bool>()) {
+    array = np.attr("ascontiguousarray")(array, array.dtype().attr("newbyteorder")("="));
+  }
   return array;
+}
+
+// An `out=` array must be in this host's byte order: the device's bytes are copied into it as
+// they are, so another order would read every value byte-swapped.
+void require_native_order(const py::array& out, const char* what) {
+  if (out.dtype().attr("isnative").cast<bool>()) return;
+  throw_argument(std::string(what) + ": out has dtype " + dtype_text(out.dtype()) +
+                 ", not this host's byte order (the device's values would land byte-swapped); "
+                 "pass an array of native order (dtype " +
+                 dtype_text(out.dtype().attr("newbyteorder")("=")) +
+                 ") and convert it afterwards (astype)");
 }
 
 void check_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, const char* what) {
@@ -446,14 +484,35 @@ RunReport wait_interruptibly(const RunHandle& handle, py::handle timeout) {
   }
 }
 
+// Worker.run: submitted and waited for in slices (wait_interruptibly), so that Ctrl-C raises
+// KeyboardInterrupt while the chip runs; the interrupted run goes on, as a dropped handle's does.
+// A run placed by hand (pipeline_slot / arena_bank, which submit chooses itself) runs
+// synchronously, as Worker::run does with nothing admitted.
 RunReport run_once(PyWorker& w, int32_t callable_id, const TaskArgs& args, const RunConfig& cfg) {
   w.check_runtime(callable_id, cfg.config);
   orchestration_interrupted();  // forget an interrupt nobody collected
-  try {
+  if (cfg.placed) {
+    try {
+      py::gil_scoped_release release;
+      return w.get().run(callable_id, args, cfg.config);
+    } catch (const Error&) {
+      rethrow_run_error();
+    }
+  }
+  RunHandle handle;
+  {
     py::gil_scoped_release release;
-    return w.get().run(callable_id, args, cfg.config);
-  } catch (const Error&) {
-    rethrow_run_error();
+    handle = w.get().submit(callable_id, args, cfg.config);
+  }
+  // Interrupted runs that are done by now are forgotten (after submit, which names a refusal
+  // first: AlreadyClosed, InheritedWorker).
+  std::erase_if(w.interrupted, [](const RunHandle& h) { return h.ready(); });
+  try {
+    return wait_interruptibly(handle, py::none());
+  } catch (py::error_already_set&) {
+    // A signal handler raised (KeyboardInterrupt) with the run not done: kept, not waited for.
+    if (!handle.ready()) w.interrupted.push_back(std::move(handle));
+    throw;
   }
 }
 
@@ -466,6 +525,7 @@ py::array download(PyWorker& w, const Tensor& tensor, py::object out) {
   } else {
     if (!py::isinstance<py::array>(out)) throw_argument("download: out must be a numpy array");
     result = py::reinterpret_borrow<py::array>(out);
+    require_native_order(result, "download");
     if (!result.dtype().is(dt) && !result.dtype().equal(dt)) {
       throw_argument("download: out has dtype " +
                      py::str(static_cast<py::handle>(result.dtype())).cast<std::string>() +
@@ -574,7 +634,10 @@ void bind_worker(py::module_& m) {
                ", edges=" + std::to_string(g.edge_count()) + ")";
       });
 
-  py::class_<PyRunHandle>(m, "RunHandle", "A submitted run (Worker.submit), to be waited for.")
+  py::class_<PyRunHandle>(m, "RunHandle",
+                          "A submitted run (Worker.submit), to be waited for. wait() releases the "
+                          "GIL and lets signal handlers run between slices: Ctrl-C raises "
+                          "KeyboardInterrupt while the run goes on (the handle stays valid).")
       .def(
           "wait",
           [](PyRunHandle& h, py::object timeout) {
@@ -593,7 +656,15 @@ void bind_worker(py::module_& m) {
 
   py::class_<PyWorker>(m, "Worker",
                        "The host-side entry point to one device; initialised by the constructor, "
-                       "closed by close() or at the end of a with block.")
+                       "closed by close() or at the end of a with block.\n\n"
+                       "Arrays in (upload, copy_to: numpy arrays, the buffer protocol, DLPack) "
+                       "are copied in this host's byte order: data of the other order is "
+                       "converted (a copy). An out= array (copy_from, download) must be of "
+                       "native byte order (ArgumentError otherwise).\n\n"
+                       "A Worker belongs to the process that created it: after os.fork() every "
+                       "call on it (and on its RunHandles) in the child raises StateError "
+                       "InheritedWorker, and the child's exit neither waits for its runs nor "
+                       "touches the parent's device; create a new Worker in the child.")
       .def(py::init([](py::args args, py::kwargs kwargs) {
         auto w = std::make_unique<PyWorker>();
         w->options = parse_worker_options(args, kwargs);
@@ -683,6 +754,9 @@ void bind_worker(py::module_& m) {
             py::gil_scoped_release release;
             w.get().copy_to(buffer, src, bytes, offset);
           },
+          "copy_to(buffer, data, offset=0): copies the bytes of `data` (a numpy array or anything "
+          "numpy takes, DLPack included) into `buffer` at `offset`; data of non-native byte "
+          "order is converted to this host's order first.",
           py::arg("buffer"), py::arg("data"), py::arg("offset") = 0)
       .def(
           "copy_from",
@@ -698,11 +772,10 @@ void bind_worker(py::module_& m) {
                 throw_argument("copy_from: out must be a writable C-contiguous array");
               }
               if (result.dtype().attr("hasobject").cast<bool>()) {
-                throw_argument(
-                    "copy_from: out has dtype " +
-                    py::str(static_cast<py::handle>(result.dtype())).cast<std::string>() +
-                    ", which holds Python objects; pass a numeric array");
+                throw_argument("copy_from: out has dtype " + dtype_text(result.dtype()) +
+                               ", which holds Python objects; pass a numeric array");
               }
+              require_native_order(result, "copy_from");
             } else {
               const py::dtype dt =
                   dtype.is_none() ? py::dtype("uint8") : numpy_dtype(to_dtype(dtype));
@@ -736,6 +809,10 @@ void bind_worker(py::module_& m) {
             }
             return result;
           },
+          "copy_from(buffer, out=None, dtype=None, shape=None, offset=0): the buffer's bytes from "
+          "`offset` as a new array of `dtype` (uint8 by default) and `shape` (all that fits by "
+          "default), or into `out` (a writable C-contiguous numeric array of native byte order; "
+          "ArgumentError otherwise).",
           py::arg("buffer"), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
           py::arg("shape") = py::none(), py::arg("offset") = 0)
       .def(
@@ -789,8 +866,15 @@ void bind_worker(py::module_& m) {
             }
             return tensor;
           },
+          "upload(array, dtype=None): a new device buffer holding `array` (numpy, the buffer "
+          "protocol or DLPack) as a Tensor of its shape and dtype (or converted to `dtype`); "
+          "data of non-native byte order is converted to this host's order.",
           py::arg("array"), py::arg("dtype") = py::none())
-      .def("download", &download, py::arg("tensor"), py::arg("out") = py::none())
+      .def("download", &download,
+           "download(tensor, out=None): the tensor's elements (strides honoured) as a new array, "
+           "or into `out` (the tensor's shape and dtype, writable, C-contiguous, native byte "
+           "order; ArgumentError otherwise).",
+           py::arg("tensor"), py::arg("out") = py::none())
       .def(
           "run",
           [](PyWorker& w, int32_t callable_id, const TaskArgs& args, py::kwargs kwargs) {
@@ -798,6 +882,13 @@ void bind_worker(py::module_& m) {
             if (kwargs.size() > 0) parse_config(kwargs, &cfg);
             return run_once(w, callable_id, args, cfg);
           },
+          "run(callable_id, args, **config): runs the callable and waits for it; the keywords "
+          "are CallConfig's fields. The wait releases the GIL and lets signal handlers run: "
+          "Ctrl-C raises KeyboardInterrupt at once while the run goes on in the background, "
+          "like a dropped RunHandle's (runs_in_flight counts it, close() finishes it, a later "
+          "run queues behind it). The run executes on the Worker's pipeline thread, as a "
+          "submitted run does; given pipeline_slot or arena_bank it runs on the calling thread "
+          "instead, and Ctrl-C is then seen only once it is done.",
           py::arg("callable_id"), py::arg("args"))
       .def(
           "submit",

@@ -63,6 +63,19 @@ class VectorRun:
         np.testing.assert_allclose(worker.download(self.tf), vector_reference(self.a, self.b), rtol=1e-5, atol=1e-5)
 
 
+class DLPackOnly:
+    """An object that offers its data through DLPack alone (no buffer protocol, no __array__)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
 @pytest.fixture
 def worker():
     with chiprt.Worker(clusters=4, aicpu_threads=4) as w:

@@ -28,6 +28,7 @@ def test_enums_equal_the_cpp_values():
     assert chiprt.StatusCode.Ok == 0
     assert chiprt.StatusCode.InvalidArgument == 1
     assert chiprt.StatusCode.Cancelled == 38
+    assert chiprt.StatusCode.InheritedWorker == 39
     assert len(chiprt.StatusCode) == len(chiprt._chiprt.status_codes())
 
 
@@ -88,6 +89,7 @@ def test_error_carries_code_name_hint_message():
         ("InvalidArgument", chiprt.ArgumentError), ("TooManyArgs", chiprt.ArgumentError),
         ("InvalidDevicePointer", chiprt.ArgumentError), ("AlreadyClosed", chiprt.StateError),
         ("UnknownCallable", chiprt.StateError), ("ReentrantCall", chiprt.StateError),
+        ("InheritedWorker", chiprt.StateError),
         ("KernelCrashed", chiprt.DeviceError), ("SchedulerTimeout", chiprt.DeviceError),
         ("Cancelled", chiprt.CancelledError), ("OutOfDeviceMemory", chiprt.Error),
         ("LoadFailed", chiprt.Error), ("UnsupportedFeature", chiprt.Error),

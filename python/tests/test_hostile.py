@@ -171,6 +171,76 @@ def test_ctrl_c_in_python_orchestration_is_keyboard_interrupt(worker):
     worker.run(1, run_args(worker))
 
 
+# A kernel that says it started, waits (at most 8 s, below the scheduler watchdog) until the test
+# releases it, then says it finished: files named by the defines.
+WAITING_KERNEL = r"""
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "chiprt/kernel.h"
+
+extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t*) {
+  if (FILE* f = std::fopen(STARTED_PATH, "w")) std::fclose(f);
+  struct stat st;
+  for (int i = 0; i < 8000 && stat(RELEASE_PATH, &st) != 0; ++i) usleep(1000);
+  if (FILE* f = std::fopen(FINISHED_PATH, "w")) std::fclose(f);
+}
+"""
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
+@pytest.mark.parametrize("how", ["run", "wait"])
+def test_ctrl_c_while_a_kernel_runs(worker, tmp_path, how):
+    started, release, finished = (tmp_path / name for name in ("started", "release", "finished"))
+    kernel = chiprt.build_chip_object(
+        [WAITING_KERNEL], name="waiting",
+        defines=[f'STARTED_PATH="{started}"', f'RELEASE_PATH="{release}"', f'FINISHED_PATH="{finished}"'],
+        cache_dir=tmp_path / "cache")
+
+    def orchestration(orch, args):
+        orch.submit(0, "aiv", chiprt.TaskArgs().input(args.tensor(0)).output_existing(args.tensor(1)))
+
+    callable_ = (chiprt.CallableBuilder().orchestration_function(orchestration, ORCH_SIG)
+                 .kernel_object(0, "aiv", kernel, ORCH_SIG).build())
+    worker.register_callable(0, callable_)
+    args = run_args(worker)
+
+    def interrupt_once_started():  # SIGINT to this process once the kernel runs
+        for _ in range(3000):
+            if started.exists():
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    handle = worker.submit(0, args) if how == "wait" else None
+    sender = threading.Thread(target=interrupt_once_started)
+    sender.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if handle is None:
+                worker.run(0, args)  # was: only once the kernel had returned
+            else:
+                handle.wait()
+        # Raised while the kernel still runs: the run is in flight, its kernel not finished.
+        assert started.exists() and not finished.exists()
+        assert worker.runs_in_flight == 1
+        assert handle is None or not handle.ready()
+    finally:
+        sender.join()
+        release.touch()
+    # The run goes on and finishes cleanly; the Worker works on.
+    if handle is not None:
+        assert handle.wait().task_count == 1
+    worker.download(args.tensor(1))  # waits for the run that names it
+    assert finished.exists() and worker.runs_in_flight == 0
+    finished.unlink()
+    assert worker.run(0, args).task_count == 1
+    assert finished.exists()
+
+
 @pytest.mark.parametrize("name", ["a/b", "../../escape", "", ".."])
 def test_build_name_must_be_a_file_name(tmp_path, name):
     cache = tmp_path / "cache"

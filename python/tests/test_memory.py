@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import chiprt
+from conftest import DLPackOnly
 
 
 def test_worker_lifecycle_and_context_manager():
@@ -59,16 +60,6 @@ def test_copy_accepts_lists_buffer_protocol_non_contiguous_and_dlpack(worker):
     assert worker.copy_from(buf, dtype="i32", shape=4).tolist() == [1, 3, 2, 4]
     worker.copy_to(buf, [1.5, 2.5])
     assert worker.copy_from(buf, dtype=np.float64, shape=2).tolist() == [1.5, 2.5]
-
-    class DLPackOnly:
-        def __init__(self, array):
-            self.array = array
-
-        def __dlpack__(self, stream=None):
-            return self.array.__dlpack__()
-
-        def __dlpack_device__(self):
-            return self.array.__dlpack_device__()
 
     worker.copy_to(buf, DLPackOnly(np.arange(4, dtype=np.float32)))
     assert worker.copy_from(buf, dtype="f32", shape=4).tolist() == [0, 1, 2, 3]

@@ -80,7 +80,8 @@ namespace {
   X(CHIPRT_KERNEL_CRASHED, KernelCrashed)                  \
   X(CHIPRT_OP_EXECUTE_TIMEOUT, OpExecuteTimeout)           \
   X(CHIPRT_DIAGNOSTICS_ERROR, DiagnosticsError)            \
-  X(CHIPRT_CANCELLED, Cancelled)
+  X(CHIPRT_CANCELLED, Cancelled)                           \
+  X(CHIPRT_INHERITED_WORKER, InheritedWorker)
 
 #define CHIPRT_C_CHECK_PAIR(c_name, cpp_name)                                 \
   static_assert(c_name == static_cast<int32_t>(chiprt::StatusCode::cpp_name), \
@@ -516,7 +517,10 @@ struct chiprt_worker {
     if (closed.load()) {
       fail(chiprt::StatusCode::AlreadyClosed, "the worker was closed; create a new one");
     }
+    // initialized() is false in a forked child too, where the worker refuses with
+    // InheritedWorker: runs_in_flight() throws that (and nothing before init).
     if (!worker.initialized()) {
+      (void)worker.runs_in_flight();
       fail(chiprt::StatusCode::NotInitialized,
            "the worker is not initialised; call "
            "chiprt_worker_init first");
@@ -932,8 +936,12 @@ chiprt_status_t chiprt_worker_close(chiprt_worker_t* worker) {
     try {
       w.worker.close();
     } catch (const chiprt::Error& error) {
-      // Refused from inside a run: the worker stays open. Anything else failed while closing.
-      if (error.code() != chiprt::StatusCode::ReentrantCall) w.closed.store(true);
+      // Refused from inside a run, or in a forked child (the worker is the parent's): the worker
+      // stays as it was. Anything else failed while closing.
+      if (error.code() != chiprt::StatusCode::ReentrantCall &&
+          error.code() != chiprt::StatusCode::InheritedWorker) {
+        w.closed.store(true);
+      }
       throw;
     }
     w.closed.store(true);

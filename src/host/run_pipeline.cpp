@@ -1,17 +1,25 @@
 // RunState and RunHandle (see host/run_pipeline.h and include/chiprt/run_handle.h).
 #include "host/run_pipeline.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
 #include "common/run_context.h"
+#include "host/fork_guard.h"
 #include "host/log.h"
 
 namespace chiprt::host {
 
 RunState::RunState(uint64_t sequence_in, int32_t callable_id_in, const TaskArgs& args_in,
                    const CallConfig& config_in)
-    : sequence(sequence_in), callable_id(callable_id_in), args(args_in), config(config_in) {
+    : sequence(sequence_in),
+      fork_generation(host::fork_generation()),
+      creator_pid(static_cast<int>(getpid())),
+      callable_id(callable_id_in),
+      args(args_in),
+      config(config_in) {
   user_data_copy.assign(config_in.user_data.begin(), config_in.user_data.end());
   config.user_data = std::span<const std::byte>(user_data_copy.data(), user_data_copy.size());
   for (int i = 0; i < args.tensor_count(); ++i) {
@@ -19,6 +27,10 @@ RunState::RunState(uint64_t sequence_in, int32_t callable_id_in, const TaskArgs&
     const DeviceBuffer& buffer = args.tensor(i).buffer;
     if (buffer.size != 0) buffers.emplace_back(buffer.addr, buffer.addr + buffer.size);
   }
+}
+
+bool RunState::inherited() const noexcept {
+  return fork_generation != host::fork_generation();
 }
 
 bool RunState::touches(uint64_t lo, uint64_t hi) const noexcept {
@@ -50,6 +62,8 @@ namespace chiprt {
 
 namespace {
 
+// The handle's run; throws on an empty handle, and in a forked child (the run is the parent's:
+// nothing here would ever finish it, and its lock may have been held at the fork).
 const host::RunState& state_of(const std::shared_ptr<host::RunState>& state, const char* what) {
   if (state == nullptr) {
     throw Error(StatusCode::InvalidArgument,
@@ -57,6 +71,7 @@ const host::RunState& state_of(const std::shared_ptr<host::RunState>& state, con
                     " on an empty handle (default-constructed or moved from); use the handle "
                     "Worker::submit returned");
   }
+  host::refuse_inherited(state->fork_generation, state->creator_pid, "RunHandle", what);
   return *state;
 }
 
@@ -74,7 +89,7 @@ void refuse_inside_a_run(const char* what) {
 // (an orchestration function or a kernel dropping a handle) it does not wait: that run may be
 // what the awaited one waits for.
 void settle(const std::shared_ptr<host::RunState>& state) noexcept {
-  if (state == nullptr) return;
+  if (state == nullptr || state->inherited()) return;  // a forked child's: nothing to wait for
   if (common::current_run_context().role != common::RunRole::None) {
     CHIPRT_LOG_WARN("RunHandle of run %llu dropped inside a run without waiting for it",
                     static_cast<unsigned long long>(state->sequence));

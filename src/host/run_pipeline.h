@@ -30,6 +30,11 @@ struct RunState {
   RunState(uint64_t sequence, int32_t callable_id, const TaskArgs& args, const CallConfig& config);
 
   const uint64_t sequence;
+  // The process that admitted the run (host/fork_guard.h): a forked child's handle refuses to
+  // wait for it (InheritedWorker) and is dropped without waiting.
+  const uint64_t fork_generation;
+  const int creator_pid;
+  bool inherited() const noexcept;
   const int32_t callable_id;
   const TaskArgs args;
   CallConfig config;                      // user_data points into user_data_copy

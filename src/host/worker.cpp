@@ -9,8 +9,11 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "common/run_context.h"
 #include "host/device_runner.h"
+#include "host/fork_guard.h"
 #include "host/log.h"
 #include "host/run_pipeline.h"
 #include "host/run_steps.h"
@@ -59,12 +62,26 @@ struct Worker::Impl {
     }
   }
 
+  // The process that created this Worker (host/fork_guard.h). In a forked child the Worker is
+  // the parent's: every call throws InheritedWorker before touching a lock (a parent thread may
+  // have held one at the fork) and the destructor leaves everything as it is.
+  const uint64_t fork_generation = host::fork_generation();
+  const int creator_pid = static_cast<int>(getpid());
+  bool inherited() const noexcept { return fork_generation != host::fork_generation(); }
+
+  // Refuses a call in a forked child (InheritedWorker) or from inside a run (ReentrantCall).
+  void refuse(const char* what) const {
+    host::refuse_inherited(fork_generation, creator_pid, "Worker", what);
+    refuse_inside_a_run(what);
+  }
+
   // Host calls waiting for the lock: the pipeline thread lets them in between two wait slices.
   mutable std::atomic<int> lock_waiters{0};
 
-  // Every entry point starts here: refuses calls from inside a run, then takes the lock.
+  // Every entry point starts here: refuses calls in a forked child or from inside a run, then
+  // takes the lock.
   std::unique_lock<std::mutex> enter(const char* what) const {
-    refuse_inside_a_run(what);
+    refuse(what);
     lock_waiters.fetch_add(1, std::memory_order_acq_rel);
     std::unique_lock<std::mutex> lock(mutex);
     lock_waiters.fetch_sub(1, std::memory_order_acq_rel);
@@ -168,6 +185,13 @@ void check_buffer_range(const char* what, const DeviceBuffer& buffer, uint64_t o
 Worker::Worker() : impl_(std::make_unique<Impl>()) {}
 
 Worker::~Worker() {
+  if (impl_->inherited()) {
+    // A forked child's copy of the parent's Worker: its threads do not exist here and its device
+    // is the parent's. Nothing is joined, closed or freed (freeing would run the device's
+    // destructors); the copy's memory goes with this process.
+    (void)impl_.release();
+    return;
+  }
   try {
     close();
   } catch (const std::exception& e) {
@@ -215,7 +239,7 @@ void Worker::init(const WorkerOptions& options) {
 }
 
 bool Worker::initialized() const noexcept {
-  return impl_->state.load() == Impl::State::Ready;
+  return !impl_->inherited() && impl_->state.load() == Impl::State::Ready;
 }
 
 void Worker::register_callable(int32_t callable_id, std::span<const uint8_t> container) {
@@ -269,7 +293,7 @@ bool Worker::try_submit(int32_t callable_id, const TaskArgs& args, const CallCon
 }
 
 uint32_t Worker::runs_in_flight() const {
-  Impl::refuse_inside_a_run("runs_in_flight");
+  impl_->refuse("runs_in_flight");
   std::lock_guard pipe(impl_->pipe_mutex);
   return static_cast<uint32_t>(impl_->admitted.size());
 }
@@ -277,7 +301,7 @@ uint32_t Worker::runs_in_flight() const {
 RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
                               bool block, bool* admitted_out) {
   const char* what = block ? "submit" : "try_submit";
-  refuse_inside_a_run(what);
+  refuse(what);
   std::unique_lock pipe(pipe_mutex);
   auto refuse_state = [&] {
     if (closing || state == State::Closed) {
@@ -611,7 +635,7 @@ void Worker::flush_diagnostics() {
 }
 
 void Worker::close() {
-  Impl::refuse_inside_a_run("close");
+  impl_->refuse("close");
   // Admitted runs finish first (the pipeline thread needs the lock for them).
   impl_->stop_pipeline();
   const auto lock = impl_->enter("close");

@@ -2,7 +2,8 @@
  * runtime variants through libchiprt.so and checks the output against a reference computed here,
  * the run report, pipelined submits, a diagnostics directory, and that misuse (NULL handles and
  * out-pointers, bad sizes, wrong order, bad ids, corrupt containers, views out of bounds, bad
- * switches) gets the right status code with its name, message and hint, never a crash.
+ * switches) gets the right status code with its name, message and hint, never a crash, and that
+ * a worker inherited by a forked child refuses every call there (CHIPRT_INHERITED_WORKER).
  *
  *   chiprt_capi_test CHIP_OBJECT_DIR    (default: $CHIPRT_CHIP_OBJECT_DIR)
  *
@@ -11,11 +12,15 @@
 
 #include <ftw.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "chiprt/chiprt_c.h"
 
@@ -655,6 +660,108 @@ static void reentrant_close_and_destroy(Device* d, const char* dir, const char* 
   expect_ok(chiprt_worker_unregister_callable(d->worker, callable_id), "reentrant: unregister");
 }
 
+/* Waits for `pid` at most `seconds`, killing it when they pass: its wait status, or -1. */
+static int wait_bounded(pid_t pid, int seconds) {
+  const struct timespec slice = {0, 10 * 1000 * 1000};
+  int status = 0;
+  int waited_ms;
+  for (waited_ms = 0; waited_ms < seconds * 1000; waited_ms += 10) {
+    const pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) return status;
+    if (got < 0) return -1;
+    nanosleep(&slice, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+/* fork() after a submitted run: in the child every call on the inherited worker and run handle
+ * fails with CHIPRT_INHERITED_WORKER, destroying them waits for nothing, and a worker created in
+ * the child runs; the parent's worker and run are untouched. The child reports through its exit
+ * status; the parent waits for it with a bound (a hang fails instead of hanging the test). */
+static void fork_checks(Device* d, const uint8_t* container, size_t container_size) {
+  chiprt_run_handle_t* handle = NULL;
+  chiprt_run_report_t report;
+  pid_t pid;
+  int status;
+  require_ok(chiprt_worker_submit(d->worker, kCallableId, d->args, NULL, &handle),
+             "fork: submit a run");
+  fflush(NULL);
+  pid = fork();
+  if (pid < 0) {
+    check(0, "fork failed");
+    return;
+  }
+  if (pid == 0) {
+    chiprt_worker_t* fresh = NULL;
+    chiprt_worker_options_t options;
+    chiprt_buffer_t buffer;
+    uint32_t in_flight = 0;
+    bool flag = true;
+    g_failures = 0;
+    expect_code(chiprt_worker_malloc(d->worker, 64, &buffer), CHIPRT_INHERITED_WORKER,
+                "child: malloc on the inherited worker");
+    expect_code(chiprt_worker_run(d->worker, kCallableId, d->args, NULL, &report),
+                CHIPRT_INHERITED_WORKER, "child: run on the inherited worker");
+    expect_code(chiprt_worker_submit(d->worker, kCallableId, d->args, NULL, &handle),
+                CHIPRT_INHERITED_WORKER, "child: submit on the inherited worker");
+    expect_code(chiprt_worker_runs_in_flight(d->worker, &in_flight), CHIPRT_INHERITED_WORKER,
+                "child: runs_in_flight of the inherited worker");
+    expect_code(chiprt_worker_has_callable(d->worker, kCallableId, &flag), CHIPRT_INHERITED_WORKER,
+                "child: has_callable of the inherited worker");
+    expect_code(chiprt_worker_copy_from(d->worker, d->got, d->f, d->f.size, 0),
+                CHIPRT_INHERITED_WORKER, "child: copy_from on the inherited worker");
+    expect_code(chiprt_run_handle_wait(handle, &report), CHIPRT_INHERITED_WORKER,
+                "child: wait on the parent's run");
+    expect_code(chiprt_run_handle_ready(handle, &flag), CHIPRT_INHERITED_WORKER,
+                "child: ready of the parent's run");
+    expect_ok(chiprt_run_handle_destroy(handle), "child: destroy the parent's run handle");
+    expect_code(chiprt_worker_destroy(d->worker), CHIPRT_INHERITED_WORKER,
+                "child: destroy the inherited worker (closes nothing)");
+    /* A worker of the child's own: the output of a run on it is checked like the parent's. */
+    chiprt_worker_options_init(&options);
+    options.sim_memory_bytes = 256ull << 20;
+    if (chiprt_worker_create(&fresh) != CHIPRT_OK ||
+        chiprt_worker_init(fresh, &options) != CHIPRT_OK) {
+      check(0, "child: create and init a new worker");
+      print_last_error(stderr);
+      _exit(1);
+    }
+    d->worker = fresh;
+    expect_ok(chiprt_worker_register_callable(fresh, kCallableId, container, container_size),
+              "child: register on the new worker");
+    expect_ok(chiprt_worker_malloc(fresh, sizeof d->host_a, &d->a), "child: malloc a");
+    expect_ok(chiprt_worker_malloc(fresh, sizeof d->host_b, &d->b), "child: malloc b");
+    expect_ok(chiprt_worker_malloc(fresh, sizeof d->got, &d->f), "child: malloc f");
+    expect_ok(chiprt_worker_copy_to(fresh, d->a, d->host_a, sizeof d->host_a, 0), "child: a");
+    expect_ok(chiprt_worker_copy_to(fresh, d->b, d->host_b, sizeof d->host_b, 0), "child: b");
+    {
+      const uint64_t length = kLength;
+      chiprt_args_t* args = NULL;
+      expect_ok(chiprt_tensor_make(d->a, &length, 1, CHIPRT_DTYPE_F32, 0, &d->ta), "child: ta");
+      expect_ok(chiprt_tensor_make(d->b, &length, 1, CHIPRT_DTYPE_F32, 0, &d->tb), "child: tb");
+      expect_ok(chiprt_tensor_make(d->f, &length, 1, CHIPRT_DTYPE_F32, 0, &d->tf), "child: tf");
+      make_args(d, &d->tf, &args);
+      expect_ok(chiprt_worker_run(fresh, kCallableId, args, NULL, &report),
+                "child: run on the new worker");
+      expect_ok(chiprt_worker_copy_from(fresh, d->got, d->f, d->f.size, 0), "child: copy f back");
+      check_output(d->got, d->host_a, d->host_b, "child: the new worker's run");
+      chiprt_args_destroy(args);
+    }
+    expect_ok(chiprt_worker_destroy(fresh), "child: destroy the new worker");
+    fflush(NULL);
+    _exit(g_failures == 0 ? 0 : 1);
+  }
+  status = wait_bounded(pid, 60);
+  check(status != -1, "fork: the child exited (did not hang)");
+  check(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "fork: every check of the child held (status %d)", status);
+  expect_ok(chiprt_run_handle_wait(handle, &report), "fork: the parent's run completes");
+  expect_ok(chiprt_run_handle_destroy(handle), "fork: destroy the parent's handle");
+  run_on(d, CHIPRT_RUNTIME_HOST_BUILD_GRAPH);
+}
+
 int main(int argc, char** argv) {
   const char* chip_dir = argc > 1 ? argv[1] : getenv("CHIPRT_CHIP_OBJECT_DIR");
   const char* own_chip_dir = argc > 2 ? argv[2] : NULL; /* tests/c/chip_objects, built */
@@ -772,6 +879,7 @@ int main(int argc, char** argv) {
   run_on(d, CHIPRT_RUNTIME_HOST_BUILD_GRAPH);
   run_on(d, CHIPRT_RUNTIME_TENSORMAP_RINGBUFFER);
   run_pipelined(d);
+  fork_checks(d, container, container_size);
   run_with_diagnostics(d);
   tensor_checks(d);
   misuse_checks(d, container, container_size);

@@ -58,7 +58,15 @@ class DeviceError(Error):
 
 
 class CancelledError(Error):
-    """A submitted run was not launched because the run before it failed."""
+    """A run was not launched because it touches memory an earlier failed run wrote.
+
+    A failed submitted run cancels exactly the later runs (submit or run) that pass any part of
+    a buffer it wrote or was writing (its inout and output_existing arguments); the message names
+    the failed run's sequence number and its error. A cancelled submitted run's own outputs count
+    as written by that failure too; a failed or cancelled run() poisons nothing (its caller has
+    the error at once). The memory stays poisoned until the host rewrites it (copy_to or memset
+    covering it) or frees it; reset() clears everything. Runs sharing no buffer run normally.
+    """
 
     default_code = StatusCode.Cancelled
 

@@ -574,7 +574,12 @@ void bind_worker(py::module_& m) {
                ", edges=" + std::to_string(g.edge_count()) + ")";
       });
 
-  py::class_<PyRunHandle>(m, "RunHandle", "A submitted run (Worker.submit), to be waited for.")
+  py::class_<PyRunHandle>(m, "RunHandle",
+                          "A submitted run (Worker.submit), to be waited for. wait() returns its "
+                          "RunReport or raises its error: CancelledError when it touches memory "
+                          "an earlier failed run wrote (naming that run's sequence and error), "
+                          "DeviceError after a device fault. sequence: its number on its Worker "
+                          "(run() calls take numbers too).")
       .def(
           "wait",
           [](PyRunHandle& h, py::object timeout) {
@@ -812,7 +817,12 @@ void bind_worker(py::module_& m) {
             }
             return std::make_unique<PyRunHandle>(std::move(handle));
           },
-          py::arg("callable_id"), py::arg("args"))
+          py::arg("callable_id"), py::arg("args"),
+          "Admits a run and returns its RunHandle at once (waits while two are admitted); run "
+          "keywords as for run(). A failed submitted run cancels exactly the later runs (submit or "
+          "run) touching memory it wrote or was writing (its inout and output_existing buffers): "
+          "they raise CancelledError naming it, until the host rewrites that memory (copy_to, "
+          "memset) or frees it; runs sharing no buffer with it run normally.")
       .def(
           "try_submit",
           [](PyWorker& w, int32_t callable_id, const TaskArgs& args,

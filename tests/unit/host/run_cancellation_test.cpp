@@ -18,7 +18,7 @@ namespace {
 namespace cases = cancellation_cases;
 
 // Streams per case (each keeps the chip busy about 100 ms).
-constexpr int kRepeats = 6;
+constexpr int kRepeats = 4;
 
 class RunCancellationTest : public ::testing::TestWithParam<RuntimeVariant> {
  protected:

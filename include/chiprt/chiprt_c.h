@@ -528,7 +528,12 @@ CHIPRT_C_API chiprt_status_t chiprt_worker_try_submit(chiprt_worker_t* worker, i
                                                       const chiprt_call_config_t* config,
                                                       chiprt_run_handle_t** out, bool* admitted);
 /* Waits for the run; CHIPRT_OK with *report filled (when not NULL), or the run's error (again on
- * each call; CHIPRT_CANCELLED when the run before it failed). */
+ * each call). CHIPRT_CANCELLED: the run touches memory an earlier failed run wrote or was
+ * writing. A failed run (submitted or chiprt_worker_run) cancels exactly the later runs that
+ * pass any part of a buffer it passed as inout or output_existing, naming its sequence number and
+ * error; a cancelled run's own outputs count as written by that failure too; the memory stays poisoned until chiprt_worker_copy_to / chiprt_worker_memset cover it or it is freed
+ * (a reset clears all); runs sharing no buffer with it run normally. After a device fault every
+ * later run ends CHIPRT_DEVICE_FAULTED. Details: chiprt/worker.h, "Failed runs". */
 CHIPRT_C_API chiprt_status_t chiprt_run_handle_wait(chiprt_run_handle_t* handle,
                                                     chiprt_run_report_t* report);
 /* Waits at most timeout_ms; *done says whether the run is done. Returns CHIPRT_OK either way
@@ -537,7 +542,8 @@ CHIPRT_C_API chiprt_status_t chiprt_run_handle_wait_for(chiprt_run_handle_t* han
                                                         uint64_t timeout_ms, bool* done);
 /* *out = whether the run is done (never blocks). */
 CHIPRT_C_API chiprt_status_t chiprt_run_handle_ready(const chiprt_run_handle_t* handle, bool* out);
-/* *out = the run's submission number on its worker (1 for the first). */
+/* *out = the run's number on its worker (1 for the first; chiprt_worker_run calls take numbers
+ * too), the one a CHIPRT_CANCELLED message names. */
 CHIPRT_C_API chiprt_status_t chiprt_run_handle_sequence(const chiprt_run_handle_t* handle,
                                                         uint64_t* out);
 /* Waits for the run if it is not done, then frees the handle (NULL: nothing). Returns CHIPRT_OK

@@ -2,9 +2,11 @@
 //
 // A run goes through these states: admitted (Worker::submit returned: it is queued, or prepared in
 // the pipeline slot and arena bank the Worker chose for it) -> executing (launched on the chip;
-// one run at a time) -> done (its RunReport, or its error). A run whose predecessor failed is
-// never launched: it is done with Error(Cancelled) naming that run's error (DeviceFaulted when the
-// predecessor faulted the device). Runs of one Worker complete in submission order.
+// one run at a time) -> done (its RunReport, or its error). A run that touches memory an earlier
+// failed run wrote or was writing is never launched: it is done with Error(Cancelled) naming that
+// run's sequence number and error (the rule in chiprt/worker.h, "Failed runs"); after a device
+// fault every later run is done with DeviceFaulted. Runs of one Worker complete in submission
+// order.
 //
 // Lifetime: a handle owns only its run's result, not the Worker; it may outlive the Worker (whose
 // close() finishes every admitted run first). Destroying or move-assigning over a handle whose
@@ -42,7 +44,8 @@ class RunHandle {
   ~RunHandle();
 
   bool valid() const noexcept { return state_ != nullptr; }
-  // The run's identity: its submission number on its Worker (1 for the first run submitted).
+  // The run's identity: its number on its Worker (1 for its first run; Worker::run calls take
+  // numbers too), the one a Cancelled message names.
   uint64_t sequence() const;
   // Whether the run is done (never blocks).
   bool ready() const;

@@ -96,8 +96,10 @@ namespace chiprt {
   X(DiagnosticsError, 37, "a diagnostics directory or file could not be written or read",         \
     "check CallConfig::diagnostics.output_dir (it must be a writable directory) or the file "     \
     "named in the message")                                                                       \
-  X(Cancelled, 38, "a submitted run was not launched because the run before it failed",           \
-    "fix the earlier run's error named in the message, then submit this run again")               \
+  X(Cancelled, 38,                                                                                \
+    "a run was not launched because it uses memory that an earlier failed run wrote",             \
+    "fix the failed run named in the message, rewrite the memory it names from the host "         \
+    "(copy_to, memset) or free it, then run again")                                               \
   X(InheritedWorker, 39,                                                                          \
     "the Worker (or run handle) was created by the parent of this forked process",                \
     "create a new Worker in this process; the inherited one stays the parent's (destroying it "   \

@@ -28,10 +28,8 @@
 // runs are admitted per Worker (one executing, one prepared or queued); a third submit() waits
 // for a place (try_submit() says no instead). Runs execute one at a time and complete in
 // submission order; the pipeline chooses each run's slot and bank (CallConfig::pipeline_slot and
-// arena_bank are ignored by submit). A run that fails cancels the one admitted after it (its
-// handle throws Cancelled naming the failure, or DeviceFaulted after a device fault); later
-// submissions run normally. Watchdog and timeouts apply per run. Diagnostics work as with run():
-// each run gets its own collector and directory.
+// arena_bank are ignored by submit). Watchdog and timeouts apply per run. Diagnostics work as
+// with run(): each run gets its own collector and directory.
 // While runs are admitted: copy_to, copy_from, memset and free of memory a run names as an
 // argument (its buffers, whole) wait until that run is done, so a host read after a submit sees
 // what the run wrote; other memory is not held up. unregister_callable of a callable an admitted
@@ -39,6 +37,24 @@
 // admitted run first. run() is submit().wait() when runs are admitted (it queues behind them);
 // with none, it runs on the calling thread, as does a host_build_graph orchestration function
 // (a submitted run's runs on the pipeline thread).
+//
+// Failed runs. A run (run, submit, try_submit) that fails cancels exactly the later runs that
+// touch memory it wrote or was writing, and no other: what a run writes is every buffer (whole) it
+// passes as InOut or OutputExisting; a later run touches it when it passes any part of it as any
+// argument but Out. Such a run is never launched: it ends with Error(Cancelled) naming the failed
+// run's sequence number (RunHandle::sequence) and its error. A run that shares no buffer with a
+// failed run runs normally. A cancelled run cancels nothing by itself, but what it would have
+// written is not produced, so later runs touching that memory are cancelled too, naming the
+// original failure. The memory stays poisoned until the host rewrites it (copy_to or memset
+// covering it; a partial rewrite clears only what it covers) or frees it; reset() clears all of it.
+// A run refused by its checks before any of its code ran (an unknown callable, arguments that do
+// not match the signature or lie in no live buffer, an invalid config) wrote nothing and cancels
+// nothing. run() and submit() follow the one rule (run() calls take sequence numbers too): to
+// retry a failed run on the same buffers, rewrite (copy_to, memset) what it wrote first, since it
+// may hold partial results. Each run's fate is decided when its turn comes, after every run before it is done, so it is
+// the same on both runtime variants, in process and on the isolated device, whatever the timing.
+// After a device fault every later run ends DeviceFaulted instead, naming the fault, until reset().
+// A run that is never launched writes no diagnostics directory.
 //
 // Threading: a Worker may be used from several host threads (calls are serialised internally by a
 // mutex, so concurrent calls are safe but not parallel: a call from another thread while a run is

@@ -635,9 +635,13 @@ void bind_worker(py::module_& m) {
       });
 
   py::class_<PyRunHandle>(m, "RunHandle",
-                          "A submitted run (Worker.submit), to be waited for. wait() releases the "
-                          "GIL and lets signal handlers run between slices: Ctrl-C raises "
-                          "KeyboardInterrupt while the run goes on (the handle stays valid).")
+                          "A submitted run (Worker.submit), to be waited for. wait() returns its "
+                          "RunReport or raises its error: CancelledError when it touches memory "
+                          "an earlier failed run wrote (naming that run's sequence and error), "
+                          "DeviceError after a device fault. wait() releases the GIL and lets "
+                          "signal handlers run between slices: Ctrl-C raises KeyboardInterrupt "
+                          "while the run goes on (the handle stays valid). sequence: its number on "
+                          "its Worker (run() calls take numbers too).")
       .def(
           "wait",
           [](PyRunHandle& h, py::object timeout) {
@@ -903,7 +907,12 @@ void bind_worker(py::module_& m) {
             }
             return std::make_unique<PyRunHandle>(std::move(handle));
           },
-          py::arg("callable_id"), py::arg("args"))
+          py::arg("callable_id"), py::arg("args"),
+          "Admits a run and returns its RunHandle at once (waits while two are admitted); run "
+          "keywords as for run(). A failed submitted run cancels exactly the later runs (submit or "
+          "run) touching memory it wrote or was writing (its inout and output_existing buffers): "
+          "they raise CancelledError naming it, until the host rewrites that memory (copy_to, "
+          "memset) or frees it; runs sharing no buffer with it run normally.")
       .def(
           "try_submit",
           [](PyWorker& w, int32_t callable_id, const TaskArgs& args,

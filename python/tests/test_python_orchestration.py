@@ -98,10 +98,16 @@ def test_exception_in_python_orchestration_fails_the_run(worker):
         worker.run(1, run.args)
     assert info.value.code is chiprt.StatusCode.InvalidArgument
     assert info.value.message == "chunk must be even"
+    failed = worker.submit(0, run.args)
     with pytest.raises(chiprt.Error, match="ValueError"):
-        worker.submit(0, run.args).wait()
-    # The Worker is fine afterwards.
+        failed.wait()
+    # The Worker is fine afterwards. The failed submitted run poisoned its output: a run using it
+    # is cancelled, naming the failure, until the host rewrites it.
     worker.register_callable(2, build(vector_orchestration))
+    with pytest.raises(chiprt.CancelledError) as info:
+        worker.run(2, run.args)
+    assert f"poisoned by run {failed.sequence}, which failed with OrchestrationFailed" in info.value.message
+    worker.memset(run.tf.buffer, 0)
     worker.run(2, run.args)
     run.check(worker)
 

@@ -296,12 +296,13 @@ auto DeviceRunner::as_active_run(const char* what, Body&& body) -> decltype(body
   return body();
 }
 
-RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+RunReport DeviceRunner::run(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
+                            bool* started) {
   return as_active_run("run", [&] {
     const RunClock::time_point t_entry = RunClock::now();
     require_usable("run");
     const RunPlan plan = plan_run(config);  // initialises and validates
-    PreparedLaunch prepared = prepare(plan, callable_id, args, t_entry);
+    PreparedLaunch prepared = prepare(plan, callable_id, args, t_entry, started);
     if (prepared.needs_launch) {
       try {
         launch(prepared);

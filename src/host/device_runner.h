@@ -120,8 +120,10 @@ class DeviceRunner {
   }
 
   // --- runs ----------------------------------------------------------------------------------
-  // plan_run, prepare, launch, wait and collect, holding the active-run guard.
-  RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+  // plan_run, prepare, launch, wait and collect, holding the active-run guard. `started` (when
+  // given) is set once the run passed its checks (see prepare).
+  RunReport run(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {},
+                bool* started = nullptr);
   // Builds the graph a host_build_graph run of the callable would launch (same checks, kernel
   // table bind, output heap and builder limits as run(), whatever variant the callable was
   // registered for) and returns it decoded instead of launching it. config.runtime and
@@ -144,9 +146,11 @@ class DeviceRunner {
   // host_build_graph orchestrates on the host (or finds the cached image), commits the bank's
   // regions and uploads the image; tensormap_ringbuffer commits the rings' regions and copies the
   // kernel table and the arguments. Both write the launch arguments to the slot's staging buffer.
-  // `t_entry`: when the run started (RunReport::host_prepare_ns counts from it).
+  // `t_entry`: when the run started (RunReport::host_prepare_ns counts from it). `started` (when
+  // given) is set once the checks passed: from then on the run's own code (a host_build_graph
+  // orchestration function) may have written memory, whether or not the rest succeeds.
   PreparedLaunch prepare(const RunPlan& plan, int32_t callable_id, const TaskArgs& args,
-                         std::chrono::steady_clock::time_point t_entry);
+                         std::chrono::steady_clock::time_point t_entry, bool* started = nullptr);
   // Launches a prepared launch that needs one (PreparedLaunch::needs_launch).
   void launch(PreparedLaunch& prepared);
   // Advances the wait for a launched run by one slice (at most about 20 ms while its AICPU threads
@@ -169,6 +173,9 @@ class DeviceRunner {
   // Called in a catch block of a step (run(), the pipeline's driver): writes the run's
   // diagnostics with `error` (when it has any) and throws the error again, naming the directory.
   [[noreturn]] void fail_diagnostics(PreparedLaunch& prepared, const Error& error);
+  // A prepared launch that will never launch (the pipeline cancelled it): its diagnostics, if
+  // any, give their device region back without writing a directory.
+  void drop_diagnostics(PreparedLaunch& prepared) noexcept;
   // Called before a host_build_graph orchestration function's get/set_tensor_data touches the
   // device bytes [lo, hi) (may throw: the orchestration then fails with that error). The Worker's
   // pipeline sets it while it prepares a run under an executing one, and there waits for the

@@ -35,7 +35,7 @@ const RegisteredCallable& DeviceRunner::prepare_orchestration(const char* what, 
 }
 
 PreparedLaunch DeviceRunner::prepare(const RunPlan& plan, int32_t callable_id, const TaskArgs& args,
-                                     RunClock::time_point t_entry) {
+                                     RunClock::time_point t_entry, bool* started) {
   PreparedLaunch prepared;
   prepared.plan = plan;
   prepared.callable_id = callable_id;
@@ -46,6 +46,7 @@ PreparedLaunch DeviceRunner::prepare(const RunPlan& plan, int32_t callable_id, c
   common::KernelTable kernel_table{};
   const RegisteredCallable& callable =
       prepare_orchestration("run", callable_id, args, plan.variant, plan.slot, &kernel_table);
+  if (started != nullptr) *started = true;
   if (plan.diagnostics.any()) {
     prepared.diag = std::make_shared<DiagCollector>(memory_, *platform_, plan, geometry_, callable,
                                                     t_entry, diag_stream_records_);
@@ -110,6 +111,11 @@ void DeviceRunner::fail_diagnostics(PreparedLaunch& prepared, const Error& error
   message += dir.empty() ? "; the diagnostics directory could not be written: " + write_error
                          : "; diagnostics of the failed run: " + dir;
   throw Error(error.code(), message);
+}
+
+void DeviceRunner::drop_diagnostics(PreparedLaunch& prepared) noexcept {
+  std::shared_ptr<DiagCollector> diag = std::move(prepared.diag);
+  if (diag != nullptr && !faulted_) diag->release_region();
 }
 
 }  // namespace chiprt::host

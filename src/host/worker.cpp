@@ -32,8 +32,8 @@ struct Worker::Impl {
 
   // --- the pipeline (submit) ---------------------------------------------------------------
   // Lock order: mutex, then pipe_mutex. pipe_mutex guards admitted, next_sequence, closing,
-  // driver and every RunState::cancel; pipe_cv announces a change of admitted (a place freed, a
-  // run admitted, a run done).
+  // driver and every RunState::prepare_error; pipe_cv announces a change of admitted (a place
+  // freed, a run admitted, a run done).
   static constexpr std::size_t kMaxAdmitted = host::kPipelineDepth;
   mutable std::mutex pipe_mutex;
   mutable std::condition_variable pipe_cv;
@@ -49,6 +49,10 @@ struct Worker::Impl {
   // admitted now wakes it (Platform::wake_wait) so that it prepares the run at once.
   bool driver_waiting = false;
   std::thread driver;
+  // Memory failed runs left unfinished (worker.h: a failed run cancels the later runs that touch
+  // memory it wrote), guarded by `mutex`: every run checks it before its launch, on the pipeline
+  // thread or in run().
+  host::PoisonedMemory poisoned;
 
   // Refuses a call made from inside a run (an orchestration function or a kernel, see
   // common/run_context.h): a host_build_graph orchestration function runs on a thread that
@@ -115,6 +119,27 @@ struct Worker::Impl {
   // Waits until every admitted run is done.
   void drain(std::unique_lock<std::mutex>& lock) const {
     wait_until_clear(lock, [](const host::RunState&) { return true; });
+  }
+
+  // With the runner's lock held, just before run `sequence` would start: the error it ends with
+  // instead, unlaunched, when the device faulted earlier (DeviceFaulted) or when it names poisoned
+  // memory (Cancelled, `*cancelled` set; what the run writes is poisoned in turn).
+  std::optional<Error> refusal(host::DeviceRunner& runner, uint64_t sequence, int32_t callable_id,
+                               const TaskArgs& args, bool* cancelled) {
+    if (runner.faulted()) {
+      return Error(StatusCode::DeviceFaulted,
+                   "run " + std::to_string(sequence) + " of callable " +
+                       std::to_string(callable_id) +
+                       " was not launched: the device faulted earlier and its resources were "
+                       "abandoned (" +
+                       runner.fault_description() + "); call Worker::reset()");
+    }
+    const host::PoisonedMemory::Range* cause = poisoned.find(args);
+    if (cause == nullptr) return std::nullopt;
+    Error error = host::PoisonedMemory::cancellation(sequence, callable_id, *cause);
+    poisoned.poison_cancelled(args, sequence, *cause);
+    *cancelled = true;
+    return error;
   }
 
   RunHandle admit(int32_t callable_id, const TaskArgs& args, const CallConfig& config, bool block,
@@ -269,11 +294,26 @@ RunReport Worker::run(int32_t callable_id, const TaskArgs& args, const CallConfi
     // Nothing admitted: no run can start while the lock is held, so this one runs here, on the
     // caller's thread, without a hand-off.
     if (impl_->admitted.empty()) {
+      const uint64_t sequence = impl_->next_sequence++;
       pipe.unlock();
-      return runner.run(callable_id, args, config);
+      // The same rule as a submitted run: cancelled when it names poisoned memory; failing after
+      // its checks, it poisons what it writes.
+      bool cancelled = false;
+      if (std::optional<Error> refused =
+              impl_->refusal(runner, sequence, callable_id, args, &cancelled)) {
+        throw *refused;
+      }
+      bool started = false;
+      try {
+        return runner.run(callable_id, args, config, &started);
+      } catch (const Error& e) {
+        if (started && !runner.faulted()) impl_->poisoned.poison_failed(args, sequence, e);
+        throw;
+      }
     }
   }
-  return submit(callable_id, args, config).wait();
+  bool admitted = false;
+  return impl_->admit(callable_id, args, config, /*block=*/true, &admitted).wait();
 }
 
 RunHandle Worker::submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
@@ -374,11 +414,13 @@ void Worker::Impl::prepare_run(host::DeviceRunner& runner, host::RunState& run) 
       static_cast<uint32_t>(run.sequence % host::kPipelineDepth);
   const host::RunClock::time_point t_entry = host::RunClock::now();
   const host::RunPlan plan = runner.plan_run(config);
-  run.prepared.emplace(runner.prepare(plan, run.callable_id, run.args, t_entry));
+  run.prepared.emplace(runner.prepare(plan, run.callable_id, run.args, t_entry, &run.started));
 }
 
 void Worker::Impl::prepare_successor(host::DeviceRunner& runner, host::RunState& executing,
                                      host::PreparedLaunch& launch, host::RunState& next) {
+  // Cancelled when its turn comes (execute): its orchestration does not run.
+  if (poisoned.find(next.args) != nullptr) return;
   // A host_build_graph orchestration function runs now, on the host, while `executing` runs on
   // the chip: its get/set_tensor_data of memory the executing run names first waits for that
   // run's chip work (what run() order would give), everything else goes ahead.
@@ -396,7 +438,7 @@ void Worker::Impl::prepare_successor(host::DeviceRunner& runner, host::RunState&
   } catch (const Error& e) {
     // The successor's own failure, reported when its turn comes (not this run's).
     std::lock_guard pipe(pipe_mutex);
-    if (!next.cancel) next.cancel = e;
+    if (!next.prepare_error) next.prepare_error = e;
   }
 }
 
@@ -406,23 +448,24 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
   {
     std::unique_lock lock(mutex);
     host::DeviceRunner& runner = *this->runner;
-    std::optional<Error> cancelled;
+    std::optional<Error> refused;
     {
       std::lock_guard pipe(pipe_mutex);
-      cancelled = run.cancel;
+      refused = run.prepare_error;
     }
+    bool cancelled = false;
     try {
-      if (cancelled) {
-        // Never launched. A collector prepared for it writes its directory with the reason and
-        // gives its device region back.
-        if (run.prepared && run.prepared->diag) {
-          try {
-            throw *cancelled;
-          } catch (const Error& e) {
-            runner.fail_diagnostics(*run.prepared, e);
-          }
-        }
-        throw *cancelled;
+      // Decided here, when every run before this one is done, never by how far it got before.
+      if (std::optional<Error> refusal_error =
+              refusal(runner, run.sequence, run.callable_id, run.args, &cancelled)) {
+        refused = std::move(refusal_error);
+      }
+      if (refused) {
+        // Never launched, and no directory whether or not it was prepared by now: a collector
+        // prepared for it (cancelled or refused after a fault; a failed prepare has none) gives its
+        // device region back unwritten.
+        if (run.prepared) runner.drop_diagnostics(*run.prepared);
+        throw *refused;
       }
       if (!run.prepared) prepare_run(runner, run);
       host::PreparedLaunch& prepared = *run.prepared;
@@ -489,17 +532,10 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
                                                " failed on the pipeline thread: " + e.what());
     }
     run.prepared.reset();
-    if (failure) {
-      // The run admitted after this one is not launched: it reports this failure.
-      std::lock_guard pipe(pipe_mutex);
-      if (std::shared_ptr<host::RunState> next = successor_of(run); next && !next->cancel) {
-        const bool faulted = runner.faulted();
-        next->cancel = Error(faulted ? StatusCode::DeviceFaulted : StatusCode::Cancelled,
-                             "run " + std::to_string(next->sequence) + " of callable " +
-                                 std::to_string(next->callable_id) + " was not launched: run " +
-                                 std::to_string(run.sequence) + " before it failed with " +
-                                 std::string(failure->name()) + ": " + failure->message());
-      }
+    // What a run that started and failed writes cancels the later runs naming it (a device fault
+    // refuses them all anyway, until reset).
+    if (failure && run.started && !cancelled && !runner.faulted()) {
+      poisoned.poison_failed(run.args, run.sequence, *failure);
     }
   }
   return report;
@@ -573,6 +609,7 @@ void Worker::free(DeviceBuffer buffer) {
   }
   impl_->wait_for_memory(lock, buffer.addr, buffer.addr + buffer.size);
   impl_->ready("free").free(buffer.addr);
+  impl_->poisoned.clear(buffer.addr, buffer.addr + buffer.size);
 }
 
 void Worker::copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t dst_offset) {
@@ -583,6 +620,7 @@ void Worker::copy_to(DeviceBuffer dst, const void* src, uint64_t bytes, uint64_t
   if (src == nullptr) throw Error(StatusCode::InvalidArgument, "Worker::copy_to: source is null");
   impl_->wait_for_memory(lock, dst.addr + dst_offset, dst.addr + dst_offset + bytes);
   impl_->ready("copy_to").copy_to_device(dst.addr + dst_offset, src, bytes);
+  impl_->poisoned.clear(dst.addr + dst_offset, dst.addr + dst_offset + bytes);
 }
 
 void Worker::copy_from(void* dst, DeviceBuffer src, uint64_t bytes, uint64_t src_offset) {
@@ -603,6 +641,7 @@ void Worker::memset(DeviceBuffer dst, int value, uint64_t bytes) {
   check_buffer_range("memset", dst, 0, bytes);
   impl_->wait_for_memory(lock, dst.addr, dst.addr + bytes);
   impl_->ready("memset").memset(dst.addr, value, bytes);
+  impl_->poisoned.clear(dst.addr, dst.addr + bytes);
 }
 
 uint64_t Worker::device_bytes_in_use() const {
@@ -616,6 +655,7 @@ void Worker::reset() {
   impl_->drain(lock);
   impl_->retire_driver();
   impl_->ready("reset").reset_device();
+  impl_->poisoned.clear_all();  // every buffer was lost with the device
 }
 
 uint64_t Worker::reset_count() const {

@@ -19,32 +19,17 @@ template <class T>
 uint64_t capacity_bytes(const std::vector<T>& v) {
   return static_cast<uint64_t>(v.capacity()) * sizeof(T);
 }
+// The rows of `rows`, leaving it empty.
 template <class T>
-uint64_t capacity_bytes(const std::deque<T>& d) {
-  return static_cast<uint64_t>(d.size()) * sizeof(T);
-}
-
-// The rows of `rows` as a vector of their exact size; the list's chunks are freed as they are
-// moved, so the two never hold all the rows at once.
-template <class T>
-std::vector<T> take(std::deque<T>& rows) {
-  std::vector<T> out;
-  out.reserve(rows.size());
-  while (!rows.empty()) {
-    out.push_back(std::move(rows.front()));
-    rows.pop_front();
-  }
-  std::deque<T>().swap(rows);
+std::vector<T> take(std::vector<T>& rows) {
+  std::vector<T> out = std::move(rows);
+  std::vector<T>().swap(rows);
   return out;
 }
 
 template <class T>
 void release(std::vector<T>& v) {
   std::vector<T>().swap(v);
-}
-template <class T>
-void release(std::deque<T>& d) {
-  std::deque<T>().swap(d);
 }
 
 bool block_key_less(const BlockRun& a, const BlockRun& b) {

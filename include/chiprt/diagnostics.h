@@ -14,7 +14,8 @@
 //   args.json, args.bin the tensor arguments of every task (and their data at levels 2-3)
 //   counters.csv        per task instructions and cycles, or CPU time with the reason
 //   run.json            what the run was (config, shape, time anchors, records dropped, the error)
-//   report.html         one self-contained page (no network) of all of it
+//   report.html         one self-contained page (no network) of all of it (a large run's timeline
+//                       sampled: every k-th block beyond 200,000, said on the page)
 // Which files a run writes follows from the switches (the file table in the README). A run that
 // fails still writes what was collected up to the failure, and run.json carries the error.
 //

@@ -33,23 +33,57 @@ struct Interval {
   uint64_t end = 0;
 };
 
+// The tasks in table order: the nodes' order, then tasks only blocks name, in block order. The
+// lookup by task id is a sorted array (16 bytes per task; a hash map costs several times that at
+// a million tasks).
 struct TaskTable {
   std::vector<TaskTiming> tasks;
-  std::unordered_map<uint64_t, size_t> index;
+  std::vector<std::pair<uint64_t, size_t>> by_task;  // (task, index in tasks), sorted
 
-  TaskTiming& at(uint64_t task) {
-    auto [it, inserted] = index.try_emplace(task, tasks.size());
-    if (inserted) {
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t find(uint64_t task) const {
+    auto it = std::lower_bound(by_task.begin(), by_task.end(), task,
+                               [](const auto& entry, uint64_t t) { return entry.first < t; });
+    return it != by_task.end() && it->first == task ? it->second : kNone;
+  }
+  // Appends the tasks of `ids` (in order, each once) not in the table yet.
+  template <class Ids>
+  void add(size_t count, Ids ids) {
+    const size_t first_new = tasks.size();
+    for (size_t i = 0; i < count; ++i) {
+      const uint64_t task = ids(i);
+      if (find(task) != kNone) continue;
       tasks.emplace_back();
       tasks.back().task = task;
     }
-    return tasks[it->second];
+    if (tasks.size() == first_new) return;
+    // Later duplicates of a new task are dropped (the first keeps its place).
+    std::vector<std::pair<uint64_t, size_t>> added;
+    added.reserve(tasks.size() - first_new);
+    for (size_t i = first_new; i < tasks.size(); ++i) added.emplace_back(tasks[i].task, i);
+    std::sort(added.begin(), added.end());
+    std::vector<bool> keep(tasks.size() - first_new, false);
+    for (size_t i = 0; i < added.size(); ++i) {
+      if (i == 0 || added[i].first != added[i - 1].first) keep[added[i].second - first_new] = true;
+    }
+    size_t out = first_new;
+    for (size_t i = first_new; i < tasks.size(); ++i) {
+      if (keep[i - first_new]) tasks[out++] = tasks[i];
+    }
+    tasks.resize(out);
+    by_task.clear();
+    by_task.reserve(tasks.size());
+    for (size_t i = 0; i < tasks.size(); ++i) by_task.emplace_back(tasks[i].task, i);
+    std::sort(by_task.begin(), by_task.end());
   }
+  TaskTiming& at(uint64_t task) { return tasks[find(task)]; }
 };
 
 TaskTable build_tasks(const RunModel& model) {
   TaskTable table;
   table.tasks.reserve(model.nodes.size());
+  table.add(model.nodes.size(), [&](size_t i) { return model.nodes[i].task; });
+  // A task named by several nodes takes the last one's fields.
   for (const TaskNode& node : model.nodes) {
     TaskTiming& timing = table.at(node.task);
     timing.func_id = node.func_id;
@@ -58,6 +92,7 @@ TaskTable build_tasks(const RunModel& model) {
     timing.ready_ns = node.ready_ns;
     timing.dependency_only = node.dependency_only;
   }
+  table.add(model.blocks.size(), [&](size_t i) { return model.blocks[i].task; });
   for (const BlockRun& block : model.blocks) {
     TaskTiming& timing = table.at(block.task);
     ++timing.blocks;
@@ -349,19 +384,40 @@ Analysis analyze(const RunModel& model) {
     if (last == tasks.size() || tasks[i].last_end_ns > tasks[last].last_end_ns) last = i;
   }
 
-  std::vector<std::vector<size_t>> producers;
+  // Each task's producers (dependency-only ones looked through), as ranges of one pool: a task's
+  // list is pool[begin[c], begin[c] + count[c]).
+  std::vector<size_t> producer_pool;
+  std::vector<size_t> producer_begin;
+  std::vector<uint32_t> producer_count;
   std::vector<size_t> by_end;  // timing-only: finished tasks by end (ties: earliest first)
   if (model.have_edges) {
-    std::vector<std::vector<size_t>> direct(tasks.size());
-    for (const Edge& edge : model.edges) {
-      auto p = table.index.find(edge.producer);
-      auto c = table.index.find(edge.consumer);
-      if (p != table.index.end() && c != table.index.end()) direct[c->second].push_back(p->second);
+    // The direct producers, by consumer (in edge order), as offsets into one array.
+    std::vector<size_t> direct_begin(tasks.size() + 1, 0);
+    std::vector<size_t> direct;
+    {
+      std::vector<std::pair<size_t, size_t>> found;  // (producer, consumer) of each edge
+      found.reserve(model.edges.size());
+      for (const Edge& edge : model.edges) {
+        const size_t p = table.find(edge.producer);
+        const size_t c = table.find(edge.consumer);
+        if (p != TaskTable::kNone && c != TaskTable::kNone) found.emplace_back(p, c);
+      }
+      for (const auto& [p, c] : found) ++direct_begin[c + 1];
+      for (size_t i = 0; i < tasks.size(); ++i) direct_begin[i + 1] += direct_begin[i];
+      direct.resize(found.size());
+      std::vector<size_t> fill(direct_begin.begin(), direct_begin.end() - 1);
+      for (const auto& [p, c] : found) direct[fill[c]++] = p;
     }
+    auto direct_of = [&](size_t c) {
+      return std::pair{direct.begin() + static_cast<std::ptrdiff_t>(direct_begin[c]),
+                       direct.begin() + static_cast<std::ptrdiff_t>(direct_begin[c + 1])};
+    };
     // A dependency-only task never runs: its consumers wait for its producers, so the path
     // looks through it (memoised; the graph is acyclic, so the expansion ends).
     std::vector<int8_t> expanded(tasks.size(), 0);
-    producers.resize(tasks.size());
+    producer_begin.assign(tasks.size(), 0);
+    producer_count.assign(tasks.size(), 0);
+    producer_pool.reserve(direct.size());
     std::vector<size_t> stack;
     for (size_t root = 0; root < tasks.size(); ++root) {
       if (expanded[root] != 0) continue;
@@ -370,23 +426,30 @@ Analysis analyze(const RunModel& model) {
         const size_t c = stack.back();
         if (expanded[c] == 0) {
           expanded[c] = 1;  // in progress: expand its dependency-only producers first
-          for (size_t p : direct[c]) {
-            if (tasks[p].dependency_only && expanded[p] == 0) stack.push_back(p);
+          for (auto [it, end] = direct_of(c); it != end; ++it) {
+            if (tasks[*it].dependency_only && expanded[*it] == 0) stack.push_back(*it);
           }
           continue;
         }
         stack.pop_back();
         if (expanded[c] == 2) continue;
-        for (size_t p : direct[c]) {
+        const size_t begin = producer_pool.size();
+        for (auto [it, end] = direct_of(c); it != end; ++it) {
+          const size_t p = *it;
           if (!tasks[p].dependency_only) {
-            producers[c].push_back(p);
+            producer_pool.push_back(p);
           } else if (expanded[p] == 2) {
-            producers[c].insert(producers[c].end(), producers[p].begin(), producers[p].end());
+            for (size_t k = 0; k < producer_count[p]; ++k) {
+              const size_t q = producer_pool[producer_begin[p] + k];
+              producer_pool.push_back(q);
+            }
           }
         }
-        std::sort(producers[c].begin(), producers[c].end());
-        producers[c].erase(std::unique(producers[c].begin(), producers[c].end()),
-                           producers[c].end());
+        const auto first = producer_pool.begin() + static_cast<std::ptrdiff_t>(begin);
+        std::sort(first, producer_pool.end());
+        producer_pool.erase(std::unique(first, producer_pool.end()), producer_pool.end());
+        producer_begin[c] = begin;
+        producer_count[c] = static_cast<uint32_t>(producer_pool.size() - begin);
         expanded[c] = 2;
       }
     }
@@ -411,7 +474,8 @@ Analysis analyze(const RunModel& model) {
       if (model.have_edges) {
         // The producer that finished last before the task became ready.
         const uint64_t bound = step.ready_ns != kNoTime ? step.ready_ns : step.first_start_ns;
-        for (size_t p : producers[current]) {
+        for (size_t k = 0; k < producer_count[current]; ++k) {
+          const size_t p = producer_pool[producer_begin[current] + k];
           const TaskTiming& producer = tasks[p];
           if (on_path[p] || !producer.finished() || producer.last_end_ns > bound) continue;
           if (best == tasks.size() || producer.last_end_ns > tasks[best].last_end_ns ||
@@ -524,7 +588,7 @@ Analysis analyze(const RunModel& model) {
   for (const BlockRun& block : model.blocks) {
     if (block.start_ns == kNoTime || block.end_ns == kNoTime) continue;
     const uint64_t ns = block.end_ns - block.start_ns;
-    durations[tasks[table.index.at(block.task)].func_id].push_back(ns);
+    durations[tasks[table.find(block.task)].func_id].push_back(ns);
     if (block.core >= 0) {
       CoreUse& use = cores[block.core];
       ++use.blocks;

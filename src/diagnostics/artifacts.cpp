@@ -255,31 +255,101 @@ std::string counter_valid_names(uint32_t valid) {
   return names;
 }
 
-// Lookups the writers share.
-struct Index {
-  std::unordered_map<uint64_t, size_t> node;  // task -> nodes[]
-  std::unordered_map<uint64_t, std::vector<uint64_t>> producers, consumers;
-  std::unordered_map<uint64_t, std::vector<size_t>> args;  // task -> args[]
-};
-
-Index build_index(const RunModel& model, bool with_edges, bool with_args) {
-  Index index;
-  for (size_t i = 0; i < model.nodes.size(); ++i) index.node.emplace(model.nodes[i].task, i);
-  if (with_edges) {
-    for (const Edge& edge : model.edges) {
-      index.producers[edge.consumer].push_back(edge.producer);
-      index.consumers[edge.producer].push_back(edge.consumer);
+// Lookups the writers share, as sorted index arrays over the model's rows (a few bytes per row;
+// per-task hash maps of vectors cost a hundred bytes and more per task at a million tasks).
+// A run's model comes sorted by task (nodes, blocks, args); a model built otherwise (by hand,
+// read back) is indexed through the order arrays.
+class Index {
+ public:
+  Index(const RunModel& model, bool with_edges, bool with_args) : model_(model) {
+    nodes_sorted_ =
+        std::is_sorted(model.nodes.begin(), model.nodes.end(),
+                       [](const TaskNode& a, const TaskNode& b) { return a.task < b.task; });
+    if (!nodes_sorted_)
+      node_order_ = order_by(model.nodes.size(), [&](size_t i) { return model.nodes[i].task; });
+    block_order_ = order_by(model.blocks.size(), [&](size_t i) { return model.blocks[i].task; });
+    if (with_edges) {
+      by_consumer_ =
+          order_by(model.edges.size(), [&](size_t i) { return model.edges[i].consumer; });
+      by_producer_ =
+          order_by(model.edges.size(), [&](size_t i) { return model.edges[i].producer; });
+    }
+    if (with_args) {
+      args_order_ = order_by(model.args.size(), [&](size_t i) { return model.args[i].task; });
     }
   }
-  if (with_args) {
-    for (size_t i = 0; i < model.args.size(); ++i) index.args[model.args[i].task].push_back(i);
-  }
-  return index;
-}
 
-const TaskNode* find_node(const RunModel& model, const Index& index, uint64_t task) {
-  auto it = index.node.find(task);
-  return it == index.node.end() ? nullptr : &model.nodes[it->second];
+  const TaskNode* node(uint64_t task) const {
+    if (nodes_sorted_) {
+      auto it = std::lower_bound(model_.nodes.begin(), model_.nodes.end(), task,
+                                 [](const TaskNode& n, uint64_t t) { return n.task < t; });
+      return it != model_.nodes.end() && it->task == task ? &*it : nullptr;
+    }
+    auto [first, last] = range(node_order_, task, [&](size_t i) { return model_.nodes[i].task; });
+    return first != last ? &model_.nodes[*first] : nullptr;
+  }
+  // The task's producers (consumers), in the order of the model's edges, to `f`.
+  template <class F>
+  void for_each_producer(uint64_t task, F&& f) const {
+    auto key = [&](size_t i) { return model_.edges[i].consumer; };
+    for (auto [it, end] = range(by_consumer_, task, key); it != end; ++it)
+      f(model_.edges[*it].producer);
+  }
+  template <class F>
+  void for_each_consumer(uint64_t task, F&& f) const {
+    auto key = [&](size_t i) { return model_.edges[i].producer; };
+    for (auto [it, end] = range(by_producer_, task, key); it != end; ++it)
+      f(model_.edges[*it].consumer);
+  }
+  // Indices into model.blocks (model.args) of the task's rows, in model order.
+  std::pair<const size_t*, const size_t*> blocks(uint64_t task) const {
+    auto [first, last] = range(block_order_, task, [&](size_t i) { return model_.blocks[i].task; });
+    return {block_order_.data() + (first - block_order_.begin()),
+            block_order_.data() + (last - block_order_.begin())};
+  }
+  std::pair<const size_t*, const size_t*> args(uint64_t task) const {
+    auto [first, last] = range(args_order_, task, [&](size_t i) { return model_.args[i].task; });
+    return {args_order_.data() + (first - args_order_.begin()),
+            args_order_.data() + (last - args_order_.begin())};
+  }
+
+ private:
+  using Order = std::vector<size_t>;
+  // 0..n-1 sorted by (key, position).
+  template <class Key>
+  static Order order_by(size_t n, Key key) {
+    Order order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; ++i) sorted = key(i - 1) <= key(i);
+    if (!sorted) {
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const uint64_t ka = key(a), kb = key(b);
+        return ka != kb ? ka < kb : a < b;
+      });
+    }
+    return order;
+  }
+  template <class Key>
+  static std::pair<Order::const_iterator, Order::const_iterator> range(const Order& order,
+                                                                       uint64_t task, Key key) {
+    auto first = std::lower_bound(order.begin(), order.end(), task,
+                                  [&](size_t i, uint64_t t) { return key(i) < t; });
+    auto last = std::upper_bound(first, order.end(), task,
+                                 [&](uint64_t t, size_t i) { return t < key(i); });
+    return {first, last};
+  }
+
+  const RunModel& model_;
+  bool nodes_sorted_ = true;
+  Order node_order_;
+  Order block_order_;
+  Order by_consumer_, by_producer_;
+  Order args_order_;
+};
+
+const TaskNode* find_node(const RunModel&, const Index& index, uint64_t task) {
+  return index.node(task);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,9 +496,8 @@ void write_trace(TextOut& out, const RunModel& model, const Index& index) {
         << "}";
   }
 
-  // Blocks, and each task's first-starting and last-ending block for the flow arrows.
-  std::unordered_map<uint64_t, std::pair<size_t, size_t>> ends;  // task -> (first, last)
-  std::unordered_map<int32_t, std::string> labels;               // func_id -> its quoted label
+  // Blocks.
+  std::unordered_map<int32_t, std::string> labels;  // func_id -> its quoted label
   for (size_t i = 0; i < model.blocks.size(); ++i) {
     const BlockRun& b = model.blocks[i];
     if (b.core < 0 || b.start_ns == kNoTime) continue;
@@ -446,12 +515,11 @@ void write_trace(TextOut& out, const RunModel& model, const Index& index) {
         << ",\"ts\":" << micros(b.start_ns) << ",\"dur\":" << micros(end - b.start_ns)
         << ",\"args\":{\"task\":" << b.task << ",\"block\":" << b.block << ",\"core\":" << b.core
         << ",\"func_id\":" << func_id << ",\"scope_depth\":" << (node ? node->scope_depth : 0);
-    auto args = index.args.find(b.task);
-    if (args != index.args.end()) {
+    if (auto [arg, args_end] = index.args(b.task); arg != args_end) {
       out << ",\"tensors\":[";
-      for (size_t k = 0; k < args->second.size(); ++k) {
+      for (const size_t* first = arg; arg != args_end; ++arg) {
         // Tag and dtype names, digits and "@0x+": nothing to escape.
-        out << (k ? ",\"" : "\"") << tensor_summary(model.args[args->second[k]]) << '"';
+        out << (arg != first ? ",\"" : "\"") << tensor_summary(model.args[*arg]) << '"';
       }
       out << "]";
     }
@@ -461,14 +529,6 @@ void write_trace(TextOut& out, const RunModel& model, const Index& index) {
       out << ",\"state\":\"" << (stuck ? "stuck" : "running") << "\"";
     }
     out << "}}";
-    auto [it, inserted] = ends.try_emplace(b.task, i, i);
-    if (!inserted) {
-      if (b.start_ns < model.blocks[it->second.first].start_ns) it->second.first = i;
-      if (finished && (model.blocks[it->second.second].end_ns == kNoTime ||
-                       b.end_ns > model.blocks[it->second.second].end_ns)) {
-        it->second.second = i;
-      }
-    }
   }
 
   for (const ThreadSpan& span : model.thread_spans) {
@@ -498,14 +558,36 @@ void write_trace(TextOut& out, const RunModel& model, const Index& index) {
         << "}}";
   }
 
+  // A task's first-starting and last-ending block that ran (in model order, the first of ties).
+  auto task_ends = [&](uint64_t task, size_t* first, size_t* last) {
+    bool any = false;
+    for (auto [it, end] = index.blocks(task); it != end; ++it) {
+      const size_t i = *it;
+      const BlockRun& b = model.blocks[i];
+      if (b.core < 0 || b.start_ns == kNoTime) continue;
+      if (!any) {
+        *first = *last = i;
+        any = true;
+        continue;
+      }
+      if (b.start_ns < model.blocks[*first].start_ns) *first = i;
+      if (b.end_ns != kNoTime &&
+          (model.blocks[*last].end_ns == kNoTime || b.end_ns > model.blocks[*last].end_ns)) {
+        *last = i;
+      }
+    }
+    return any;
+  };
   // Flow arrows: producer's last block end to consumer's first block start.
   for (size_t i = 0; i < model.edges.size(); ++i) {
     const Edge& edge = model.edges[i];
-    auto p = ends.find(edge.producer);
-    auto c = ends.find(edge.consumer);
-    if (p == ends.end() || c == ends.end()) continue;
-    const BlockRun& from = model.blocks[p->second.second];
-    const BlockRun& to = model.blocks[c->second.first];
+    size_t p_first = 0, p_last = 0, c_first = 0, c_last = 0;
+    if (!task_ends(edge.producer, &p_first, &p_last) ||
+        !task_ends(edge.consumer, &c_first, &c_last)) {
+      continue;
+    }
+    const BlockRun& from = model.blocks[p_last];
+    const BlockRun& to = model.blocks[c_first];
     if (from.end_ns == kNoTime) continue;
     const CoreSlot a = core_slot(model.shape, static_cast<uint32_t>(from.core));
     const CoreSlot b = core_slot(model.shape, static_cast<uint32_t>(to.core));
@@ -529,13 +611,15 @@ constexpr const char* kTasksHeader =
     "producers,consumers,submit_begin_ns,complete_ns";
 
 std::string id_list(const Index& index, bool producers, uint64_t task) {
-  const auto& map = producers ? index.producers : index.consumers;
-  auto it = map.find(task);
   std::string text;
-  if (it == map.end()) return text;
-  for (uint64_t id : it->second) {
+  auto add = [&](uint64_t id) {
     if (!text.empty()) text += ' ';
     text += std::to_string(id);
+  };
+  if (producers) {
+    index.for_each_producer(task, add);
+  } else {
+    index.for_each_consumer(task, add);
   }
   return text;
 }
@@ -558,14 +642,10 @@ void write_tasks(TextOut& out, const RunModel& model, const Index& index) {
         << csv_time(node ? node->submit_begin_ns : kNoTime) << ','
         << csv_time(run ? run->complete_ns : kNoTime) << '\n';
   };
-  std::unordered_map<uint64_t, bool> has_block;
-  for (const BlockRun& b : model.blocks) {
-    row(b.task, std::to_string(b.block), &b);
-    has_block[b.task] = true;
-  }
+  for (const BlockRun& b : model.blocks) row(b.task, std::to_string(b.block), &b);
   // Tasks without a block record: a row with an empty block (submitted, never dispatched).
   for (const TaskNode& node : model.nodes) {
-    if (!has_block.count(node.task)) row(node.task, "", nullptr);
+    if (auto [first, last] = index.blocks(node.task); first == last) row(node.task, "", nullptr);
   }
 }
 
@@ -1347,7 +1427,7 @@ std::vector<std::string> write_run_directory(const std::string& run_dir, const R
                                              const ArgsData& data) {
   const DiagnosticsConfig& c = model.config;
   const Analysis analysis = analyze(model);
-  const Index index = build_index(model, true, c.args_dump_level > 0);
+  const Index index(model, true, c.args_dump_level > 0);
   std::vector<std::string> paths;
   std::vector<std::string> names;
   auto done = [&](OutFile& file, const char* name) {
@@ -1401,7 +1481,7 @@ std::vector<std::string> write_run_directory(const std::string& run_dir, const R
   }
   {
     OutFile file(run_dir, kReportFile);
-    file.out() << render_report_html(model, analysis);
+    write_report_html(model, analysis, [&](std::string_view piece) { file.out() << piece; });
     done(file, kReportFile);
   }
   names.push_back(kRunFile);

@@ -3,7 +3,9 @@
 // fixed here (chiprt/diagnostics.h lists them for users).
 //
 // Errors: chiprt::Error(DiagnosticsError) naming the file and what is wrong with it. Writers
-// stream (a million-task run writes hundreds of MB without holding the text in memory).
+// stream (a million-task run writes hundreds of MB without holding the text in memory), and their
+// lookups (a task's node, blocks, producers, consumers, arguments) are sorted index arrays over
+// the model's rows, a few bytes per row.
 //
 // Layouts (times in ns from the run start unless said; a CSV time left empty was not recorded):
 //   run.json            always: variant, config switches, shape, kernels, clock_hz, anchors,
@@ -31,7 +33,7 @@
 //                       "left_out":[{task,index,phase,wanted_bytes}]}; args.bin = ArgsData bytes.
 //   counters.csv        hardware_counters: "#" comment lines (what "valid" means, counters_note),
 //                       then task,block,core,instructions,cycles,cpu_ns,valid (names measured).
-//   report.html         always: render_report_html.
+//   report.html         always: write_report_html (a large run's timeline sampled).
 // Files are written as NAME.tmp and renamed into place.
 //
 // Threading: one call per directory at a time.

@@ -6,10 +6,14 @@
 // the page can be rendered from a model built by hand or read back from a run directory.
 #include "diagnostics/report_html.h"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -18,12 +22,12 @@
 namespace chiprt::diagnostics {
 namespace {
 
-using nlohmann::json;
+// What the page embeds at most of each timeline kind (blocks, AICPU spans, scheduler events), and
+// of the critical path's steps: beyond, it samples (build_json).
+constexpr uint64_t kReportTimelineItems = 200000;
+constexpr uint64_t kReportPathSteps = 10000;
 
-// JS numbers cannot hold kNoTime (UINT64_MAX); the page reads null as "not recorded".
-json t(uint64_t ns) {
-  return ns == kNoTime ? json(nullptr) : json(ns);
-}
+using nlohmann::json;
 
 const char* core_type_str(CoreType type) {
   switch (type) {
@@ -37,7 +41,47 @@ const char* core_type_str(CoreType type) {
   return "?";
 }
 
-json build_json(const RunModel& m, const Analysis& a) {
+// Every `stride`-th of n items (the first included), so that at most `limit` remain.
+uint64_t sample_stride(uint64_t n, uint64_t limit) {
+  return n <= limit ? 1 : (n + limit - 1) / limit;
+}
+
+// The page, written to a sink in pieces of about kChunkBytes: the timeline's arrays are formatted
+// straight into it, never held whole (as a JSON document they cost tens of bytes per number).
+class Chunks {
+ public:
+  explicit Chunks(const ReportSink& sink) : sink_(sink) { buffer_.reserve(kChunkBytes + 64); }
+  ~Chunks() = default;
+  Chunks(const Chunks&) = delete;
+  Chunks& operator=(const Chunks&) = delete;
+  Chunks& operator<<(std::string_view text) {
+    buffer_.append(text);
+    if (buffer_.size() >= kChunkBytes) flush();
+    return *this;
+  }
+  Chunks& operator<<(char c) { return *this << std::string_view(&c, 1); }
+  template <class T>
+  requires std::is_integral_v<T> Chunks& number(T value) {
+    char text[24];
+    const auto result = std::to_chars(text, text + sizeof text, value);
+    return *this << std::string_view(text, static_cast<size_t>(result.ptr - text));
+  }
+  // A time as the page reads it: null when not recorded.
+  Chunks& time(uint64_t ns) { return ns == kNoTime ? *this << "null" : number(ns); }
+  void flush() {
+    if (!buffer_.empty()) sink_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr size_t kChunkBytes = 256 << 10;
+  const ReportSink& sink_;
+  std::string buffer_;
+};
+
+// Writes the timeline's arrays and the critical path into `out` as the first members of the data
+// object ("{" and the members, no closing brace) and returns the rest of the data as a document.
+json build_json(const RunModel& m, const Analysis& a, Chunks& out) {
   json d;
   // Kernels by func_id, plus any func_id a task names that the table lacks: the index into
   // this list is a block's colour, so the same kernel keeps its colour across runs.
@@ -52,17 +96,24 @@ json build_json(const RunModel& m, const Analysis& a) {
     kernels.push_back({func, m.kernel_label(func), k ? core_type_str(k->core_type) : ""});
   }
   d["kernels"] = std::move(kernels);
-  std::unordered_map<uint64_t, int32_t> func_of;
+  // Each task's func_id, by task (16 bytes per task; the model's nodes are usually sorted
+  // already, but a hand-built model need not be).
+  std::vector<std::pair<uint64_t, int32_t>> func_of;
   func_of.reserve(m.nodes.size());
   uint64_t dep_only = 0, internal = 0;
   for (const TaskNode& n : m.nodes) {
-    func_of[n.task] = n.func_id;
+    func_of.emplace_back(n.task, n.func_id);
     dep_only += n.dependency_only;
     internal += n.internal;
   }
+  if (!std::is_sorted(func_of.begin(), func_of.end())) {
+    std::stable_sort(func_of.begin(), func_of.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  }
   auto kidx = [&](uint64_t task) {
-    auto f = func_of.find(task);
-    if (f == func_of.end()) return -1;
+    auto f = std::lower_bound(func_of.begin(), func_of.end(), task,
+                              [](const auto& x, uint64_t t) { return x.first < t; });
+    if (f == func_of.end() || f->first != task) return -1;
     auto k = kernel_index.find(f->second);
     return k == kernel_index.end() ? -1 : k->second;
   };
@@ -71,48 +122,106 @@ json build_json(const RunModel& m, const Analysis& a) {
   // blocks stay a few tens of MB and parse fast. Starts (and span begins, event times) are
   // deltas from the previous row's, durations null when not recorded: short numbers, about half
   // the page of absolute times. The script decodes them once.
-  auto delta = [](uint64_t v, uint64_t& prev) {
-    const int64_t d = static_cast<int64_t>(v - prev);
+  auto delta = [&](uint64_t v, uint64_t& prev) {
+    out.number(static_cast<int64_t>(v - prev));
     prev = v;
-    return d;
   };
-  auto dur = [](uint64_t begin, uint64_t end) {
-    return end == kNoTime ? json(nullptr) : json(static_cast<int64_t>(end - begin));
-  };
-  json blocks = json::array();
-  uint64_t unrun = 0, prev = 0;
-  for (const BlockRun& b : m.blocks) {
-    if (b.core < 0 || b.start_ns == kNoTime) {
-      ++unrun;
-      continue;
+  auto dur = [&](uint64_t begin, uint64_t end) {
+    if (end == kNoTime) {
+      out << "null";
+    } else {
+      out.number(static_cast<int64_t>(end - begin));
     }
-    blocks.push_back(b.task);
-    blocks.push_back(b.block);
-    blocks.push_back(b.core);
-    blocks.push_back(kidx(b.task));
-    blocks.push_back(delta(b.start_ns, prev));
-    blocks.push_back(dur(b.start_ns, b.end_ns));
+  };
+  //
+  // A large run's timeline is sampled: beyond kReportTimelineItems blocks (thread spans,
+  // scheduler events), every k-th is embedded (k the smallest that keeps the limit; blocks still
+  // running when the run ended always), so the page stays a few tens of MB however long the run.
+  // The tables (kernels, cores, counters, scopes) and the verdict cover every block.
+  uint64_t unrun = 0, ran = 0;
+  for (const BlockRun& b : m.blocks) {
+    if (b.core < 0 || b.start_ns == kNoTime) ++unrun;
   }
-  d["blocks"] = std::move(blocks);
-  json spans = json::array();  // [thread, kind, what, task, begin, duration]
+  ran = m.blocks.size() - unrun;
+  const uint64_t block_stride = sample_stride(ran, kReportTimelineItems);
+  const uint64_t span_stride = sample_stride(m.thread_spans.size(), kReportTimelineItems);
+  const uint64_t sched_stride = sample_stride(m.scheduler_events.size(), kReportTimelineItems);
+  const uint64_t path_stride = sample_stride(a.path.size(), kReportPathSteps);
+  json notes = m.notes;
+  if (block_stride > 1 || span_stride > 1 || sched_stride > 1) {
+    notes.push_back("report: the timeline is sampled (every " + std::to_string(block_stride) +
+                    "th block, " + std::to_string(span_stride) + "th AICPU span, " +
+                    std::to_string(sched_stride) +
+                    "th scheduler event); trace.json and tasks.csv hold every one");
+  }
+  uint64_t prev = 0, seen = 0, embedded = 0;
+  const char* sep = "";
+  out << "{\"blocks\":[";
+  for (const BlockRun& b : m.blocks) {
+    if (b.core < 0 || b.start_ns == kNoTime) continue;
+    if (seen++ % block_stride != 0 && b.end_ns != kNoTime) continue;
+    ++embedded;
+    out << sep;
+    sep = ",";
+    out.number(b.task) << ',';
+    out.number(b.block) << ',';
+    out.number(b.core) << ',';
+    out.number(kidx(b.task)) << ',';
+    delta(b.start_ns, prev);
+    out << ',';
+    dur(b.start_ns, b.end_ns);
+  }
+  out << "],\n\"spans\":[";  // [thread, kind, what, task, begin, duration]
   prev = 0;
-  for (const ThreadSpan& s : m.thread_spans) {
-    spans.push_back(s.thread);
-    spans.push_back(static_cast<int>(s.kind));
-    spans.push_back(s.what);
-    spans.push_back(s.task);
-    spans.push_back(delta(s.begin_ns, prev));
-    spans.push_back(dur(s.begin_ns, s.end_ns));
+  sep = "";
+  for (size_t i = 0; i < m.thread_spans.size(); i += span_stride) {
+    const ThreadSpan& s = m.thread_spans[i];
+    out << sep;
+    sep = ",";
+    out.number(s.thread) << ',';
+    out.number(static_cast<int>(s.kind)) << ',';
+    out.number(s.what) << ',';
+    out.number(s.task) << ',';
+    delta(s.begin_ns, prev);
+    out << ',';
+    dur(s.begin_ns, s.end_ns);
   }
-  d["spans"] = std::move(spans);
-  json sched = json::array();  // [thread, kind (0 dispatch, 1 complete), t]
+  out << "],\n\"sched\":[";  // [thread, kind (0 dispatch, 1 complete), t]
   prev = 0;
-  for (const SchedulerEvent& e : m.scheduler_events) {
-    sched.push_back(e.thread);
-    sched.push_back(static_cast<int>(e.kind));
-    sched.push_back(delta(e.t_ns, prev));
+  sep = "";
+  for (size_t i = 0; i < m.scheduler_events.size(); i += sched_stride) {
+    const SchedulerEvent& e = m.scheduler_events[i];
+    out << sep;
+    sep = ",";
+    out.number(e.thread) << ',';
+    out.number(static_cast<int>(e.kind)) << ',';
+    delta(e.t_ns, prev);
   }
-  d["sched"] = std::move(sched);
+  // The critical path: [task, kernel index, core, start, end, gap, waits x6, main, step number];
+  // a long path sampled like the timeline (its first and last step always). The page reads it
+  // as the analysis' path.
+  out << "],\n\"path\":[";
+  sep = "";
+  for (size_t i = 0; i < a.path.size(); ++i) {
+    if (i % path_stride != 0 && i + 1 != a.path.size()) continue;
+    const PathStep& p = a.path[i];
+    out << sep << '[';
+    sep = ",";
+    out.number(p.task) << ',';
+    out.number(kidx(p.task)) << ',';
+    out.number(p.core) << ',';
+    out.time(p.start_ns) << ',';
+    out.time(p.end_ns) << ',';
+    out.number(p.gap_ns);
+    for (uint64_t w : p.waited_ns) {
+      out << ',';
+      out.number(w);
+    }
+    out << ',';
+    out.number(static_cast<int>(p.main_wait)) << ',';
+    out.number(i + 1) << ']';
+  }
+  out << "]";
   json host = json::array();
   for (const HostSpan& h : m.host_spans) host.push_back({h.name, h.begin_ns, h.end_ns});
   d["host"] = std::move(host);
@@ -132,10 +241,20 @@ json build_json(const RunModel& m, const Analysis& a) {
               {"have_edges", m.have_edges},
               {"blocks_total", m.blocks.size()},
               {"blocks_unrun", unrun},
+              {"blocks_run", ran},
+              {"path_steps", a.path.size()},
+              {"sampled",
+               {{"blocks", block_stride},
+                {"blocks_embedded", embedded},
+                {"spans", span_stride},
+                {"spans_total", m.thread_spans.size()},
+                {"sched", sched_stride},
+                {"sched_total", m.scheduler_events.size()},
+                {"path", path_stride}}},
               {"records_received", m.records_received},
               {"records_dropped", m.records_dropped},
               {"drop_reason", m.drop_reason},
-              {"notes", m.notes},
+              {"notes", std::move(notes)},
               {"config",
                {{"swimlane_level", c.swimlane_level},
                 {"task_timing", c.task_timing},
@@ -194,13 +313,6 @@ json build_json(const RunModel& m, const Analysis& a) {
     d["error"] = nullptr;
   }
 
-  json path = json::array();  // [task, kernel index, core, start, end, gap, waits x6, main]
-  for (const PathStep& p : a.path) {
-    json row = {p.task, kidx(p.task), p.core, t(p.start_ns), t(p.end_ns), p.gap_ns};
-    for (uint64_t w : p.waited_ns) row.push_back(w);
-    row.push_back(static_cast<int>(p.main_wait));
-    path.push_back(std::move(row));
-  }
   json ks = json::array();
   for (const KernelStat& k : a.kernels) {
     ks.push_back({k.func_id, k.label.empty() ? m.kernel_label(k.func_id) : k.label, k.count,
@@ -211,19 +323,12 @@ json build_json(const RunModel& m, const Analysis& a) {
     cores.push_back({u.core, u.label, u.blocks, u.busy_ns, u.utilisation});
   json waited = json::array();
   for (uint64_t w : a.waited_ns) waited.push_back(w);
-  d["a"] = {{"path", std::move(path)},
-            {"path_ns", a.path_ns},
-            {"path_with_waits_ns", a.path_with_waits_ns},
-            {"chip_span_ns", a.chip_span_ns},
-            {"wall_ns", a.wall_ns},
-            {"task_time_ns", a.task_time_ns},
-            {"average_parallelism", a.average_parallelism},
-            {"waited", std::move(waited)},
-            {"kernels", std::move(ks)},
-            {"cores", std::move(cores)},
-            {"bound", bound_name(a.bound)},
-            {"verdict", a.verdict},
-            {"caveats", a.caveats}};
+  d["a"] = {{"path_ns", a.path_ns},           {"path_with_waits_ns", a.path_with_waits_ns},
+            {"chip_span_ns", a.chip_span_ns}, {"wall_ns", a.wall_ns},
+            {"task_time_ns", a.task_time_ns}, {"average_parallelism", a.average_parallelism},
+            {"waited", std::move(waited)},    {"kernels", std::move(ks)},
+            {"cores", std::move(cores)},      {"bound", bound_name(a.bound)},
+            {"verdict", a.verdict},           {"caveats", a.caveats}};
   json wait_names = json::array();
   for (int k = 0; k < kWaitKinds; ++k)
     wait_names.push_back(wait_kind_name(static_cast<WaitKind>(k)));
@@ -280,7 +385,8 @@ var BODY = document.body, nerr = 0;
 BODY.dataset.errors = '0';
 window.onerror = function () { nerr++; BODY.dataset.errors = String(nerr); };
 var D = JSON.parse(document.getElementById('chiprt-data').textContent);
-var R = D.run, SH = D.shape, A = D.a, E = D.error, K = D.kernels;
+D.a.path = D.path;
+var R = D.run, SH = D.shape, A = D.a, E = D.error, K = D.kernels, SAMPLED = R.sampled;
 var WN = D.wait_names;
 
 // ---- helpers -------------------------------------------------------------------------------
@@ -517,7 +623,7 @@ facts(vs, [['wall time', fmt(R.wall_ns)], ['chip span', fmt(A.chip_span_ns)],
   ['average parallelism', A.average_parallelism ? A.average_parallelism.toFixed(2) : '\u2014'],
   ['tasks', num(R.tasks) + (R.dependency_only ? ' (' + num(R.dependency_only) + ' dependency-only)' : '')],
   ['edges', R.have_edges ? num(R.edges) : 'not collected'],
-  ['blocks run', num(NB) + (R.blocks_unrun ? ' (' + num(R.blocks_unrun) + ' never ran)' : '')],
+  ['blocks run', num(R.blocks_run) + (R.blocks_unrun ? ' (' + num(R.blocks_unrun) + ' never ran)' : '')],
   ['chip', SH.clusters + ' of ' + SH.device_clusters + ' clusters, ' + SH.aicpu_threads + ' AICPU threads']]);
 if (A.caveats && A.caveats.length) {
   var ul = el('ul');
@@ -527,6 +633,12 @@ if (A.caveats && A.caveats.length) {
 
 // ---- timeline ------------------------------------------------------------------------------
 var ts = section('Timeline');
+if (SAMPLED.blocks > 1 || SAMPLED.spans > 1 || SAMPLED.sched > 1) {
+  ts.appendChild(el('div', 'empty', 'Sampled: a large run draws every ' + SAMPLED.blocks +
+    'th block (' + num(SAMPLED.blocks_embedded) + ' of ' + num(R.blocks_run) + ', every running one), every ' +
+    SAMPLED.spans + 'th AICPU span and every ' + SAMPLED.sched + 'th scheduler event; ' +
+    'the tables and the verdict cover every block.'));
+}
 var tbar = el('div'); tbar.id = 'tlbar';
 var bReset = el('button', null, 'reset: whole run'), bChip = el('button', null, 'chip'), bIn = el('button', null, '+'), bOut = el('button', null, '\u2212');
 var vinfo = el('span');
@@ -764,7 +876,7 @@ function tipText(r, i) {
     L = [kname(BL[b + 3]), 'task ' + task + '  block ' + BL[b + 1], coreLabel(BL[b + 2]),
       'start ' + fmt(s), end === null ? 'no end: still running when the run ended' : 'end   ' + fmt(e),
       'duration ' + (end === null ? '\u2265 ' : '') + fmt(e - s)];
-    if (pathStep.has(task)) L.push('critical path step ' + (pathStep.get(task) + 1) + ' of ' + A.path.length);
+    if (pathStep.has(task)) L.push('critical path step ' + A.path[pathStep.get(task)][13] + ' of ' + R.path_steps);
     if (task === stuckTask) L.push('the stuck task');
   } else if (r.type === 1) {
     var kind = SP[q + 1], what = SP[q + 2];
@@ -800,12 +912,13 @@ constexpr const char* kScript3 = R"JS(
 var ps = section('Critical path');
 if (A.path.length) {
   var wt = A.waited, wsum = wt.reduce(function (x, y) { return x + y; }, 0);
-  ps.appendChild(el('div', null, A.path.length + ' steps, ' + fmt(A.path_ns) + ' in tasks, ' +
+  ps.appendChild(el('div', null, num(R.path_steps) + ' steps' +
+    (SAMPLED.path > 1 ? ' (every ' + SAMPLED.path + 'th listed)' : '') + ', ' + fmt(A.path_ns) + ' in tasks, ' +
     fmt(A.path_with_waits_ns) + ' with waits; waited ' + fmt(wsum) + ': ' +
     WN.map(function (n, j) { return n + ' ' + fmt(wt[j]); }).join(', ')));
   table(ps, ['#', 'task', 'kernel', 'core', 'start', 'duration', 'gap'].concat(WN, ['main wait']),
     A.path.map(function (p, j) {
-      return [j + 1, p[0], kname(p[1]), coreLabel(p[2]), fmt(p[3]),
+      return [p[13], p[0], kname(p[1]), coreLabel(p[2]), fmt(p[3]),
         p[3] === null || p[4] === null ? '\u2014' : fmt(p[4] - p[3]), fmt(p[5])]
         .concat(p.slice(6, 12).map(fmt), [p[5] ? WN[p[12]] : '\u2014']);
     }), [2, 3, 14], 2000);
@@ -874,22 +987,28 @@ BODY.dataset.ready = '1';
 
 }  // namespace
 
-std::string render_report_html(const RunModel& model, const Analysis& analysis) {
-  std::string data =
-      build_json(model, analysis).dump(-1, ' ', false, json::error_handler_t::replace);
-  // '<' only occurs inside JSON strings; as \u003c no "</script>" or "<!--" in a symbol or a
-  // message can end the data block early.
-  std::string html = kHead;
-  html.reserve(html.size() + data.size() + 64 * 1024);
-  for (char c : data) {
-    if (c == '<')
-      html += "\\u003c";
-    else
-      html += c;
+void write_report_html(const RunModel& model, const Analysis& analysis, const ReportSink& sink) {
+  Chunks out(sink);
+  out << kHead;
+  const std::string rest =
+      build_json(model, analysis, out).dump(-1, ' ', false, json::error_handler_t::replace);
+  // The rest of the data object after the members already written ("{" dropped). '<' only
+  // occurs inside JSON strings; as \u003c no "</script>" or "<!--" in a symbol or a message can
+  // end the data block early.
+  out << ',';
+  size_t from = 1;
+  for (size_t at = rest.find('<', from); at != std::string::npos; at = rest.find('<', from)) {
+    out << std::string_view(rest).substr(from, at - from) << "\\u003c";
+    from = at + 1;
   }
-  html += kScript;
-  html += kScript2;
-  html += kScript3;
+  out << std::string_view(rest).substr(from);
+  out << kScript << kScript2 << kScript3;
+  out.flush();
+}
+
+std::string render_report_html(const RunModel& model, const Analysis& analysis) {
+  std::string html;
+  write_report_html(model, analysis, [&](std::string_view piece) { html.append(piece); });
   return html;
 }
 

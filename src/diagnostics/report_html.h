@@ -9,13 +9,24 @@
 // Threading: pure.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "diagnostics/analysis.h"
 #include "diagnostics/run_model.h"
 
 namespace chiprt::diagnostics {
 
+// Receives the page in pieces, in order.
+using ReportSink = std::function<void(std::string_view)>;
+
+// Writes the page to `sink` in pieces of a few hundred KB: the timeline's arrays are formatted
+// straight into them, so the page costs no memory per task. A large run's timeline is sampled
+// (at most 200000 blocks, AICPU spans and scheduler events each, and 10000 critical-path steps:
+// every k-th, a block still running always); the tables and the verdict cover the whole run.
+void write_report_html(const RunModel& model, const Analysis& analysis, const ReportSink& sink);
+// The same page as one string.
 std::string render_report_html(const RunModel& model, const Analysis& analysis);
 
 }  // namespace chiprt::diagnostics

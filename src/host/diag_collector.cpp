@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <map>
-#include <tuple>
-#include <unordered_map>
 #include <utility>
 
 #include "chiprt/kernel.h"
@@ -79,6 +76,13 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
     name.core_type = kernel.core;
     kernels_.push_back(std::move(name));
   }
+  DiagDecoder::Setup setup;
+  setup.config = config_;
+  setup.device_cores = geometry.clusters * 3;
+  setup.clock_hz = geometry.clock_hz;
+  setup.ring = plan.variant == RuntimeVariant::TensormapRingbuffer;
+  if (setup.ring) setup.rings = plan.rings.used();
+  decoder_ = DiagDecoder(setup);
   if (switches_ == 0) return;
 
   // Streams: one per device core (only the run's cores get records), one per AICPU thread.
@@ -104,6 +108,9 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
     arena_bytes_ =
         std::min({config_.args_dump_budget_bytes, kDiagMaxArgsArenaBytes, platform.capacity() / 4});
   }
+  setup.stream_count = stream_count;
+  setup.args_arena_bytes = arena_bytes_;
+  decoder_ = DiagDecoder(setup);
   const uint64_t total =
       header_bytes + streams_bytes + records_bytes + round_up(arena_bytes_, kDeviceAlign);
   if (Status status = memory_.allocate(total, kDeviceAlign, AllocationOwner::Runtime, &region_);
@@ -161,6 +168,10 @@ DiagCollector::~DiagCollector() {
   if (drainer_.joinable()) drainer_.join();
 }
 
+uint64_t DiagCollector::retained_bytes() const noexcept {
+  return decoder_.retained_bytes() + chunk_.capacity() * sizeof(DiagRecord) + args_data_.capacity();
+}
+
 void DiagCollector::release_region() noexcept {
   if (region_.addr == 0) return;
   (void)memory_.free(region_.addr, AllocationOwner::Runtime);
@@ -168,7 +179,34 @@ void DiagCollector::release_region() noexcept {
 }
 
 void DiagCollector::note_host_graph(const GraphExport& graph) {
-  host_graph_ = graph;
+  // Only what the model needs of the graph is kept (its nodes and edges as the model's rows),
+  // not the graph with its arguments.
+  have_host_graph_ = true;
+  host_nodes_.clear();
+  host_edges_.clear();
+  // Scope fences have no public id: they are numbered after the public ones.
+  uint64_t next_fence_id = 0;
+  for (const ExportedTask& t : graph.tasks) {
+    if (t.task_id >= 0)
+      next_fence_id = std::max(next_fence_id, static_cast<uint64_t>(t.task_id) + 1);
+  }
+  host_nodes_.reserve(graph.tasks.size());
+  for (const ExportedTask& t : graph.tasks) {
+    diagnostics::TaskNode& n = host_nodes_.emplace_back();
+    n.task = t.task_id >= 0 ? static_cast<uint64_t>(t.task_id) : next_fence_id++;
+    n.func_id = t.func_id;
+    n.block_num = t.block_num;
+    n.core_type = t.core_type;
+    n.dependency_only = t.dummy;
+    n.internal = t.scope_fence;
+  }
+  if (config_.dependency_graph) {
+    for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
+      for (const uint32_t consumer : graph.consumers_of(graph.tasks[i])) {
+        host_edges_.push_back({host_nodes_[i].task, host_nodes_[consumer].task});
+      }
+    }
+  }
 }
 
 void DiagCollector::host_span(std::string name, Clock::time_point begin, Clock::time_point end) {
@@ -177,6 +215,7 @@ void DiagCollector::host_span(std::string name, Clock::time_point begin, Clock::
 
 void DiagCollector::start() {
   anchors_.emplace_back(ns_since(t_entry_, Clock::now()), platform_.chip_cycles_now());
+  decoder_.set_anchor(anchors_.front().first, anchors_.front().second);
   started_ = true;
   if (region_.addr == 0) return;
   drainer_ = std::thread([this] { drain_loop(); });
@@ -216,18 +255,15 @@ bool DiagCollector::drain_once() {
     while (cursor.tail < head) {
       const uint64_t index = cursor.tail & (cursor.capacity - 1);
       const uint64_t count = std::min(head - cursor.tail, cursor.capacity - index);
-      const std::size_t at = records_.size();
-      records_.resize(at + count);
-      record_stream_.resize(at + count, static_cast<uint16_t>(&cursor - streams_.data()));
+      chunk_.resize(count);
       if (Status status = platform_.copy_from_device(
-              &records_[at], cursor.records_addr + index * sizeof(DiagRecord),
+              chunk_.data(), cursor.records_addr + index * sizeof(DiagRecord),
               count * sizeof(DiagRecord));
           !status.is_ok()) {
-        records_.resize(at);
-        record_stream_.resize(at);
         if (drain_error_.empty()) drain_error_ = "reading stream records: " + status.message();
         return any;
       }
+      decoder_.decode(chunk_.data(), count, static_cast<uint32_t>(&cursor - streams_.data()));
       cursor.tail += count;
       any = true;
     }
@@ -263,6 +299,7 @@ void DiagCollector::finish_chip(const common::ChipResult* result) {
     arena_refused_ = header.data_refused.load(std::memory_order_relaxed);
     read_args_data();
   }
+  std::vector<DiagRecord>().swap(chunk_);
   if (result != nullptr) {
     stuck_task_ = result->stuck_task;
     stuck_core_ = result->stuck_core;
@@ -273,13 +310,7 @@ void DiagCollector::finish_chip(const common::ChipResult* result) {
 void DiagCollector::read_args_data() {
   if (arena_addr_ == 0) return;
   // The used part ends with the last view copied (a refused claim copied nothing).
-  uint64_t used = 0;
-  for (const DiagRecord& r : records_) {
-    if (static_cast<DiagKind>(r.kind) == DiagKind::ArgData && r.b > 0 && r.a <= arena_bytes_ &&
-        r.b <= arena_bytes_ - r.a) {
-      used = std::max(used, r.a + r.b);
-    }
-  }
+  const uint64_t used = decoder_.args_data_used();
   args_data_.resize(used);
   if (used == 0) return;
   if (Status status = platform_.copy_from_device(args_data_.data(), arena_addr_, used);
@@ -287,16 +318,6 @@ void DiagCollector::read_args_data() {
     args_data_.clear();
     if (drain_error_.empty()) drain_error_ = "reading the args data: " + status.message();
   }
-}
-
-uint64_t DiagCollector::to_run_ns(uint64_t cycles) const noexcept {
-  if (anchors_.empty() || geometry_.clock_hz == 0) return kNoTime;
-  const auto [host_ns, anchor_cycles] = anchors_.front();
-  const long double delta =
-      (static_cast<long double>(cycles) - static_cast<long double>(anchor_cycles)) * 1e9L /
-      static_cast<long double>(geometry_.clock_hz);
-  const long double ns = static_cast<long double>(host_ns) + delta;
-  return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
 }
 
 namespace {
@@ -336,7 +357,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   model.anchors = anchors_;
   model.host_spans = host_spans_;
   model.wall_ns = wall_ns_;  // reserve_directory ended it
-  model.records_received = records_.size();
+  model.records_received = decoder_.records_received();
   model.records_dropped = dropped_;
   if (dropped_ != 0) {
     model.drop_reason = "a diagnostics stream stayed full for " +
@@ -347,227 +368,35 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   if (!drain_error_.empty()) model.notes.push_back("collector: " + drain_error_);
 
   // Nodes and edges: host_build_graph from the launched graph, tensormap_ringbuffer from its
-  // Submit and Edge records.
-  std::unordered_map<uint64_t, std::size_t> node_of;
-  auto node = [&](uint64_t task) -> diagnostics::TaskNode& {
-    auto [it, inserted] = node_of.emplace(task, model.nodes.size());
-    if (inserted) {
-      model.nodes.emplace_back();
-      model.nodes.back().task = task;
-    }
-    return model.nodes[it->second];
-  };
-  if (host_graph_) {
-    // Scope fences have no public id: they are numbered after the public ones.
-    uint64_t next_fence_id = 0;
-    for (const ExportedTask& t : host_graph_->tasks) {
-      if (t.task_id >= 0)
-        next_fence_id = std::max(next_fence_id, static_cast<uint64_t>(t.task_id) + 1);
-    }
-    std::vector<uint64_t> id_of(host_graph_->tasks.size());
-    for (std::size_t i = 0; i < host_graph_->tasks.size(); ++i) {
-      const ExportedTask& t = host_graph_->tasks[i];
-      id_of[i] = t.task_id >= 0 ? static_cast<uint64_t>(t.task_id) : next_fence_id++;
-      diagnostics::TaskNode& n = node(id_of[i]);
-      n.func_id = t.func_id;
-      n.block_num = t.block_num;
-      n.core_type = t.core_type;
-      n.dependency_only = t.dummy;
-      n.internal = t.scope_fence;
-      // The host submitted every task before the launch: the chip has them all from its start.
-      if (!anchors_.empty()) n.submit_begin_ns = n.submit_end_ns = anchors_.front().first;
+  // Submit and Edge records (the decoder's).
+  if (have_host_graph_) {
+    model.nodes = std::move(host_nodes_);
+    // The host submitted every task before the launch: the chip has them all from its start.
+    if (!anchors_.empty()) {
+      for (diagnostics::TaskNode& n : model.nodes) {
+        n.submit_begin_ns = n.submit_end_ns = anchors_.front().first;
+      }
     }
     if (config_.dependency_graph) {
       model.have_edges = true;
-      for (std::size_t i = 0; i < host_graph_->tasks.size(); ++i) {
-        for (const uint32_t consumer : host_graph_->consumers_of(host_graph_->tasks[i])) {
-          model.edges.push_back({id_of[i], id_of[consumer]});
-        }
-      }
+      model.edges = std::move(host_edges_);
     }
   }
   if ((switches_ & common::kDiagEdges) != 0) model.have_edges = true;
 
-  // Blocks: one per TaskExec; Dispatch records are matched to them by (task, block, core) and
-  // Complete records by (task, core). The core belongs to the key: the parts of a MIX task (AIC,
-  // AIV0, AIV1) are all block 0 of their task, one on each core, so keyed by (task, block) alone
-  // the Dispatch of a part that never ended (the AIV0 kernel that crashed the device) found the
-  // TaskExec of a part that did, and the crashed part had no slice.
-  using BlockKey = std::tuple<uint64_t, uint32_t, int32_t>;
-  std::map<BlockKey, std::size_t> block_of;
-  std::vector<const DiagRecord*> dispatches;
-  std::vector<const DiagRecord*> completions;
-  const uint32_t device_cores = geometry_.clusters * 3;
-  auto thread_of = [&](const DiagRecord* r) -> uint32_t {
-    const uint32_t stream = record_stream_[static_cast<std::size_t>(r - records_.data())];
-    return stream >= device_cores ? stream - device_cores : 0;
-  };
-  for (const DiagRecord& r : records_) {
-    switch (static_cast<DiagKind>(r.kind)) {
-      case DiagKind::TaskExec: {
-        diagnostics::BlockRun block;
-        block.task = r.task;
-        block.block = r.block;
-        block.core = r.where;
-        block.start_ns = to_run_ns(r.begin);
-        block.end_ns = to_run_ns(r.end);
-        block_of[BlockKey{r.task, r.block, block.core}] = model.blocks.size();
-        model.blocks.push_back(block);
-        diagnostics::TaskNode& n = node(r.task);
-        n.func_id = r.func_id;
-        n.block_num = std::max<uint32_t>(r.value, 1);
-        break;
-      }
-      case DiagKind::Counters: {
-        diagnostics::TaskCounters c;
-        c.task = r.task;
-        c.block = r.block;
-        c.core = r.where;
-        c.valid = r.value;
-        c.instructions = r.a;
-        c.cycles = r.b;
-        c.cpu_ns = r.c;
-        model.counters.push_back(c);
-        break;
-      }
-      case DiagKind::Dispatch:
-        dispatches.push_back(&r);
-        break;
-      case DiagKind::Complete:
-        completions.push_back(&r);
-        break;
-      case DiagKind::LoopPhase: {
-        diagnostics::ThreadSpan span;
-        span.kind = diagnostics::ThreadSpan::Kind::LoopPhase;
-        span.thread = thread_of(&r);
-        span.what = r.value;
-        span.begin_ns = to_run_ns(r.begin);
-        span.end_ns = to_run_ns(r.end);
-        model.thread_spans.push_back(span);
-        break;
-      }
-      case DiagKind::Submit: {
-        diagnostics::TaskNode& n = node(r.task);
-        n.func_id = r.func_id;
-        n.block_num = std::max<uint32_t>(r.value, 1);
-        n.scope_depth = static_cast<uint32_t>(r.a);
-        n.core_type = static_cast<CoreType>(r.b);
-        n.dependency_only = r.c != 0;
-        n.submit_begin_ns = to_run_ns(r.begin);
-        n.submit_end_ns = to_run_ns(r.end);
-        if (config_.swimlane_level >= 4) {
-          diagnostics::ThreadSpan span;
-          span.kind = diagnostics::ThreadSpan::Kind::Submit;
-          span.thread = 0;
-          span.task = r.task;
-          span.begin_ns = n.submit_begin_ns;
-          span.end_ns = n.submit_end_ns;
-          model.thread_spans.push_back(span);
-        }
-        break;
-      }
-      case DiagKind::Edge:
-        model.edges.push_back({r.a, r.task});
-        break;
-      default:
-        break;
-    }
-  }
-  for (const DiagRecord* r : dispatches) {
-    const uint64_t t = to_run_ns(r->begin);
-    const BlockKey key{r->task, r->block, static_cast<int32_t>(r->where)};
-    auto it = block_of.find(key);
-    if (it == block_of.end()) {
-      // Dispatched and never finished: still running (stuck, or the device died under it).
-      diagnostics::BlockRun block;
-      block.task = r->task;
-      block.block = r->block;
-      block.core = r->where;
-      block.dispatch_ns = t;
-      block.start_ns = t;
-      it = block_of.emplace(key, model.blocks.size()).first;
-      model.blocks.push_back(block);
-      diagnostics::TaskNode& n = node(r->task);
-      n.func_id = r->func_id;
-      n.block_num = std::max<uint32_t>(r->value, 1);
-    }
-    model.blocks[it->second].dispatch_ns = t;
-    if (config_.swimlane_level >= 2) {
-      model.scheduler_events.push_back({diagnostics::SchedulerEvent::Kind::Dispatch, thread_of(r),
-                                        static_cast<int32_t>(r->where), r->task, r->block, t});
-    }
-  }
-  // Completions carry the core but not the block: each goes to the earliest block of its task on
-  // that core not yet matched.
-  std::map<std::pair<uint64_t, int32_t>, std::vector<std::size_t>> blocks_on_core;
-  for (std::size_t i = 0; i < model.blocks.size(); ++i) {
-    blocks_on_core[{model.blocks[i].task, model.blocks[i].core}].push_back(i);
-  }
-  for (auto& [key, list] : blocks_on_core) {
-    std::sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
-      return model.blocks[a].start_ns < model.blocks[b].start_ns;
-    });
-  }
-  std::map<std::pair<uint64_t, int32_t>, std::size_t> next_match;
-  for (const DiagRecord* r : completions) {
-    const std::pair<uint64_t, int32_t> key{r->task, static_cast<int32_t>(r->where)};
-    const uint64_t t = to_run_ns(r->begin);
-    auto it = blocks_on_core.find(key);
-    std::size_t& next = next_match[key];
-    if (it != blocks_on_core.end() && next < it->second.size()) {
-      model.blocks[it->second[next++]].complete_ns = t;
-    }
-    if (config_.swimlane_level >= 2) {
-      model.scheduler_events.push_back({diagnostics::SchedulerEvent::Kind::Complete, thread_of(r),
-                                        static_cast<int32_t>(r->where), r->task, 0, t});
-    }
-  }
-  // Ready times: when the task's last producer's kernel returned (or its submission ended,
-  // whichever came later); sources are ready at their submission (or the run start).
-  if (model.have_edges) {
-    std::unordered_map<uint64_t, uint64_t> finished;
-    for (const diagnostics::BlockRun& b : model.blocks) {
-      // The data is there when the producer's kernel returned; the scheduler noticing it later is
-      // scheduling latency (ready to dispatch), not a wait for data.
-      const uint64_t end = b.end_ns;
-      if (end == kNoTime) continue;
-      uint64_t& f = finished[b.task];
-      f = std::max(f, end);
-    }
-    std::unordered_map<uint64_t, uint64_t> ready;
-    for (const diagnostics::Edge& e : model.edges) {
-      auto f = finished.find(e.producer);
-      if (f == finished.end()) continue;
-      uint64_t& r = ready[e.consumer];
-      r = std::max(r, f->second);
-    }
-    for (diagnostics::TaskNode& n : model.nodes) {
-      uint64_t r = n.submit_end_ns != kNoTime ? n.submit_end_ns : 0;
-      if (auto it = ready.find(n.task); it != ready.end()) r = std::max(r, it->second);
-      n.ready_ns = r;
-    }
-  }
-  std::sort(model.nodes.begin(), model.nodes.end(),
-            [](const diagnostics::TaskNode& a, const diagnostics::TaskNode& b) {
-              return a.task < b.task;
-            });
-  std::sort(model.blocks.begin(), model.blocks.end(),
-            [](const diagnostics::BlockRun& a, const diagnostics::BlockRun& b) {
-              return a.task != b.task ? a.task < b.task : a.block < b.block;
-            });
+  // Blocks (TaskExec, matched with their Dispatch and Complete records), the rest of the nodes
+  // and edges, ready times, thread spans, counters, args, scopes.
+  decoder_.build(model, args_data_.size());
+
   if (config_.hardware_counters) {
     model.counters_note = counters_reason_;
   }
-  if (config_.scope_stats) {
-    if (plan_.variant == RuntimeVariant::TensormapRingbuffer) {
-      decode_scopes(model);
-    } else {
-      model.notes.push_back(
-          "scope stats: tensormap_ringbuffer only (host_build_graph has no rings; "
-          "scope_stats.jsonl is not written)");
-    }
+  if (config_.scope_stats && plan_.variant != RuntimeVariant::TensormapRingbuffer) {
+    model.notes.push_back(
+        "scope stats: tensormap_ringbuffer only (host_build_graph has no rings; "
+        "scope_stats.jsonl is not written)");
   }
-  if (config_.args_dump_level > 0) decode_args(model);
+  if (config_.args_dump_level > 0) add_args_notes(model);
   if (report != nullptr && report->task_count == 0) {
     model.notes.push_back("the run submitted no task: nothing ran on the chip");
   }
@@ -585,124 +414,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   return model;
 }
 
-void DiagCollector::decode_scopes(diagnostics::RunModel& model) const {
-  const ResolvedRingSizes rings = plan_.rings.used();
-  std::map<uint64_t, diagnostics::ScopeStat> scopes;  // by number
-  auto scope = [&](uint64_t number, uint64_t depth) -> diagnostics::ScopeStat& {
-    auto [it, inserted] = scopes.try_emplace(number);
-    diagnostics::ScopeStat& s = it->second;
-    if (inserted) {
-      s.scope = number;
-      s.depth = static_cast<uint32_t>(depth);
-      const std::size_t set = std::min<uint64_t>(depth, kRingScopeDepths - 1);
-      s.task_window_capacity = rings.task_window[set];
-      s.heap_capacity = rings.heap_bytes[set];
-      s.dep_pool_capacity = rings.dep_pool[set];
-    }
-    return s;
-  };
-  std::vector<uint64_t> recorded;  // scopes with a ScopeStats record
-  uint64_t open_at_stop = 0;       // of which the run stopped inside
-  for (const DiagRecord& r : records_) {
-    if (static_cast<DiagKind>(r.kind) == DiagKind::ScopeStats) {
-      diagnostics::ScopeStat& s = scope(r.task, r.value);
-      s.tasks = r.a;
-      s.peak_task_window = r.b;
-      s.peak_heap_bytes = r.c;
-      s.peak_dep_pool = r.begin;
-      recorded.push_back(r.task);
-      if (r.end != 0) ++open_at_stop;
-    } else if (static_cast<DiagKind>(r.kind) == DiagKind::RingWait && r.value < 3) {
-      diagnostics::ScopeStat& s = scope(r.b, r.a);
-      ++s.waits[r.value];
-      const uint64_t begin = to_run_ns(r.begin), end = to_run_ns(r.end);
-      if (begin != kNoTime && end != kNoTime && end > begin) s.wait_ns[r.value] += end - begin;
-    }
-  }
-  std::sort(recorded.begin(), recorded.end());
-  uint64_t unrecorded = 0;
-  for (auto& [number, s] : scopes) {
-    if (!std::binary_search(recorded.begin(), recorded.end(), number)) ++unrecorded;
-    model.scopes.push_back(s);
-  }
-  if (open_at_stop > 0) {
-    model.notes.push_back("scope stats: " + std::to_string(open_at_stop) +
-                          " scope(s) did not end (the run stopped inside them): their figures "
-                          "cover the run up to the stop");
-  }
-  if (unrecorded > 0) {
-    model.notes.push_back("scope stats: " + std::to_string(unrecorded) +
-                          " scope(s) left no statistics (the chip stopped before the "
-                          "orchestration returned): only their back-pressure waits are known");
-  }
-}
-
-void DiagCollector::decode_args(diagnostics::RunModel& model) const {
-  // A TensorArg's shape and strides follow it in Continuation records of the same stream.
-  struct Pending {
-    std::size_t arg = 0;
-    uint32_t words_left = 0;
-    uint32_t word = 0;
-  };
-  std::vector<Pending> pending(streams_.size());
-  std::map<std::pair<uint64_t, uint32_t>, std::size_t> arg_of;  // (task, index) -> model.args
-  for (std::size_t k = 0; k < records_.size(); ++k) {
-    const DiagRecord& r = records_[k];
-    Pending& p = pending[record_stream_[k]];
-    switch (static_cast<DiagKind>(r.kind)) {
-      case DiagKind::TensorArg: {
-        diagnostics::TensorArgRecord a;
-        a.task = r.task;
-        a.index = r.value & 0xff;
-        const uint32_t tag = (r.value >> 8) & 0xff;
-        a.tag = tag < kArgTagCount ? static_cast<ArgTag>(tag) : ArgTag::NoDep;
-        const uint32_t ndim = std::min<uint32_t>((r.value >> 16) & 0xff, kMaxTensorDims);
-        a.buffer_addr = r.a;
-        a.start_offset = r.b;
-        a.dtype = static_cast<DataType>(r.c & 0xff);
-        a.shape.assign(ndim, 0);
-        a.strides.assign(ndim, 0);
-        p = {model.args.size(), 2 * ndim, 0};
-        arg_of[{a.task, a.index}] = model.args.size();
-        model.args.push_back(std::move(a));
-        break;
-      }
-      case DiagKind::Continuation: {
-        if (p.words_left == 0) break;
-        diagnostics::TensorArgRecord& a = model.args[p.arg];
-        for (const uint64_t word : {r.begin, r.end, r.a, r.b, r.c}) {
-          if (p.words_left == 0) break;
-          (p.word % 2 == 0 ? a.shape : a.strides)[p.word / 2] = word;
-          ++p.word;
-          --p.words_left;
-        }
-        break;
-      }
-      case DiagKind::ArgData: {
-        auto it = arg_of.find({r.task, r.value & 0xff});
-        if (it == arg_of.end()) break;
-        diagnostics::TensorArgRecord& a = model.args[it->second];
-        diagnostics::TensorArgRecord::Data& d =
-            ((r.value >> 8) & 0xff) == static_cast<uint32_t>(common::DiagArgPhase::Before)
-                ? a.before
-                : a.after;
-        d.present = true;
-        d.wanted_bytes = r.c;
-        // Bytes the host could not read back count as left out.
-        if (r.b > 0 && r.a <= args_data_.size() && r.b <= args_data_.size() - r.a) {
-          d.offset = r.a;
-          d.bytes = r.b;
-        }
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  std::sort(model.args.begin(), model.args.end(),
-            [](const diagnostics::TensorArgRecord& x, const diagnostics::TensorArgRecord& y) {
-              return x.task != y.task ? x.task < y.task : x.index < y.index;
-            });
+void DiagCollector::add_args_notes(diagnostics::RunModel& model) const {
   if (config_.args_dump_level >= 2) {
     if (arena_bytes_ < config_.args_dump_budget_bytes) {
       model.notes.push_back("args dump: the data arena held " + std::to_string(arena_bytes_) +
@@ -716,16 +428,11 @@ void DiagCollector::decode_args(diagnostics::RunModel& model) const {
                             "lists the views); raise args_dump_budget_bytes");
     }
   }
-  if (config_.args_dump_level >= 3) {
-    // Block 0 copies the outputs after its own kernel, while other blocks may still run.
-    const bool spmd = std::any_of(records_.begin(), records_.end(), [](const DiagRecord& r) {
-      return static_cast<DiagKind>(r.kind) == DiagKind::TensorArg && r.begin > 1;
-    });
-    if (spmd) {
-      model.notes.push_back(
-          "args dump: an SPMD task's outputs are copied when its block 0 returns; blocks still "
-          "running then may not have written their part");
-    }
+  // Block 0 copies the outputs after its own kernel, while other blocks may still run.
+  if (config_.args_dump_level >= 3 && decoder_.spmd_args()) {
+    model.notes.push_back(
+        "args dump: an SPMD task's outputs are copied when its block 0 returns; blocks still "
+        "running then may not have written their part");
   }
 }
 
@@ -748,7 +455,8 @@ void DiagCollector::write_files(const RunReport* report, const Error* error) {
   data.bytes = std::move(args_data_);
   diagnostics::write_run_directory(dir_, model, data);
   CHIPRT_LOG_DEBUG("diagnostics: %zu records decoded in %.3f ms, %s written in %.3f ms",
-                   records_.size(), static_cast<double>(ns_between(t0, t1)) / 1e6, dir_.c_str(),
+                   static_cast<std::size_t>(decoder_.records_received()),
+                   static_cast<double>(ns_between(t0, t1)) / 1e6, dir_.c_str(),
                    static_cast<double>(ns_between(t1, Clock::now())) / 1e6);
 }
 

@@ -1,8 +1,10 @@
 // DiagCollector: the host side of a run's diagnostics (CallConfig::diagnostics). It owns the
 // run's diagnostics region in device memory (common/diag_layout.h), drains the chip's streams on
 // a thread of its own while the run goes on (so a long run's producers rarely find a full ring),
-// and at the end turns what it read, the host's own stamps and the graph into a
-// diagnostics::RunModel that it writes into a fresh run directory (diagnostics/artifacts.h).
+// decoding each record as it reads it into the rows of the run's model (DiagDecoder: no raw
+// record is kept, so what a run holds is its model, a few hundred bytes per task), and at the end
+// completes that model with the host's own stamps and the graph into a diagnostics::RunModel
+// that it writes into a fresh run directory (diagnostics/artifacts.h).
 //
 // A run's steps call it in order: construct (prepare: allocates and formats the region; the
 // launch arguments name it), note_host_graph (host_build_graph: the graph the run launches),
@@ -14,8 +16,8 @@
 // on the run's thread, write_files later on the DiagWriteQueue's.
 //
 // Threading: the methods are called by the thread driving the run; the drain thread only reads
-// the streams through the platform (whose memory calls are thread-safe) and appends to its own
-// buffers, which finish_chip takes after joining it.
+// the streams through the platform (whose memory calls are thread-safe) and decodes into its own
+// rows, which finish_chip takes after joining it.
 #pragma once
 
 #include <atomic>
@@ -36,6 +38,7 @@
 #include "diagnostics/run_model.h"
 #include "host/callable_registry.h"
 #include "host/device_memory.h"
+#include "host/diag_decoder.h"
 #include "host/run_plan.h"
 #include "platform/platform.h"
 
@@ -88,6 +91,9 @@ class DiagCollector {
   // Frees the region (the device must be usable). Idempotent.
   void release_region() noexcept;
   uint64_t records_dropped() const noexcept { return dropped_; }
+  // Bytes the collector holds for the records it has read (DiagDecoder::retained_bytes plus the
+  // args data read back). Read it while no drain runs (before start, after finish_chip).
+  uint64_t retained_bytes() const noexcept;
 
  private:
   struct StreamCursor {
@@ -101,11 +107,9 @@ class DiagCollector {
   void drain_loop();
   // Reads the args data arena's used part (finish_chip).
   void read_args_data();
-  void decode_scopes(diagnostics::RunModel& model) const;
-  void decode_args(diagnostics::RunModel& model) const;
+  void add_args_notes(diagnostics::RunModel& model) const;
   // Reads every stream's new records once; true when it read any.
   bool drain_once();
-  uint64_t to_run_ns(uint64_t cycles) const noexcept;
   diagnostics::RunModel build_model(const RunReport* report, const Error* error);
 
   DeviceMemory& memory_;
@@ -125,10 +129,13 @@ class DiagCollector {
   uint64_t arena_refused_ = 0;            // bytes of views that did not fit (from the header)
   std::vector<unsigned char> args_data_;  // the arena's used part, read at finish_chip
   std::vector<StreamCursor> streams_;
-  std::vector<common::DiagRecord> records_;  // every record read, stream by stream in order
-  std::vector<uint16_t> record_stream_;      // the stream each of records_ came from
+  std::vector<common::DiagRecord> chunk_;  // the records of one read, decoded at once
+  DiagDecoder decoder_;                    // what the records said, as the model's rows
 
-  std::optional<GraphExport> host_graph_;
+  // host_build_graph: the launched graph's nodes and edges (note_host_graph).
+  bool have_host_graph_ = false;
+  std::vector<diagnostics::TaskNode> host_nodes_;
+  std::vector<diagnostics::Edge> host_edges_;
   std::vector<diagnostics::HostSpan> host_spans_;
   // Anchors: (host ns from t_entry, chip cycles) at start and at finish.
   std::vector<std::pair<uint64_t, uint64_t>> anchors_;

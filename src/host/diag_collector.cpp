@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -380,8 +381,12 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
     if (config_.dependency_graph) {
       model.have_edges = true;
       for (std::size_t i = 0; i < host_graph_->tasks.size(); ++i) {
-        for (const uint32_t consumer : host_graph_->consumers_of(host_graph_->tasks[i])) {
-          model.edges.push_back({id_of[i], id_of[consumer]});
+        const ExportedTask& t = host_graph_->tasks[i];
+        const std::span<const uint32_t> consumers = host_graph_->consumers_of(t);
+        const std::span<const DependencyKinds> kinds = host_graph_->kinds_of(t);
+        for (std::size_t k = 0; k < consumers.size(); ++k) {
+          model.edges.push_back(
+              {id_of[i], id_of[consumers[k]], kinds.empty() ? DependencyKinds{0} : kinds[k]});
         }
       }
     }
@@ -467,7 +472,7 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
         break;
       }
       case DiagKind::Edge:
-        model.edges.push_back({r.a, r.task});
+        model.edges.push_back({r.a, r.task, static_cast<DependencyKinds>(r.value)});
         break;
       default:
         break;

@@ -1,8 +1,9 @@
 // Checks of a diagnostics run directory that the in-process suite
 // (tests/unit/host/diagnostics_run_test.cpp) and the isolated-device suite
 // (tests/isolation/diagnostics_test.cpp) share: the graph as a set of (producer, consumer) task
-// ids, deps.json against Worker::export_graph, no two slices of a core overlapping, every file of
-// a full run present. Failures are reported through gtest (EXPECT_*), so a caller goes on.
+// ids, deps.json against Worker::export_graph (equal, kinds included), no two slices of a core
+// overlapping, every file of a full run present. Failures are reported through gtest (EXPECT_*), so
+// a caller goes on.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -44,27 +45,67 @@ inline EdgeSet edges_of(const diagnostics::RunModel& model) {
   return edges;
 }
 
-// Whether a run on `runtime` may record fewer edges than Worker::export_graph gives: a threaded
-// tensormap_ringbuffer run retires producers that completed before their consumer was submitted,
-// and a retired producer is no dependency any more (the ring records the edges to producers still
-// live).
-inline bool retires_while_submitting(RuntimeVariant runtime, bool serial) {
-  return runtime == RuntimeVariant::TensormapRingbuffer && !serial;
+// Edges with their kinds (DependencyKinds bits, as int for readable failures), by (producer,
+// consumer) task id.
+using KindedEdges = std::map<std::pair<uint64_t, uint64_t>, int>;
+
+// The edges between the user's tasks of an exported graph (the scope fences' left out), with
+// their kinds.
+inline KindedEdges user_edges_of(const GraphExport& graph) {
+  KindedEdges edges;
+  for (const ExportedTask& task : graph.tasks) {
+    const auto consumers = graph.consumers_of(task);
+    const auto kinds = graph.kinds_of(task);
+    for (std::size_t k = 0; k < consumers.size(); ++k) {
+      const ExportedTask& consumer = graph.tasks[consumers[k]];
+      if (task.scope_fence || consumer.scope_fence) continue;
+      edges[{static_cast<uint64_t>(task.task_id), static_cast<uint64_t>(consumer.task_id)}] =
+          kinds.empty() ? 0 : kinds[k];
+    }
+  }
+  return edges;
 }
 
-// deps.json is the graph of the call (a subset of it where the run retires while submitting).
-inline void expect_graph_is_exported(const diagnostics::RunModel& model,
-                                     const GraphExport& exported, RuntimeVariant runtime,
-                                     bool serial) {
-  ASSERT_TRUE(model.have_edges);
-  const EdgeSet recorded = edges_of(model);
-  const EdgeSet expected = edges_of(exported);
-  if (retires_while_submitting(runtime, serial)) {
-    for (const auto& edge : recorded) {
-      EXPECT_TRUE(expected.count(edge)) << "edge " << edge.first << " -> " << edge.second;
+// The user's edges deps.json recorded ("edges"), with their kinds.
+inline KindedEdges user_edges_of(const diagnostics::RunModel& model) {
+  KindedEdges edges;
+  for (const diagnostics::Edge& edge : model.edges) {
+    if ((edge.kinds & kInternalDependencies) == 0) {
+      EXPECT_TRUE(edges.emplace(std::pair{edge.producer, edge.consumer}, edge.kinds).second)
+          << "edge " << edge.producer << " -> " << edge.consumer << " recorded twice";
     }
+  }
+  return edges;
+}
+
+// The kinds of internal edges (scope fences') and how many edges have each.
+inline std::map<int, std::size_t> internal_kinds_of(const GraphExport& graph) {
+  std::map<int, std::size_t> counts;
+  for (const DependencyKinds kinds : graph.consumer_kinds) {
+    if ((kinds & kInternalDependencies) != 0) ++counts[kinds];
+  }
+  return counts;
+}
+inline std::map<int, std::size_t> internal_kinds_of(const diagnostics::RunModel& model) {
+  std::map<int, std::size_t> counts;
+  for (const diagnostics::Edge& edge : model.edges) {
+    if ((edge.kinds & kInternalDependencies) != 0) ++counts[edge.kinds];
+  }
+  return counts;
+}
+
+// deps.json is the graph of the call on every variant, threaded or serial: its user edges are
+// exactly the exported graph's edges between user tasks, kinds included; host_build_graph's
+// internal edges are the exported graph's edges of its scope fences (the ring has none).
+inline void expect_graph_is_exported(const diagnostics::RunModel& model,
+                                     const GraphExport& exported, RuntimeVariant runtime) {
+  ASSERT_TRUE(model.have_edges);
+  ASSERT_EQ(exported.consumer_kinds.size(), exported.consumers.size());
+  EXPECT_EQ(user_edges_of(model), user_edges_of(exported));
+  if (runtime == RuntimeVariant::HostBuildGraph) {
+    EXPECT_EQ(internal_kinds_of(model), internal_kinds_of(exported));
   } else {
-    EXPECT_EQ(recorded, expected);
+    EXPECT_TRUE(internal_kinds_of(model).empty());
   }
 }
 

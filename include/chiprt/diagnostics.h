@@ -7,7 +7,8 @@
 // there, so the latest sorts last; RunReport::diagnostics_dir names it) with fixed file names:
 //   trace.json          Chrome trace-event JSON (Perfetto, chrome://tracing)
 //   tasks.csv           one row per task and SPMD block: ids, kernel, core, times, neighbours
-//   deps.json           the graph the run executed (nodes, edges)
+//   deps.json           the graph the run executed: nodes, the user's edges with their kinds
+//                       (equal to Worker::export_graph's), host_build_graph's internal edges
 //   critical_path.md    the longest measured path, what each step waited for, the verdict
 //   critical_path.json  the same as data
 //   scope_stats.jsonl   tensormap_ringbuffer: per scope, ring occupancy and back-pressure waits

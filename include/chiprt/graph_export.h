@@ -8,7 +8,8 @@
 // runtime outputs ends (they order the reuse of that memory): they stay nodes, marked scope_fence
 // and without a TaskId, rather than being folded into edges (a fence between N users of a scope
 // and M later tasks would become N x M edges). An executor runs them like any dummy task. Uses:
-// looking at the dependencies chiprt inferred (diagnostics, to_dot), and executing the very same
+// looking at the dependencies chiprt inferred and why (consumer_kinds; the diagnostics' deps.json
+// holds the same edges for a run on either variant), to_dot, and executing the very same
 // graph on another runtime (`chiprt bench` runs the real-kernel rows' peers from it).
 //
 // Lifetime: a plain value, safe to copy and to read from any thread. The device addresses inside
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chiprt/kernel.h"
@@ -28,6 +30,38 @@
 #include "chiprt/types.h"
 
 namespace chiprt {
+
+// Why a task waits for another, as Worker::export_graph (GraphExport::consumer_kinds) and the
+// diagnostics' deps.json report each edge: a set of these bits, since one edge can have several
+// reasons (an InOut after the task that wrote the region reads and writes after it: RAW and WAW;
+// a task may also read one region another wrote and overwrite another it read). The first four
+// are the user's dependencies, the same on both runtime variants; the last two are
+// host_build_graph's internal ordering around its scope fences.
+using DependencyKinds = uint8_t;
+// Read after write: the task reads (In, InOut, the predicate) a region the producer wrote.
+inline constexpr DependencyKinds kDependencyRaw = 1u << 0;
+// Write after write: the task writes (InOut, OutputExisting) a region the producer wrote.
+inline constexpr DependencyKinds kDependencyWaw = 1u << 1;
+// Write after read: the task writes a region the producer read.
+inline constexpr DependencyKinds kDependencyWar = 1u << 2;
+// TaskArgs::after named the producer.
+inline constexpr DependencyKinds kDependencyAfter = 1u << 3;
+// host_build_graph: a task that used a scope's runtime outputs, before the fence of that scope.
+inline constexpr DependencyKinds kDependencyScopeFence = 1u << 4;
+// host_build_graph: a scope fence, before a task whose outputs reuse the memory it released.
+inline constexpr DependencyKinds kDependencyHeapReuse = 1u << 5;
+inline constexpr DependencyKinds kUserDependencies =
+    kDependencyRaw | kDependencyWaw | kDependencyWar | kDependencyAfter;
+inline constexpr DependencyKinds kInternalDependencies =
+    kDependencyScopeFence | kDependencyHeapReuse;
+inline constexpr int kDependencyKindCount = 6;
+// Stable name of bit `bit` (kinds 1 << bit): "RAW", "WAW", "WAR", "after", "scope_fence",
+// "heap_reuse"; "invalid" outside [0, kDependencyKindCount).
+constexpr std::string_view dependency_kind_name(int bit) noexcept {
+  constexpr std::string_view kNames[kDependencyKindCount] = {"RAW",   "WAW",         "WAR",
+                                                             "after", "scope_fence", "heap_reuse"};
+  return bit >= 0 && bit < kDependencyKindCount ? kNames[bit] : "invalid";
+}
 
 struct ExportedTask {
   // The TaskId submit / submit_dummy / allocate returned for this task (0.. in submission order,
@@ -97,6 +131,10 @@ struct GraphExport {
   std::vector<ExportedTask> tasks;
   std::vector<int64_t> args;
   std::vector<uint32_t> consumers;  // task indices; every consumer comes after its producer
+  // Why each consumer waits (DependencyKinds above), parallel to `consumers`: RAW, WAW, WAR and
+  // after() on the edges between the user's tasks, scope_fence and heap_reuse on those of the scope
+  // fences (never both). Filled by Worker::export_graph; a graph built by hand may leave it empty.
+  std::vector<DependencyKinds> consumer_kinds;
   // The orchestration read or wrote tensor data on the host while building (get_tensor_data /
   // set_tensor_data): the graph is valid for the data it saw then.
   bool accessed_tensor_data = false;
@@ -122,6 +160,12 @@ struct GraphExport {
   int64_t* kernel_args(const ExportedTask& task, uint32_t block, int64_t* storage) const noexcept;
   std::span<const uint32_t> consumers_of(const ExportedTask& task) const noexcept {
     return {consumers.data() + task.consumers_begin, task.consumer_count};
+  }
+  // The kinds of the edges consumers_of(task) lists, in the same order (empty when
+  // consumer_kinds is).
+  std::span<const DependencyKinds> kinds_of(const ExportedTask& task) const noexcept {
+    if (consumer_kinds.size() != consumers.size()) return {};
+    return {consumer_kinds.data() + task.consumers_begin, task.consumer_count};
   }
   uint64_t edge_count() const noexcept { return consumers.size(); }
   // Counts, depth and widest level (see GraphShape); linear in tasks + edges.

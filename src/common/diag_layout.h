@@ -44,7 +44,7 @@ enum DiagSwitch : uint32_t {
   kDiagSchedEvents = 1u << 1,  // schedulers: Ready, Dispatch, Complete (swimlane >= 2, timing)
   kDiagLoopPhases = 1u << 2,   // schedulers: LoopPhase (swimlane >= 3)
   kDiagSubmitSpans = 1u << 3,  // ring orchestrator: Submit spans (swimlane >= 4, task timing)
-  kDiagEdges = 1u << 4,        // ring orchestrator: Edge records (dependency graph)
+  kDiagEdges = 1u << 4,        // ring orchestrator: Edge records (every logical dependency)
   kDiagScopeStats = 1u << 5,   // ring orchestrator: ScopeStats, RingWait records
   kDiagArgsMeta = 1u << 6,     // cores, block 0 of each task: TensorArg records
   kDiagArgsInputs = 1u << 7,   // cores: ArgData of input tensors before the kernel
@@ -74,7 +74,9 @@ enum class DiagKind : uint16_t {
   // orchestrator stream (tensormap_ringbuffer). begin/end of the submit call; task, func_id,
   // value: block_num; a: scope depth; b: chiprt::CoreType; c: 1 for a dependency-only task.
   Submit = 7,
-  // orchestrator stream. task = consumer, a = producer (public task ids).
+  // orchestrator stream, one per (producer, consumer) pair the orchestration derived, whether or
+  // not the producer completed or retired before the consumer's submission. task = consumer,
+  // a = producer (public task ids); value: chiprt::DependencyKinds.
   Edge = 8,
   // orchestrator stream, when a scope ends (the run's outermost scope, number 0, at the run's
   // end; after a failure, every scope still open, innermost first, then the root). Scopes are

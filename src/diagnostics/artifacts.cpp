@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 
@@ -664,10 +665,21 @@ void write_deps(TextOut& out, const RunModel& model) {
     if (n.ready_ns != kNoTime) out << ",\"ready_ns\":" << n.ready_ns;
     out << "}";
   }
-  out << "\n],\n\"edges\":[";
-  Separator edge_sep;
-  for (const Edge& e : model.edges) {
-    out << edge_sep.next() << "[" << e.producer << "," << e.consumer << "]";
+  // The user's edges, then host_build_graph's internal ones, each [producer,consumer,[kinds]].
+  for (const bool internal : {false, true}) {
+    out << (internal ? "\n],\n\"internal_edges\":[" : "\n],\n\"edges\":[");
+    Separator edge_sep;
+    for (const Edge& e : model.edges) {
+      if (((e.kinds & kInternalDependencies) != 0) != internal) continue;
+      out << edge_sep.next() << "[" << e.producer << "," << e.consumer << ",[";
+      const char* comma = "";
+      for (int bit = 0; bit < kDependencyKindCount; ++bit) {
+        if ((e.kinds & (1u << bit)) == 0) continue;
+        out << comma << '"' << dependency_kind_name(bit) << '"';
+        comma = ",";
+      }
+      out << "]]";
+    }
   }
   out << "\n]}\n";
 }
@@ -1118,7 +1130,34 @@ TaskNode node_from_json(const json& n, const std::string& path) {
   return node;
 }
 
-// "[producer,consumer]" without a JSON document per edge.
+// The kind bit named `name` (dependency_kind_name); -1 when none is.
+int dependency_kind_bit(std::string_view name) {
+  for (int bit = 0; bit < kDependencyKindCount; ++bit) {
+    if (dependency_kind_name(bit) == name) return bit;
+  }
+  return -1;
+}
+
+// Parses `"RAW","WAW"]` (the kinds of an edge after its '[') at p; the end of it, or null.
+const char* kinds_from_text(const char* p, const char* end, DependencyKinds* kinds) {
+  if (p < end && *p == ']') return p + 1;
+  while (p < end && *p == '"') {
+    const char* close = std::find(p + 1, end, '"');
+    if (close == end) return nullptr;
+    const int bit =
+        dependency_kind_bit(std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
+    if (bit < 0) return nullptr;
+    *kinds |= static_cast<DependencyKinds>(1u << bit);
+    p = close + 1;
+    if (p < end && *p == ']') return p + 1;
+    if (p == end || *p != ',') return nullptr;
+    ++p;
+  }
+  return nullptr;
+}
+
+// "[producer,consumer,[kinds]]" (or "[producer,consumer]", without kinds) without a JSON document
+// per edge.
 Edge edge_from_text(const std::string& text, const std::string& path, size_t line) {
   Edge edge;
   const char* p = text.data() + 1;
@@ -1127,8 +1166,24 @@ Edge edge_from_text(const std::string& text, const std::string& path, size_t lin
   if (a.ec == std::errc() && a.ptr < end && *a.ptr == ',') {
     auto b = std::from_chars(a.ptr + 1, end, edge.consumer);
     if (b.ec == std::errc() && b.ptr + 1 == end && *b.ptr == ']') return edge;
+    if (b.ec == std::errc() && b.ptr + 2 < end && b.ptr[0] == ',' && b.ptr[1] == '[') {
+      const char* rest = kinds_from_text(b.ptr + 2, end, &edge.kinds);
+      if (rest != nullptr && rest + 1 == end && *rest == ']') return edge;
+    }
   }
   fail(path, "line " + std::to_string(line) + ": malformed edge \"" + text + "\"");
+}
+
+Edge edge_from_json(const json& e, const std::string& path) {
+  Edge edge{e.at(0).get<uint64_t>(), e.at(1).get<uint64_t>(), 0};
+  if (e.size() > 2) {
+    for (const json& name : e.at(2)) {
+      const int bit = dependency_kind_bit(name.get<std::string>());
+      if (bit < 0) fail(path, "unknown dependency kind " + name.dump());
+      edge.kinds |= static_cast<DependencyKinds>(1u << bit);
+    }
+  }
+  return edge;
 }
 
 void read_deps(const std::string& path, RunModel& model) {
@@ -1147,8 +1202,10 @@ void read_deps(const std::string& path, RunModel& model) {
     current_line = 0;
     const json deps = read_json(path);
     for (const json& n : deps.at("nodes")) model.nodes.push_back(node_from_json(n, path));
-    for (const json& e : deps.at("edges")) {
-      model.edges.push_back({e.at(0).get<uint64_t>(), e.at(1).get<uint64_t>()});
+    for (const json& e : deps.at("edges")) model.edges.push_back(edge_from_json(e, path));
+    if (deps.contains("internal_edges")) {
+      for (const json& e : deps.at("internal_edges"))
+        model.edges.push_back(edge_from_json(e, path));
     }
   } catch (const json::exception& e) {
     fail(path, (current_line ? "line " + std::to_string(current_line) + ": " : std::string()) +

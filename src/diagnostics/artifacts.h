@@ -25,7 +25,12 @@
 //                       block is a task without a block record.
 //   deps.json           dependency_graph: {"nodes":[{task,func_id,kernel,block_num,core_type,
 //                       scope_depth,dependency_only,internal[,submit_begin_ns,submit_end_ns,
-//                       ready_ns]}],"edges":[[producer,consumer]]}, one element per line.
+//                       ready_ns]}],"edges":[[producer,consumer,[kinds]]],"internal_edges":[...]},
+//                       one element per line. "edges": the user's (RAW, WAW, WAR, after: every
+//                       dependency the orchestration derived, the same on both variants and equal
+//                       to Worker::export_graph's edges between user tasks); "internal_edges":
+//                       host_build_graph's to and from its scope fences (scope_fence, heap_reuse).
+//                       The reader also takes [producer,consumer] (kinds unknown).
 //   critical_path.md/.json  dependency_graph: the Analysis (steps, waits, cores, kernels, verdict).
 //   scope_stats.jsonl   scope_stats (ring variant or scopes recorded): one ScopeStat per line,
 //                       waits/wait_ns by ring, "recommendation" naming rings.* / CHIPRT_RING_*.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "chiprt/diagnostics.h"
+#include "chiprt/graph_export.h"
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
 
@@ -69,9 +70,14 @@ struct TaskNode {
   uint64_t ready_ns = kNoTime;
 };
 
+// A dependency: `consumer` waited for `producer`. The user's edges (kinds in
+// kUserDependencies) are the same on both variants; host_build_graph's edges to and from its scope
+// fences (kInternalDependencies) complete the graph it executed. kinds 0: not recorded (a
+// deps.json of an older version).
 struct Edge {
   uint64_t producer = 0;
   uint64_t consumer = 0;
+  DependencyKinds kinds = 0;
 };
 
 // One executed block of a task (a row of tasks.csv; one per task unless SPMD).
@@ -177,8 +183,8 @@ struct RunModel {
 
   std::vector<HostSpan> host_spans;
   std::vector<TaskNode> nodes;  // by public task id order
-  std::vector<Edge> edges;
-  bool have_edges = false;  // the dependency graph was collected
+  std::vector<Edge> edges;      // user and internal edges (deps.json lists them apart)
+  bool have_edges = false;      // the dependency graph was collected
   std::vector<BlockRun> blocks;
   std::vector<SchedulerEvent> scheduler_events;
   std::vector<ThreadSpan> thread_spans;

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "chiprt/graph_export.h"
 #include "chiprt/status.h"
 #include "chiprt/types.h"
 #include "host/device_memory.h"
@@ -57,9 +58,10 @@ inline constexpr ArenaRegionSet kAllArenaRegions =
 struct PrebuiltImage {
   std::vector<uint8_t> key;  // what the image depends on (callable, args, sizing)
   std::vector<uint8_t> image;
-  uint64_t task_count = 0;       // records, scope fences included
-  uint64_t user_task_count = 0;  // the orchestration's tasks (RunReport::task_count)
-  DeviceBuffer output_heap;      // the bank's regions when the image was built
+  std::vector<DependencyKinds> edge_kinds;  // the image's edges' kinds (deps diagnostics)
+  uint64_t task_count = 0;                  // records, scope fences included
+  uint64_t user_task_count = 0;             // the orchestration's tasks (RunReport::task_count)
+  DeviceBuffer output_heap;                 // the bank's regions when the image was built
   DeviceBuffer shared_state;
   DeviceBuffer runtime_image;
   // A launch of this image passed the chip's checks; replays then launch it prevalidated

@@ -324,12 +324,12 @@ GraphExport DeviceRunner::export_graph(int32_t callable_id, const TaskArgs& args
     const RegisteredCallable& callable =
         prepare_orchestration("export_graph", callable_id, args, RuntimeVariant::HostBuildGraph,
                               plan.slot, &kernel_table);
-    HostBuild built = orchestrate_host_graph(plan, callable, args, kernel_table);
+    HostBuild built = orchestrate_host_graph(plan, callable, args, kernel_table, true);
     std::array<uint64_t, kMaxFuncId> kernel_entries{};
     for (std::size_t f = 0; f < kernel_entries.size(); ++f) {
       if (callable.kernels[f].present) kernel_entries[f] = callable.kernels[f].entry;
     }
-    GraphExport graph = decode_graph_image(built.image, kernel_entries);
+    GraphExport graph = decode_graph_image(built.image, kernel_entries, built.edge_kinds);
     graph.accessed_tensor_data = built.accessed_tensor_data;
     builder_scratch_.recycle_image(std::move(built.image));
     return graph;

@@ -253,6 +253,7 @@ class DeviceRunner {
   // A host-built, validated graph image and what the build observed.
   struct HostBuild {
     std::vector<uint8_t> image;
+    std::vector<DependencyKinds> edge_kinds;          // when asked for: fanout order
     uint64_t task_count = 0;                          // records, scope fences included
     uint64_t user_task_count = 0;                     // the orchestration's tasks
     std::chrono::steady_clock::time_point t_build{};  // the orchestration's start
@@ -261,10 +262,11 @@ class DeviceRunner {
   };
   // Commits the output heap of the plan's bank (exactly plan.heap_bytes is seen by the builder;
   // the other regions are left as they are), runs the orchestration on the host (HostGraphBuilder
-  // with the plan's task capacity and clusters) and validates the image. Shared by run and
-  // export_graph.
+  // with the plan's task capacity and clusters) and validates the image; `edge_kinds`: the
+  // edges' kinds too. Shared by run and export_graph.
   HostBuild orchestrate_host_graph(const RunPlan& plan, const RegisteredCallable& callable,
-                                   const TaskArgs& args, const common::KernelTable& kernel_table);
+                                   const TaskArgs& args, const common::KernelTable& kernel_table,
+                                   bool edge_kinds);
   // The variants' part of prepare (run_prepare_host_graph.cpp, run_prepare_ring.cpp).
   void prepare_host_graph(PreparedLaunch& prepared, const RegisteredCallable& callable,
                           const TaskArgs& args, const common::KernelTable& kernel_table);

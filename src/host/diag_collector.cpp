@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include "chiprt/kernel.h"
@@ -202,8 +203,11 @@ void DiagCollector::note_host_graph(const GraphExport& graph) {
   }
   if (config_.dependency_graph) {
     for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
-      for (const uint32_t consumer : graph.consumers_of(graph.tasks[i])) {
-        host_edges_.push_back({host_nodes_[i].task, host_nodes_[consumer].task});
+      const std::span<const uint32_t> consumers = graph.consumers_of(graph.tasks[i]);
+      const std::span<const DependencyKinds> kinds = graph.kinds_of(graph.tasks[i]);
+      for (std::size_t k = 0; k < consumers.size(); ++k) {
+        host_edges_.push_back({host_nodes_[i].task, host_nodes_[consumers[k]].task,
+                               kinds.empty() ? DependencyKinds{0} : kinds[k]});
       }
     }
   }

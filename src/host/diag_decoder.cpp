@@ -141,7 +141,7 @@ void DiagDecoder::decode_one(const DiagRecord& r, uint32_t stream) {
       break;
     }
     case DiagKind::Edge:
-      edges_.push_back({r.a, r.task});
+      edges_.push_back({r.a, r.task, static_cast<DependencyKinds>(r.value)});
       break;
     case DiagKind::ScopeStats:
     case DiagKind::RingWait: {

@@ -95,7 +95,8 @@ uint64_t entry_of(const std::array<uint64_t, kMaxFuncId>& kernel_entries, int32_
 }  // namespace
 
 GraphExport decode_graph_image(std::span<const uint8_t> image,
-                               const std::array<uint64_t, kMaxFuncId>& kernel_entries) {
+                               const std::array<uint64_t, kMaxFuncId>& kernel_entries,
+                               std::span<const DependencyKinds> edge_kinds) {
   const auto header = load<common::GraphImageHeader>(image.data());
   const uint8_t* records = image.data() + header.tasks_offset;
   const uint8_t* fanout = image.data() + header.fanout_offset;
@@ -150,6 +151,10 @@ GraphExport decode_graph_image(std::span<const uint8_t> image,
                   uint64_t{record.fanout_count} * sizeof(uint32_t));
     }
     task.producer_count = record.fanin_count;
+  }
+  // Consumers were laid out in the image's fanout order (each task's list in turn).
+  if (edge_kinds.size() == graph.consumers.size()) {
+    graph.consumer_kinds.assign(edge_kinds.begin(), edge_kinds.end());
   }
   return graph;
 }

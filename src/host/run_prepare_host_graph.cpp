@@ -87,7 +87,7 @@ Status check_image(const std::vector<uint8_t>& image, uint64_t* task_count,
 
 DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
     const RunPlan& plan, const RegisteredCallable& callable, const TaskArgs& args,
-    const common::KernelTable& kernel_table) {
+    const common::KernelTable& kernel_table, bool edge_kinds) {
   const uint32_t bank = plan.bank;
   // Only the output heap: the other regions' sizes follow from the graph (prepare_host_graph).
   // They are named as committed, for the message of a failed commit.
@@ -112,7 +112,8 @@ DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
     platform::Platform& platform;
     const HostDataFence& fence;
   } tensor_memory(*platform_, host_data_fence_);
-  orchestrator::HostGraphBuilder builder(kernel_table, heap, {plan.max_tasks, plan.shape.clusters},
+  orchestrator::HostGraphBuilder builder(kernel_table, heap,
+                                         {plan.max_tasks, plan.shape.clusters, edge_kinds},
                                          &builder_scratch_, &tensor_memory);
   // The run's own copy of the user data, aligned as Orchestration::user_data promises (the
   // caller's span need not be).
@@ -131,6 +132,7 @@ DeviceRunner::HostBuild DeviceRunner::orchestrate_host_graph(
   builder.build(callable.orchestration, args, next_run_number(), user_data);
   built.build_ns = ns_between(built.t_build, RunClock::now());
   built.image = builder.take_image();
+  built.edge_kinds = builder.take_edge_kinds();
   built.accessed_tensor_data = builder.accessed_tensor_data();
   throw_if(check_image(built.image, &built.task_count, &built.user_task_count));
   return built;
@@ -147,6 +149,10 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   // copies the image on the host.
   std::vector<uint8_t> built_image;
   const std::vector<uint8_t>* image = &built_image;
+  // The edges' kinds for deps.json, kept with a cached image (a replay with the deps diagnostics
+  // on needs them).
+  std::vector<DependencyKinds> built_kinds;
+  const std::vector<DependencyKinds>* edge_kinds = &built_kinds;
   uint64_t task_count = 0;  // records: the chip's tasks, scope fences included
   uint64_t user_task_count = 0;
   uint64_t build_ns = 0;
@@ -155,6 +161,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     run.replay_key = replay_key(callable, args, plan);
     if (const PrebuiltImage* cached = arenas_.lookup_prebuilt(bank, run.replay_key)) {
       image = &cached->image;
+      edge_kinds = &cached->edge_kinds;
       task_count = cached->task_count;
       user_task_count = cached->user_task_count;
       replayed = true;
@@ -165,8 +172,10 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   // orchestration function, so those accesses would silently not happen.
   bool cacheable = plan.replay_graph;
   if (!replayed) {
-    HostBuild built = orchestrate_host_graph(plan, callable, args, kernel_table);
+    HostBuild built = orchestrate_host_graph(
+        plan, callable, args, kernel_table, plan.replay_graph || plan.diagnostics.dependency_graph);
     built_image = std::move(built.image);
+    built_kinds = std::move(built.edge_kinds);
     task_count = built.task_count;
     user_task_count = built.user_task_count;
     build_ns = built.build_ns;
@@ -189,6 +198,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
     PrebuiltImage entry;
     entry.key = run.replay_key;
     entry.image = std::move(built_image);
+    entry.edge_kinds = std::move(built_kinds);
     entry.task_count = task_count;
     entry.user_task_count = user_task_count;
     entry.output_heap = arenas_.region(bank, ArenaRegion::OutputHeap);
@@ -207,7 +217,10 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
                       " was dropped while its run was being prepared (arena bank " +
                       std::to_string(bank) + " changed layout)");
     }
-    if (cached != nullptr) image = &cached->image;
+    if (cached != nullptr) {
+      image = &cached->image;
+      edge_kinds = &cached->edge_kinds;
+    }
   }
   if (replayed) ++replayed_runs_;
 
@@ -221,7 +234,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
   graph_build.span_ns = build_ns;
   // Diagnostics: the graph as launched (nodes and edges of deps.json, names of the tasks).
   if (prepared.diag && task_count > 0) {
-    prepared.diag->note_host_graph(decode_graph_image(*image, {}));
+    prepared.diag->note_host_graph(decode_graph_image(*image, {}, *edge_kinds));
   }
   // Nothing for the chip to do: no launch.
   if (task_count == 0) return;

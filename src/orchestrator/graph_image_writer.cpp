@@ -23,7 +23,9 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
                              std::span<const uint32_t> producers,
                              std::span<const int64_t> kernel_args,
                              std::span<const int64_t> task_ids, DeviceBuffer output_heap,
-                             std::vector<uint8_t>& image) {
+                             std::vector<uint8_t>& image,
+                             std::span<const DependencyKinds> producer_kinds,
+                             std::vector<DependencyKinds>* fanout_kinds) {
   const uint64_t n = records.size();
   const uint64_t edges = producers.size();
   if (edges > UINT32_MAX) {
@@ -38,11 +40,14 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
   for (uint64_t t = 0; t < n; ++t) fanout_begin_[t + 1] += fanout_begin_[t];
   cursor_.assign(fanout_begin_.begin(), fanout_begin_.end() - 1);
   fanout_.resize(edges);
+  if (fanout_kinds != nullptr) fanout_kinds->resize(edges);
   uint64_t fanin_begin = 0;
   for (uint64_t c = 0; c < n; ++c) {
     const uint32_t fanin = records[c].fanin_count;
     for (uint64_t k = 0; k < fanin; ++k) {
-      fanout_[cursor_[producers[fanin_begin + k]]++] = static_cast<uint32_t>(c);
+      const uint32_t at = cursor_[producers[fanin_begin + k]]++;
+      fanout_[at] = static_cast<uint32_t>(c);
+      if (fanout_kinds != nullptr) (*fanout_kinds)[at] = producer_kinds[fanin_begin + k];
     }
     fanin_begin += fanin;
   }

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "chiprt/graph_export.h"
 #include "chiprt/types.h"
 #include "common/graph_image.h"
 
@@ -23,10 +24,14 @@ class GraphImageWriter {
   // `kernel_args` the argument words the records' args_begin index; `task_ids` the public TaskId
   // of each record (common::kScopeFenceId for a scope fence); `output_heap` the run's output heap
   // (the records' skip-fill ranges lie in it). Throws Error(CapacityExceeded) beyond UINT32_MAX
-  // edges.
+  // edges. With `fanout_kinds`, also lays out the edges' kinds (`producer_kinds`, parallel to
+  // `producers`) in the image's fan-out order there: the image itself holds no kinds (the chip
+  // does not need them), Worker::export_graph and the diagnostics do.
   void write(std::span<const common::TaskRecord> records, std::span<const uint32_t> producers,
              std::span<const int64_t> kernel_args, std::span<const int64_t> task_ids,
-             DeviceBuffer output_heap, std::vector<uint8_t>& image);
+             DeviceBuffer output_heap, std::vector<uint8_t>& image,
+             std::span<const DependencyKinds> producer_kinds = {},
+             std::vector<DependencyKinds>* fanout_kinds = nullptr);
 
   uint64_t retained_bytes() const noexcept;
 

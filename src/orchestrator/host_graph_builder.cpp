@@ -37,15 +37,16 @@ struct HostGraphBuilder::State {
   // What the builder needs of a task beyond its record.
   struct TaskBook {
     // consumer id + 1 of the last edge added from this task, so a consumer gets one edge per
-    // producer however many of its arguments lead to it.
+    // producer however many of its arguments lead to it; last_edge is that edge's index in
+    // `producers` (its kinds merge).
     uint32_t last_consumer;
     uint32_t output_block;  // OutputHeap block, kNoBlock when the task has no runtime outputs
+    uint64_t last_edge;
   };
   // A scope owns the output blocks allocated while it is the innermost open scope.
   struct ScopeFrame {
     uint64_t first_task = 0;
-    std::size_t first_block = 0;  // OutputHeap block index
-    std::size_t alloc_log_begin = 0;
+    std::size_t first_block = 0;    // OutputHeap block index
     std::vector<uint32_t> touched;  // tasks that used a block this scope owns, ascending
   };
   // Absolute byte extent a task argument touched, for the get/set_tensor_data rules.
@@ -68,14 +69,14 @@ struct HostGraphBuilder::State {
     heap.reset(heap_region);
     max_tasks = std::min(limits.max_tasks, kMaxImageTasks);
     configured_max_tasks = limits.max_tasks;
-    map.clear();
+    deps.clear();
     records.clear();
     books.clear();
     producers.clear();
+    edge_kinds.clear();
     kernel_args_used = 0;
     task_ids.clear();
     records_of.clear();
-    alloc_log.clear();
     touched_extents.clear();
     built = false;
     accessed_tensor_data = false;
@@ -87,11 +88,11 @@ struct HostGraphBuilder::State {
   uint64_t max_tasks = 0;
   uint64_t configured_max_tasks = 0;
 
-  TensorMap map;
-  PreparedArgs prepared;  // scratch of the task being added
+  TaskDependencies deps;  // the tensor map and the scopes' outputs (task_dependencies.h)
   std::vector<common::TaskRecord> records;
   std::vector<TaskBook> books;
-  std::vector<uint32_t> producers;  // grouped by consumer, in consumer order
+  std::vector<uint32_t> producers;          // grouped by consumer, in consumer order
+  std::vector<DependencyKinds> edge_kinds;  // parallel to producers
   // The argument blocks of the tasks: the first kernel_args_used words. Kept at its size between
   // builds (block_words grows it), so a build writes each word once instead of zero-filling first.
   std::vector<int64_t> kernel_args;
@@ -99,7 +100,6 @@ struct HostGraphBuilder::State {
   std::vector<int64_t> task_ids;     // per record: its public id, common::kScopeFenceId for fences
   std::vector<uint32_t> records_of;  // per public id: its record
   std::vector<ScopeFrame> scopes;    // frames beyond the front's depth are kept for their capacity
-  std::vector<uint64_t> alloc_log;   // buffer addresses of outputs allocated inside open scopes
   std::vector<Touched> touched_extents;
   bool built = false;
   bool accessed_tensor_data = false;
@@ -121,11 +121,11 @@ struct HostGraphBuilder::State {
 
   // Bytes of storage this state holds (capacities), which reset() keeps.
   uint64_t retained_bytes() const noexcept {
-    uint64_t total = map.retained_bytes() + heap.retained_bytes() + writer.retained_bytes() +
+    uint64_t total = deps.retained_bytes() + heap.retained_bytes() + writer.retained_bytes() +
                      capacity_bytes(records) + capacity_bytes(books) + capacity_bytes(producers) +
-                     capacity_bytes(kernel_args) + capacity_bytes(task_ids) +
-                     capacity_bytes(records_of) + capacity_bytes(scopes) +
-                     capacity_bytes(alloc_log) + capacity_bytes(touched_extents);
+                     capacity_bytes(edge_kinds) + capacity_bytes(kernel_args) +
+                     capacity_bytes(task_ids) + capacity_bytes(records_of) +
+                     capacity_bytes(scopes) + capacity_bytes(touched_extents);
     for (const ScopeFrame& frame : scopes) total += capacity_bytes(frame.touched);
     return total;
   }
@@ -208,11 +208,16 @@ struct HostGraphBuilder::State {
     }
   }
 
-  void add_edge(uint32_t producer, uint32_t consumer) {
+  void add_edge(uint32_t producer, uint32_t consumer, DependencyKinds kinds) {
     TaskBook& p = books[producer];
-    if (p.last_consumer == consumer + 1) return;
+    if (p.last_consumer == consumer + 1) {
+      edge_kinds[p.last_edge] |= kinds;
+      return;
+    }
     p.last_consumer = consumer + 1;
+    p.last_edge = producers.size();
     producers.push_back(producer);
+    edge_kinds.push_back(kinds);
   }
 
   // Records that `task` used heap tensor `t`, in the open scope owning its block (blocks of the
@@ -255,14 +260,14 @@ struct HostGraphBuilder::State {
     const uint32_t run = front.memory().run();
 
     // Tasks are appended before their edges are known: add_edge stamps producers only.
-    books.push_back(TaskBook{0, kNoBlock});
-    for (int d = 0; d < args.dep_count(); ++d) {
-      add_edge(records_of[static_cast<uint64_t>(args.dep(d))], id);  // the front checked dep < id
-    }
+    books.push_back(TaskBook{0, kNoBlock, 0});
+    lookup_after_producers(args, [&](TaskId dep, DependencyKinds kinds) {
+      add_edge(records_of[static_cast<uint64_t>(dep)], id, kinds);  // the front checked dep < id
+    });
     // All lookups precede all records (task_dependencies.h), so a task never depends on itself.
     if (track) {
-      lookup_task_producers(map, args, list, &prepared, [&](TaskId producer) {
-        add_edge(static_cast<uint32_t>(producer), id);
+      deps.lookup(args, list, [&](TaskId producer, DependencyKinds kinds) {
+        add_edge(static_cast<uint32_t>(producer), id, kinds);
       });
     }
     for (int i = 0; i < tensor_count; ++i) {
@@ -281,9 +286,9 @@ struct HostGraphBuilder::State {
     // The outputs are packed into the block found by place_args, in argument order.
     const bool has_block = placement.end > placement.start;
     if (has_block) {
-      const uint32_t block =
-          heap.take(placement, id, static_cast<uint32_t>(depth()),
-                    [&](uint32_t fence, uint32_t task) { add_edge(fence, task); });
+      const uint32_t block = heap.take(
+          placement, id, static_cast<uint32_t>(depth()),
+          [&](uint32_t fence, uint32_t task) { add_edge(fence, task, kDependencyHeapReuse); });
       books[id].output_block = block;
       if (depth() > 0) touch_block(block, id);
     }
@@ -301,12 +306,11 @@ struct HostGraphBuilder::State {
         const uint64_t offset = heap.aligned(next_output);
         next_output = offset + bytes;
         t = make_output(t, heap_addr + offset, bytes, public_id, run);
-        if (depth() > 0) alloc_log.push_back(heap_addr + offset);
+        deps.note_output(t);
         note_extent(t, public_id, true);
       }
     }
-    if (track)
-      record_task_accesses(map, static_cast<TaskId>(id), args, list, prepared, [](uint32_t) {});
+    if (track) deps.record(static_cast<TaskId>(id), args, list);
 
     common::TaskRecord& r = records.emplace_back();
     TaskFront::encode_record(spec, &args, static_cast<uint16_t>(tensor_count + args.scalar_count()),
@@ -386,7 +390,7 @@ struct HostGraphBuilder::State {
     ScopeFrame& s = scopes[d];
     s.first_task = task_count();
     s.first_block = heap.block_count();
-    s.alloc_log_begin = alloc_log.size();
+    deps.scope_begin();
     s.touched.clear();
   }
 
@@ -399,8 +403,8 @@ struct HostGraphBuilder::State {
       check_capacity();
       const auto id = static_cast<uint32_t>(record_count());
       const uint64_t fanin_begin = producers.size();
-      books.push_back(TaskBook{0, kNoBlock});
-      for (uint32_t t : s.touched) add_edge(t, id);
+      books.push_back(TaskBook{0, kNoBlock, 0});
+      for (uint32_t t : s.touched) add_edge(t, id, kDependencyScopeFence);
       heap.release_since(s.first_block, id);
       common::TaskRecord& r = records.emplace_back();
       TaskFront::encode_record(nullptr, nullptr, 0, &r);
@@ -409,10 +413,7 @@ struct HostGraphBuilder::State {
       common::write_context(kernel_args.data() + r.args_begin, 0, 0, 1, 0);
       task_ids.push_back(common::kScopeFenceId);
     }
-    for (std::size_t i = s.alloc_log_begin; i < alloc_log.size(); ++i) {
-      map.erase_buffer(alloc_log[i]);
-    }
-    alloc_log.resize(s.alloc_log_begin);
+    deps.scope_end();  // the scope's outputs are released: their entries go
     heap.note_released_tasks(s.first_task, task_count());  // public ids, as owner_task
     s.touched.clear();
   }
@@ -469,7 +470,8 @@ void HostGraphBuilder::build(OrchestrationEntry entry, const TaskArgs& args, uin
   if (s.front.failed()) throw Error(s.front.error());
   s.writer.write(s.records, s.producers,
                  std::span<const int64_t>(s.kernel_args.data(), s.kernel_args_used), s.task_ids,
-                 s.heap.region(), image_);
+                 s.heap.region(), image_, s.edge_kinds,
+                 limits_.edge_kinds ? &edge_kinds_ : nullptr);
   s.built = true;
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "chiprt/callable.h"
+#include "chiprt/graph_export.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
@@ -34,6 +35,9 @@ namespace chiprt::orchestrator {
 struct BuilderLimits {
   uint64_t max_tasks = 1ull << 20;
   uint32_t clusters = 8;
+  // Also lay out the kind of every edge (take_edge_kinds): for Worker::export_graph and the
+  // diagnostics' deps.json.
+  bool edge_kinds = false;
 };
 
 class BuilderScratch;
@@ -60,6 +64,9 @@ class HostGraphBuilder final : public Orchestration {
   // Moves the finished image out (the builder's copy is left empty): a graph of a million tasks
   // is tens of megabytes, so the runner takes it instead of copying it.
   std::vector<uint8_t> take_image() noexcept { return std::move(image_); }
+  // With BuilderLimits::edge_kinds, the DependencyKinds of every edge in the image's fan-out order
+  // (parallel to its fanout section), moved out; empty otherwise.
+  std::vector<DependencyKinds> take_edge_kinds() noexcept { return std::move(edge_kinds_); }
   // The highest heap offset any output reached. Released memory is reused only once the
   // allocator has gone round the heap, so this grows to the heap size before any reuse.
   uint64_t heap_high_water() const noexcept;
@@ -95,6 +102,7 @@ class HostGraphBuilder final : public Orchestration {
   const KernelTable& kernels_;
   BuilderLimits limits_;
   std::vector<uint8_t> image_;
+  std::vector<DependencyKinds> edge_kinds_;
   BuilderScratch* scratch_ = nullptr;
   TensorMemory* tensor_memory_ = nullptr;
   std::unique_ptr<State> state_;  // pimpl keeps the tensor map out of this header

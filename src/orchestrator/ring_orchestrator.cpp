@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,10 @@ struct RingOrchestrator::State {
   PreparedArgs prepared;           // scratch: tensor-map descriptions of the task's arguments
   uint64_t collection = 0;         // stamp of the current producer collection
   uint64_t scopes_opened = 0;      // diagnostics: scopes numbered so far (the root is 0)
+  // Diagnostics (kDiagEdges): the graph's logical dependencies, which `map` forgets as tasks
+  // retire, and the scratch of one task's producers. Null while the switch is off.
+  std::unique_ptr<TaskDependencies> logical;
+  ProducerKinds logical_producers;
 
   // ---- errors -------------------------------------------------------------------------------
   void fail(StatusCode code, std::string message) { front.latch(code, std::move(message)); }
@@ -213,6 +218,7 @@ struct RingOrchestrator::State {
     }
     producers.reserve(256);
     scopes.resize(8);
+    if (mem.diag.on(common::kDiagEdges)) logical = std::make_unique<TaskDependencies>();
     return true;
   }
 
@@ -593,19 +599,13 @@ struct RingOrchestrator::State {
     }
     if (!manual) {
       lookup_task_producers(map, args, refs, &prepared,
-                            [&](TaskId producer) { add_producer(producer); });
+                            [&](TaskId producer, DependencyKinds) { add_producer(producer); });
     }
     // `producers` are dependencies; `retained` the owners of the runtime outputs it reads.
     for (int i = 0; i < tensor_count; ++i) {
       if (tags[i] != ArgTag::Out) retain_owner(*tensors[i]);
     }
     if (args.has_predicate()) retain_owner(args.predicate());
-    if (mem.diag.on(common::kDiagEdges)) {
-      for (const TaskId producer : producers) {
-        mem.diag.put(common::DiagKind::Edge, 0, id, 0, 0, -1, 0, 0,
-                     static_cast<uint64_t>(mem.public_ids[handle_slot(producer)]));
-      }
-    }
     if (producers.size() > set.deps.capacity()) {
       // Many readers of a region it writes: those that completed already need no entry (the
       // wiring below skips them too), so only the running ones count against the pool.
@@ -749,6 +749,7 @@ struct RingOrchestrator::State {
     } else {
       ++manual_tasks;
     }
+    if (logical) note_logical_edges(id, args, refs, manual);
     if (holds_scope_ref) set.holders[set.holder_count++] = seq;
     set.next_seq = seq + 1;
     submitted = id + 1;
@@ -759,6 +760,26 @@ struct RingOrchestrator::State {
     driver.note_submitted(submitted);
     retire_all();
     return static_cast<TaskId>(id);
+  }
+
+  // Diagnostics (kDiagEdges): the Edge records of task `id`, every dependency the orchestration
+  // derives for it (task_dependencies.h) whether or not the producer completed or retired since,
+  // with its kinds; then its accesses and outputs join the logical map.
+  void note_logical_edges(uint64_t id, const TaskArgs& args, const ArgList& refs, bool manual) {
+    logical_producers.clear();
+    auto add = [&](TaskId producer, DependencyKinds kinds) {
+      logical_producers.add(producer, kinds);
+    };
+    lookup_after_producers(args, add);
+    if (!manual) logical->lookup(args, refs, add);
+    for (const ProducerKinds::Producer& p : logical_producers.merged()) {
+      mem.diag.put(common::DiagKind::Edge, 0, id, 0, 0, -1, 0, p.kinds,
+                   static_cast<uint64_t>(p.task));
+    }
+    if (!manual) logical->record(static_cast<TaskId>(id), args, refs);
+    for (int i = 0; i < refs.tensor_count; ++i) {
+      if (refs.tags[i] == ArgTag::Out) logical->note_output(*refs.tensors[i]);
+    }
   }
 
   // Drops the scope references of the tasks the scope at `scope_depth` allocated outputs for.
@@ -847,6 +868,7 @@ Status RingOrchestrator::run(OrchestrationEntry entry, const TaskArgs& args) {
   s.front.latch(geometry);
   s.scopes[0] = State::ScopeFrame{};
   s.scopes_opened = 0;
+  if (s.logical) s.logical->clear();
   if (!s.front.failed()) s.front.run(entry, *this, args, common::RunRole::ChipOrchestration);
   if (!s.front.failed()) {
     s.end_scope_refs(0);  // the implicit root scope ends with the function
@@ -943,6 +965,7 @@ void RingOrchestrator::scope_begin(ScopeMode mode) {
   frame = State::ScopeFrame{};
   frame.first_seq = s.sets[s.set_of_depth(depth)].next_seq;
   frame.number = ++s.scopes_opened;
+  if (s.logical) s.logical->scope_begin();
   // Tasks of an earlier scope at this depth may still hold the set's rings.
   if (s.mem.diag.on(common::kDiagScopeStats)) s.note_ring_use(frame, s.sets[s.set_of_depth(depth)]);
 }
@@ -955,6 +978,7 @@ void RingOrchestrator::scope_end() {
     return;
   }
   s.end_scope_refs(s.depth());
+  if (s.logical) s.logical->scope_end();
   if (s.mem.diag.on(common::kDiagScopeStats)) s.put_scope_stats(s.depth(), true);
   ScopeMode closed;
   s.front.close_scope(s.submitted, &closed);

@@ -58,6 +58,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -111,7 +112,8 @@ class TensorMap {
 
   // Calls `on_task(TaskId)` for every recorded writer whose region may overlap `tensor`: what a
   // task reading `tensor` depends on. A task may be reported more than once (callers deduplicate
-  // edges).
+  // edges). Every lookup also accepts `on_task(TaskId, bool reader)`: `reader` says whether the
+  // entry naming the task is a reader entry (else a writer entry).
   template <class OnTask>
   void lookup(const Tensor& tensor, OnTask&& on_task) const {
     lookup_impl<false, false>(tensor, on_task, nullptr);
@@ -381,10 +383,19 @@ class TensorMap {
     return examined;
   }
 
+  // Calls on_task(task), or on_task(task, reader) when it takes the entry's kind too.
+  template <class OnTask>
+  static void emit(OnTask& on_task, TaskId task, bool reader) {
+    if constexpr (std::is_invocable_v<OnTask&, TaskId, bool>) {
+      on_task(task, reader);
+    } else {
+      on_task(task);
+    }
+  }
   // Calls on_task for every task `entry` names.
   template <class OnTask>
   static void report(const Entry& entry, OnTask& on_task) {
-    for (uint32_t k = 0; k < entry.task_count; ++k) on_task(entry.tasks[k]);
+    for (uint32_t k = 0; k < entry.task_count; ++k) emit(on_task, entry.tasks[k], entry.reads);
   }
 
   // kPrepare: `prepared` is filled (not null); kWrite: readers are reported too. Compile-time
@@ -407,7 +418,7 @@ class TensorMap {
     }
     if (query.empty) return;
     for (uint32_t e = index.unbounded_head[kWriterKind]; e != kNil; e = entries_[e].group_next) {
-      on_task(entries_[e].tasks[0]);
+      emit(on_task, entries_[e].tasks[0], false);
     }
     if constexpr (kWrite) {
       for (uint32_t e = index.unbounded_head[kReaderKind]; e != kNil; e = entries_[e].group_next) {
@@ -424,7 +435,7 @@ class TensorMap {
         if constexpr (kWrite) {
           report(entry, on_task);
         } else {
-          on_task(entry.tasks[0]);  // writer entries only
+          emit(on_task, entry.tasks[0], false);  // writer entries only
         }
       }
     });

@@ -3,8 +3,8 @@
 // boundary and survive a run whose device process dies:
 //   - a normal run writes run-0001 with every file, no error, nothing dropped, one complete slice
 //     per executed block, no two slices of a core overlapping, and deps.json the graph
-//     Worker::export_graph gives for the same call (a subset where a threaded ring run retires
-//     producers while it submits);
+//     Worker::export_graph gives for the same call (its user edges with their kinds, also where
+//     a threaded ring run retires producers while it submits);
 //   - a crashed kernel (AIV, SPMD at block kSpmdFaultBlock, MIX) fails the run with KernelCrashed,
 //     whose message names the run directory; run.json holds the error, task 0 has a complete
 //     slice, and the crashed block a slice that started and never ended, on the core the message
@@ -264,7 +264,7 @@ TEST_P(IsolatedDiagnostics, NormalRunWritesEveryFileAndTheExportedGraph) {
   start_worker();
   const GraphExport exported = worker_->export_graph(kCallable, args(Scenario::Normal), config());
   const diagnostics::RunModel model = expect_normal_diagnostics_run("run-0001");
-  diag_checks::expect_graph_is_exported(model, exported, GetParam().variant, GetParam().serial);
+  diag_checks::expect_graph_is_exported(model, exported, GetParam().variant);
 }
 
 TEST_P(IsolatedDiagnostics, CrashedAivKernelIsShownWhereItRanAndResetRecovers) {

@@ -93,7 +93,11 @@ RunModel sample_model() {
   m.nodes[3].dependency_only = false;
   m.nodes[4].internal = true;
   m.nodes[4].dependency_only = true;
-  m.edges = {{0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, 4}};
+  m.edges = {{0, 1, kDependencyRaw},
+             {0, 2, kDependencyRaw | kDependencyWar},
+             {1, 3, kDependencyAfter},
+             {2, 3, kDependencyWaw},
+             {3, 4, kDependencyScopeFence}};
   m.have_edges = true;
   m.blocks = {{0, 0, 0, 8, 10, 100, 105},           {1, 0, 2, 112, 115, 300, 305},
               {2, 0, 3, 112, 116, 380, 385},        {2, 1, 4, 112, 117, 390, 395},
@@ -222,8 +226,26 @@ TEST_F(DiagnosticsArtifacts, WriteThenReadRoundTrips) {
   for (size_t i = 0; i < m.edges.size(); ++i) {
     EXPECT_EQ(r.edges[i].producer, m.edges[i].producer);
     EXPECT_EQ(r.edges[i].consumer, m.edges[i].consumer);
+    EXPECT_EQ(r.edges[i].kinds, m.edges[i].kinds);
   }
   EXPECT_TRUE(r.have_edges);
+  // The user's edges and the internal ones apart, each with its kinds by name.
+  std::string deps_text = read_text(root_ / kDepsFile);
+  const nlohmann::json deps = nlohmann::json::parse(deps_text);
+  EXPECT_EQ(deps.at("edges").size(), 4u);
+  EXPECT_EQ(deps.at("edges").at(1), nlohmann::json::parse(R"([0,2,["RAW","WAR"]])"));
+  EXPECT_EQ(deps.at("internal_edges"), nlohmann::json::parse(R"([[3,4,["scope_fence"]]])"));
+  // An edge written without kinds (an older deps.json) reads with none.
+  const std::string with_kinds = R"([0,1,["RAW"]])";
+  const std::size_t at = deps_text.find(with_kinds);
+  ASSERT_NE(at, std::string::npos);
+  deps_text.replace(at, with_kinds.size(), "[0,1]");
+  write_text(root_ / kDepsFile, deps_text);
+  const RunModel old = read_run_directory(root_.string());
+  ASSERT_EQ(old.edges.size(), m.edges.size());
+  EXPECT_EQ(old.edges[0].consumer, 1u);
+  EXPECT_EQ(old.edges[0].kinds, 0);
+  EXPECT_EQ(old.edges[1].kinds, kDependencyRaw | kDependencyWar);
   ASSERT_EQ(r.blocks.size(), m.blocks.size());
   for (size_t i = 0; i < m.blocks.size(); ++i) {
     const BlockRun& a = m.blocks[i];
@@ -415,13 +437,19 @@ TEST_F(DiagnosticsArtifacts, MalformedFilesNameTheFile) {
   write_text(root_ / "deps.json", broken);
   expect_error("deps.json", "line 4");
   broken = deps;
-  broken.replace(broken.find("[1,3]"), 5, "[1;3]");
+  broken.replace(broken.find("[1,3,"), 5, "[1;3,");
+  write_text(root_ / "deps.json", broken);
+  expect_error("deps.json", "malformed edge");
+  broken = deps;  // a kind no version writes
+  broken.replace(broken.find("\"after\""), 7, "\"later\"");
   write_text(root_ / "deps.json", broken);
   expect_error("deps.json", "malformed edge");
   write_text(root_ / "deps.json", deps.substr(0, deps.size() - 3));
   expect_error("deps.json", "truncated");
   write_text(root_ / "deps.json", nlohmann::json::parse(deps).dump(2));
-  EXPECT_EQ(read_run_directory(root_.string()).edges.size(), m.edges.size());
+  const RunModel whole = read_run_directory(root_.string());
+  ASSERT_EQ(whole.edges.size(), m.edges.size());
+  for (size_t i = 0; i < m.edges.size(); ++i) EXPECT_EQ(whole.edges[i].kinds, m.edges[i].kinds);
   const std::string trace = read_text(root_ / "trace.json");
   write_text(root_ / "trace.json", nlohmann::json::parse(trace).dump());
   EXPECT_EQ(read_run_directory(root_.string()).thread_spans.size(), m.thread_spans.size());

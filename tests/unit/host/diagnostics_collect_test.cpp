@@ -482,14 +482,12 @@ TEST_P(DiagnosticsBackground, WritesTheSameDirectoryAsAForegroundWrite) {
   const diagnostics::RunModel a = diagnostics::read_run_directory(foreground.string());
   const diagnostics::RunModel b = diagnostics::read_run_directory(background.string());
   EXPECT_EQ(b.nodes.size(), a.nodes.size());
-  // The ring variant records an edge only where the producer was still live when its consumer
-  // was submitted: how many it records depends on timing, so only host_build_graph's must match.
-  if (GetParam().runtime == RuntimeVariant::HostBuildGraph) {
-    ASSERT_EQ(b.edges.size(), a.edges.size());
-    for (size_t i = 0; i < a.edges.size(); ++i) {
-      EXPECT_EQ(b.edges[i].producer, a.edges[i].producer);
-      EXPECT_EQ(b.edges[i].consumer, a.edges[i].consumer);
-    }
+  // Every dependency the orchestration derived, on both variants (timing does not change them).
+  ASSERT_EQ(b.edges.size(), a.edges.size());
+  for (size_t i = 0; i < a.edges.size(); ++i) {
+    EXPECT_EQ(b.edges[i].producer, a.edges[i].producer);
+    EXPECT_EQ(b.edges[i].consumer, a.edges[i].consumer);
+    EXPECT_EQ(b.edges[i].kinds, a.edges[i].kinds);
   }
   EXPECT_EQ(b.blocks.size(), a.blocks.size());
   EXPECT_TRUE(b.config.background_write);

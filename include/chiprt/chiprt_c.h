@@ -529,9 +529,11 @@ CHIPRT_C_API chiprt_status_t chiprt_worker_try_submit(chiprt_worker_t* worker, i
                                                       chiprt_run_handle_t** out, bool* admitted);
 /* Waits for the run; CHIPRT_OK with *report filled (when not NULL), or the run's error (again on
  * each call). CHIPRT_CANCELLED: the run touches memory an earlier failed run wrote or was
- * writing. A failed run (submitted or chiprt_worker_run) cancels exactly the later runs that
- * pass any part of a buffer it passed as inout or output_existing, naming its sequence number and
- * error; a cancelled run's own outputs count as written by that failure too; the memory stays poisoned until chiprt_worker_copy_to / chiprt_worker_memset cover it or it is freed
+ * writing. A failed submitted run cancels exactly the later runs (submitted or chiprt_worker_run)
+ * that pass any part of a buffer it passed as inout or output_existing, naming its sequence number
+ * and error; a cancelled submitted run's own outputs count as written by that failure too (a
+ * failed or cancelled chiprt_worker_run poisons nothing: its caller has the error at once); the
+ * memory stays poisoned until chiprt_worker_copy_to / chiprt_worker_memset cover it or it is freed
  * (a reset clears all); runs sharing no buffer with it run normally. After a device fault every
  * later run ends CHIPRT_DEVICE_FAULTED. Details: chiprt/worker.h, "Failed runs". */
 CHIPRT_C_API chiprt_status_t chiprt_run_handle_wait(chiprt_run_handle_t* handle,

@@ -38,7 +38,7 @@
 // with none, it runs on the calling thread, as does a host_build_graph orchestration function
 // (a submitted run's runs on the pipeline thread).
 //
-// Failed runs. A run (run, submit, try_submit) that fails cancels exactly the later runs that
+// Failed runs. A submitted run (submit, try_submit) that fails cancels exactly the later runs that
 // touch memory it wrote or was writing, and no other: what a run writes is every buffer (whole) it
 // passes as InOut or OutputExisting; a later run touches it when it passes any part of it as any
 // argument but Out. Such a run is never launched: it ends with Error(Cancelled) naming the failed
@@ -49,10 +49,11 @@
 // covering it; a partial rewrite clears only what it covers) or frees it; reset() clears all of it.
 // A run refused by its checks before any of its code ran (an unknown callable, arguments that do
 // not match the signature or lie in no live buffer, an invalid config) wrote nothing and cancels
-// nothing. run() and submit() follow the one rule (run() calls take sequence numbers too): to
-// retry a failed run on the same buffers, rewrite (copy_to, memset) what it wrote first, since it
-// may hold partial results. Each run's fate is decided when its turn comes, after every run before it is done, so it is
-// the same on both runtime variants, in process and on the isolated device, whatever the timing.
+// nothing. run() (and run_async()) is cancelled by the same rule (run() calls take sequence
+// numbers too), but a failed or cancelled run() poisons nothing: its caller has its error before
+// it runs anything else, and may retry on the same buffers. Each run's fate is decided when its
+// turn comes, after every run before it is done, so it is the same on both runtime variants, in
+// process and on the isolated device, whatever the timing.
 // After a device fault every later run ends DeviceFaulted instead, naming the fault, until reset().
 // A run that is never launched writes no diagnostics directory.
 //
@@ -141,6 +142,12 @@ class Worker {
   // Refuses at once what needs no device (NotInitialized, AlreadyClosed, ReentrantCall); every
   // other error (the ones run() throws) comes from the handle's wait().
   RunHandle submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
+  // run() without blocking the caller: admitted as submit() admits a run, and like run() its
+  // failure cancels nothing (its caller, who waits on the handle, has the error and may retry on
+  // the same buffers); it is cancelled itself by the rule of "Failed runs". For a caller that must
+  // stay responsive while it waits (the Python module's Worker.run waits on it in slices, so
+  // Ctrl-C interrupts the wait).
+  RunHandle run_async(int32_t callable_id, const TaskArgs& args, const CallConfig& config = {});
   // submit() that never waits: false, leaving `handle` as it was, when two runs are admitted.
   bool try_submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
                   RunHandle* handle);

@@ -61,10 +61,11 @@ class DeviceError(Error):
 class CancelledError(Error):
     """A run was not launched because it touches memory an earlier failed run wrote.
 
-    A failed run (run or submit) cancels exactly the later runs that pass any part of a buffer it
-    wrote or was writing (its inout and output_existing arguments); the message names the failed
-    run's sequence number and its error. A cancelled run's own outputs count as written by that
-    failure too. To retry a failed run on the same buffers, rewrite them first. The memory stays poisoned until the host rewrites it (copy_to or memset
+    A failed submitted run cancels exactly the later runs (submit or run) that pass any part of
+    a buffer it wrote or was writing (its inout and output_existing arguments); the message names
+    the failed run's sequence number and its error. A cancelled submitted run's own outputs count
+    as written by that failure too; a failed or cancelled run() poisons nothing (its caller has
+    the error at once, and may retry). The memory stays poisoned until the host rewrites it (copy_to or memset
     covering it) or frees it; reset() clears everything. Runs sharing no buffer run normally.
     """
 

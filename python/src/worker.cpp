@@ -502,7 +502,7 @@ RunReport run_once(PyWorker& w, int32_t callable_id, const TaskArgs& args, const
   RunHandle handle;
   {
     py::gil_scoped_release release;
-    handle = w.get().submit(callable_id, args, cfg.config);
+    handle = w.get().run_async(callable_id, args, cfg.config);
   }
   // Interrupted runs that are done by now are forgotten (after submit, which names a refusal
   // first: AlreadyClosed, InheritedWorker).
@@ -903,7 +903,7 @@ void bind_worker(py::module_& m) {
             RunHandle handle;
             {
               py::gil_scoped_release release;
-              handle = w.get().submit(callable_id, args, cfg.config);
+              handle = w.get().run_async(callable_id, args, cfg.config);
             }
             return std::make_unique<PyRunHandle>(std::move(handle));
           },

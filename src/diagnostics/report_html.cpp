@@ -1006,6 +1006,18 @@ void write_report_html(const RunModel& model, const Analysis& analysis, const Re
   out.flush();
 }
 
+uint64_t report_timeline_blocks(const RunModel& model) {
+  uint64_t ran = 0;
+  for (const BlockRun& b : model.blocks) ran += b.core >= 0 && b.start_ns != kNoTime;
+  const uint64_t stride = sample_stride(ran, kReportTimelineItems);
+  uint64_t seen = 0, kept = 0;
+  for (const BlockRun& b : model.blocks) {
+    if (b.core < 0 || b.start_ns == kNoTime) continue;
+    kept += seen++ % stride == 0 || b.end_ns == kNoTime;
+  }
+  return kept;
+}
+
 std::string render_report_html(const RunModel& model, const Analysis& analysis) {
   std::string html;
   write_report_html(model, analysis, [&](std::string_view piece) { html.append(piece); });

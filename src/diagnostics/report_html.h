@@ -28,5 +28,7 @@ using ReportSink = std::function<void(std::string_view)>;
 void write_report_html(const RunModel& model, const Analysis& analysis, const ReportSink& sink);
 // The same page as one string.
 std::string render_report_html(const RunModel& model, const Analysis& analysis);
+// How many block slices the page's timeline holds (after sampling): the blocks that ran.
+uint64_t report_timeline_blocks(const RunModel& model);
 
 }  // namespace chiprt::diagnostics

@@ -44,6 +44,9 @@ struct RunState {
   CallConfig config;                      // user_data points into user_data_copy
   std::vector<std::byte> user_data_copy;  // the caller's bytes may go once submit returns
   std::vector<std::pair<uint64_t, uint64_t>> buffers;  // [lo, hi) of the caller's buffers named
+  // Submitted (submit, try_submit): its failure, or its cancellation, poisons what it writes.
+  // False for a Worker::run (or Worker::run_async): its caller handles its error itself.
+  bool poisons = true;
 
   // Whether the run names caller memory overlapping [lo, hi).
   bool touches(uint64_t lo, uint64_t hi) const noexcept;

@@ -123,9 +123,9 @@ struct Worker::Impl {
 
   // With the runner's lock held, just before run `sequence` would start: the error it ends with
   // instead, unlaunched, when the device faulted earlier (DeviceFaulted) or when it names poisoned
-  // memory (Cancelled, `*cancelled` set; what the run writes is poisoned in turn).
+  // memory (Cancelled, `*cancelled` set; what the run writes is poisoned in turn when `poisons`).
   std::optional<Error> refusal(host::DeviceRunner& runner, uint64_t sequence, int32_t callable_id,
-                               const TaskArgs& args, bool* cancelled) {
+                               const TaskArgs& args, bool poisons, bool* cancelled) {
     if (runner.faulted()) {
       return Error(StatusCode::DeviceFaulted,
                    "run " + std::to_string(sequence) + " of callable " +
@@ -137,13 +137,13 @@ struct Worker::Impl {
     const host::PoisonedMemory::Range* cause = poisoned.find(args);
     if (cause == nullptr) return std::nullopt;
     Error error = host::PoisonedMemory::cancellation(sequence, callable_id, *cause);
-    poisoned.poison_cancelled(args, sequence, *cause);
+    if (poisons) poisoned.poison_cancelled(args, sequence, *cause);
     *cancelled = true;
     return error;
   }
 
   RunHandle admit(int32_t callable_id, const TaskArgs& args, const CallConfig& config, bool block,
-                  bool* admitted_out);
+                  bool* admitted_out, bool poisons = true);
   void drive();
   // Prepares (unless done while the run before it executed), launches, waits for and collects
   // `run`, preparing its successor during the wait; its report, or `failure` set.
@@ -296,24 +296,23 @@ RunReport Worker::run(int32_t callable_id, const TaskArgs& args, const CallConfi
     if (impl_->admitted.empty()) {
       const uint64_t sequence = impl_->next_sequence++;
       pipe.unlock();
-      // The same rule as a submitted run: cancelled when it names poisoned memory; failing after
-      // its checks, it poisons what it writes.
+      // Its caller sees its error at once: it poisons nothing.
       bool cancelled = false;
       if (std::optional<Error> refused =
-              impl_->refusal(runner, sequence, callable_id, args, &cancelled)) {
+              impl_->refusal(runner, sequence, callable_id, args, /*poisons=*/false, &cancelled)) {
         throw *refused;
       }
-      bool started = false;
-      try {
-        return runner.run(callable_id, args, config, &started);
-      } catch (const Error& e) {
-        if (started && !runner.faulted()) impl_->poisoned.poison_failed(args, sequence, e);
-        throw;
-      }
+      return runner.run(callable_id, args, config);
     }
   }
   bool admitted = false;
-  return impl_->admit(callable_id, args, config, /*block=*/true, &admitted).wait();
+  return impl_->admit(callable_id, args, config, /*block=*/true, &admitted, /*poisons=*/false)
+      .wait();
+}
+
+RunHandle Worker::run_async(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
+  bool admitted = false;
+  return impl_->admit(callable_id, args, config, /*block=*/true, &admitted, /*poisons=*/false);
 }
 
 RunHandle Worker::submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config) {
@@ -339,7 +338,7 @@ uint32_t Worker::runs_in_flight() const {
 }
 
 RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
-                              bool block, bool* admitted_out) {
+                              bool block, bool* admitted_out, bool poisons) {
   const char* what = block ? "submit" : "try_submit";
   refuse(what);
   std::unique_lock pipe(pipe_mutex);
@@ -360,6 +359,7 @@ RunHandle Worker::Impl::admit(int32_t callable_id, const TaskArgs& args, const C
     refuse_state();
   }
   auto run = std::make_shared<host::RunState>(next_sequence++, callable_id, args, config);
+  run->poisons = poisons;
   // The thread first: if it cannot start, nothing was admitted that nobody would run.
   if (!driver.joinable() && !retiring) start_driver();
   admitted.push_back(run);
@@ -457,7 +457,7 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
     try {
       // Decided here, when every run before this one is done, never by how far it got before.
       if (std::optional<Error> refusal_error =
-              refusal(runner, run.sequence, run.callable_id, run.args, &cancelled)) {
+              refusal(runner, run.sequence, run.callable_id, run.args, run.poisons, &cancelled)) {
         refused = std::move(refusal_error);
       }
       if (refused) {
@@ -532,9 +532,9 @@ RunReport Worker::Impl::execute(host::RunState& run, std::optional<Error>* failu
                                                " failed on the pipeline thread: " + e.what());
     }
     run.prepared.reset();
-    // What a run that started and failed writes cancels the later runs naming it (a device fault
-    // refuses them all anyway, until reset).
-    if (failure && run.started && !cancelled && !runner.faulted()) {
+    // What a submitted run that started and failed writes cancels the later runs naming it (a
+    // device fault refuses them all anyway, until reset).
+    if (failure && run.poisons && run.started && !cancelled && !runner.faulted()) {
       poisoned.poison_failed(run.args, run.sequence, *failure);
     }
   }

@@ -64,8 +64,8 @@ if grep -q '<b>x</b>' "$dom"; then
 fi
 [ "$fail" = 0 ] || exit 1
 
-# A large run (about 230k blocks, ~20 MB): zoomed out, slices are aggregated per pixel column,
-# a path the small page never takes.
+# A large run (about 230k blocks, so its timeline is sampled to every 2nd block; ~10 MB): zoomed
+# out, slices are aggregated per pixel column, a path the small page never takes.
 large="$out_dir/report_large.html"
 large_expected=$("$fixture" "$large" 100000)
 check_marks "$large" "$out_dir/report_large_dom.html" "$large_expected" || exit 1

@@ -228,9 +228,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot write %s\n", argv[1]);
     return 1;
   }
-  // The slices the page holds: blocks that ran (a core and a start), the stuck one included.
-  uint64_t marks = 0;
-  for (const BlockRun& b : m.blocks) marks += b.core >= 0 && b.start_ns != kNoTime;
+  // The slices the page holds: blocks that ran (a core and a start), the stuck one included; a
+  // large run's timeline sampled (every k-th beyond 200000, a block still running always).
+  const uint64_t marks = report_timeline_blocks(m);
+  uint64_t ran = 0;
+  for (const BlockRun& b : m.blocks) ran += b.core >= 0 && b.start_ns != kNoTime;
+  // The rule, independently: everything up to the limit, about a k-th of a larger run.
+  if ((ran <= 200000 && marks != ran) || (ran > 200000 && (marks > 200001 || marks < ran / 3))) {
+    std::fprintf(stderr, "report_timeline_blocks gives %llu of %llu blocks\n",
+                 static_cast<unsigned long long>(marks), static_cast<unsigned long long>(ran));
+    return 1;
+  }
   std::printf("%llu\n", static_cast<unsigned long long>(marks));
   return 0;
 }

@@ -903,7 +903,7 @@ void bind_worker(py::module_& m) {
             RunHandle handle;
             {
               py::gil_scoped_release release;
-              handle = w.get().run_async(callable_id, args, cfg.config);
+              handle = w.get().submit(callable_id, args, cfg.config);
             }
             return std::make_unique<PyRunHandle>(std::move(handle));
           },

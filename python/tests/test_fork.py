@@ -85,6 +85,12 @@ sys.exit(code)
     ],
 )
 def test_forked_child_with_an_inherited_worker(mode, isolation, child):
+    if mode == "submit" and "libasan" in os.environ.get("LD_PRELOAD", ""):
+        # GCC 12's AddressSanitizer does not make its allocator fork-safe: a fork while another
+        # thread allocates (the parent's run in flight) leaves its lock held in the child, whose
+        # first allocation then hangs inside libasan (seen: operator new in the child). The plain
+        # build runs these cases; the sync case (no run in flight) runs here too.
+        pytest.skip("ASan's allocator is not fork-safe with a run in flight in the parent")
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, mode, isolation, child, tests_dir],

@@ -131,6 +131,13 @@ int wait_bounded(pid_t pid, std::chrono::seconds bound) {
 }
 
 TEST_P(ForkedChild, InheritedWorkerIsInertANewOneWorksAndTheParentsWorksOn) {
+#if defined(__SANITIZE_ADDRESS__)
+  // GCC 12's AddressSanitizer does not make its allocator fork-safe: a fork while another thread
+  // allocates (the parent's run in flight) can leave its lock held in the child, whose first
+  // allocation then hangs inside libasan. The plain build runs these cases.
+  if (GetParam().submitted)
+    GTEST_SKIP() << "ASan's allocator is not fork-safe with a run in flight";
+#endif
   bus_address();  // mapped before any device process is forked
   WorkerOptions options = isolated_options();
   options.sim.isolation = GetParam().isolation;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's documentation stays inside the repository: README.md and docs/*.md may not point
+# The project's documentation stays inside the repository: README.md and docs/**/*.md may not point
 # at paths outside it (`../` above the repository root), and every relative Markdown link must
 # name a file or folder that exists. Prints each offending line.
 #   scripts/check-doc-links.sh [ROOT]
@@ -7,7 +7,7 @@ set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 failures=0
-for doc in README.md docs/*.md; do
+for doc in README.md docs/*.md docs/*/*.md; do
   [[ -f $doc ]] || continue
   dir=$(dirname "$doc")
   # Paths in backticks or link targets that climb out of the repository.
@@ -37,4 +37,4 @@ if ((failures > 0)); then
   echo "check-doc-links: $failures link(s) to fix" >&2
   exit 1
 fi
-echo "check-doc-links: README.md and docs/ link only inside the repository"
+echo "check-doc-links: README.md and docs/ (the guide included) link only inside the repository"

@@ -8,9 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-# The walls between the rooms and the docs' links, before spending minutes on builds.
+# The walls between the rooms and the docs' links and contents, before spending minutes on builds.
 scripts/check-walls.sh
 scripts/check-doc-links.sh
+scripts/check-docs.sh
 
 configs=("$@")
 if [ ${#configs[@]} -eq 0 ]; then

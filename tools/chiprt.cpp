@@ -41,7 +41,8 @@
 // all, and the real-kernel rows with all, each against diagnostics off, interleaved.
 //
 // Exit codes: 0 every round passed (bench: every available cell measured), 1 a round failed or
-// the runtime reported an error, 2 usage error (bad option, unknown example or case).
+// the runtime reported an error, 2 usage error (bad option or value, unknown subcommand, example
+// or case, a configuration the runtime refuses as invalid: InvalidConfig). docs/cli.md has it all.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -52,6 +53,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chiprt/call_config.h"
@@ -564,6 +566,69 @@ int run_bench(const BenchOptions& options) {
                              chiprt::perf::all_cells_measured(result));
 }
 
+// Edit distance between two words (insertions, deletions, substitutions, adjacent swaps).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substitute = d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, substitute});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The first word of the command line must name a subcommand. CLI11 would call an unknown one
+// "A subcommand is required"; this names it and the closest subcommand instead. False (after the
+// message) when the word is not a subcommand.
+bool check_subcommand_name(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return true;  // options, or nothing: CLI11 says what is wrong
+  const std::string_view given = argv[1];
+  std::string names;
+  std::string closest;
+  std::size_t closest_distance = 0;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    const std::string& name = sub->get_name();
+    if (name == given) return true;
+    names += (names.empty() ? "" : ", ") + name;
+    const std::size_t distance = edit_distance(given, name);
+    if (closest.empty() || distance < closest_distance) {
+      closest = name;
+      closest_distance = distance;
+    }
+  }
+  std::fprintf(stderr, "error: unknown subcommand '%s'", argv[1]);
+  if (closest_distance <= std::max<std::size_t>(2, closest.size() / 2)) {
+    std::fprintf(stderr, "; did you mean '%s'?", closest.c_str());
+  }
+  std::fprintf(stderr, " (subcommands: %s; chiprt --help says more)\n", names.c_str());
+  return false;
+}
+
+// `chiprt run --help`: what the rows of the timing table the run prints mean.
+constexpr const char* kTimingLegend =
+    "The timing table (us; with --rounds N: the median, min and max over the rounds):\n"
+    "  host prepare        Worker::run entry to the launch (includes host_build_graph's graph "
+    "build)\n"
+    "  device wall         the launch to the chip reporting completion\n"
+    "  host total          Worker::run entry to its return\n"
+    "  then the chip's phases, each with its start (from the earliest phase) and span:\n"
+    "  run_wall            first chip thread start to last thread end\n"
+    "  preamble            chip thread start-up until the run's state is readable\n"
+    "  load                reading the graph image / resolving the kernels\n"
+    "  graph_build         building the graph (host_build_graph: on the host, before the "
+    "launch)\n"
+    "  orchestration       the on-chip orchestration window (tensormap_ringbuffer)\n"
+    "  scheduling          first dispatch to last completion\n"
+    "  post_orchestration  scheduling after the orchestration finished (tensormap_ringbuffer)\n"
+    "Exit codes: 0 every round passed, 1 a round failed or the runtime reported an error, 2 "
+    "usage error (a bad option or value, an unknown example or case, an invalid configuration).";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -619,6 +684,7 @@ int main(int argc, char** argv) {
                   "deps, scopes, args[=1-3], counters (needs --diag-dir)");
   run->add_option("--diag-dir", options.diag_dir,
                   "directory the diagnostics go into: one run-NNNN directory per round");
+  run->footer(kTimingLegend);
   std::string report_dir;
   CLI::App* report = app.add_subcommand(
       "report", "print a diagnostics run directory's summary and rewrite its report.html");
@@ -693,6 +759,7 @@ int main(int argc, char** argv) {
       ->excludes(diagnostics_option)
       ->excludes(tasks_option);
 
+  if (!check_subcommand_name(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -708,8 +775,12 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return run_bench(bench_options);
     if (report->parsed()) return run_report(report_dir);
     return run_example(options);
+  } catch (const chiprt::Error& e) {
+    // what() is "[NAME] message (hint: ...)". A configuration the runtime refuses as invalid
+    // (from the options or a CHIPRT_* variable) is the command's mistake: a usage error.
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return e.code() == chiprt::StatusCode::InvalidConfig ? kExitUsage : kExitFailure;
   } catch (const std::exception& e) {
-    // chiprt::Error's what() is "[NAME] message (hint: ...)".
     std::fprintf(stderr, "error: %s\n", e.what());
   }
   return kExitFailure;

@@ -111,10 +111,11 @@ enum {
   CHIPRT_OP_EXECUTE_TIMEOUT = 36,
   CHIPRT_DIAGNOSTICS_ERROR = 37,
   CHIPRT_CANCELLED = 38,
-  CHIPRT_INHERITED_WORKER = 39
+  CHIPRT_INHERITED_WORKER = 39,
+  CHIPRT_BUILD_FAILED = 40
 };
 /* One above the highest code. */
-#define CHIPRT_STATUS_CODE_COUNT 40
+#define CHIPRT_STATUS_CODE_COUNT 41
 
 /* ---- Enumerations (values equal to the C++ enums) ----------------------------------------- */
 
@@ -190,7 +191,9 @@ enum {
 
 /* The calling thread's last error: the status of its last failed call (CHIPRT_OK after a call
  * that succeeded). Name, message and hint are never NULL; they stay valid until the thread's
- * next call into this API. For CHIPRT_OK the message is "". */
+ * next call into this API. For CHIPRT_OK the message is "". The hint is the failure's own where
+ * it has one more precise than its code's (a chip object that does not export its entry point),
+ * else the code's, as chiprt_status_hint gives it. */
 CHIPRT_C_API chiprt_status_t chiprt_last_error_code(void);
 CHIPRT_C_API const char* chiprt_last_error_name(void);
 CHIPRT_C_API const char* chiprt_last_error_message(void);

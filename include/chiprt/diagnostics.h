@@ -17,8 +17,9 @@
 //   run.json            what the run was (config, shape, time anchors, records dropped, the error)
 //   report.html         one self-contained page (no network) of all of it (a large run's timeline
 //                       sampled: every k-th block beyond 200,000, said on the page)
-// Which files a run writes follows from the switches (the file table in the README). A run that
-// fails still writes what was collected up to the failure, and run.json carries the error.
+// Which files a run writes follows from the switches (the file table in
+// docs/guide/diagnostics.md). A run that fails still writes what was collected up to the
+// failure, and run.json carries the error.
 //
 // Lifetime and threading: DiagnosticsConfig is a plain value (copied by the run). The functions
 // below read and write only the directory they are given; they are safe to call from any thread

@@ -103,7 +103,9 @@ namespace chiprt {
   X(InheritedWorker, 39,                                                                          \
     "the Worker (or run handle) was created by the parent of this forked process",                \
     "create a new Worker in this process; the inherited one stays the parent's (destroying it "   \
-    "here releases nothing of the parent's)")
+    "here releases nothing of the parent's)")                                                     \
+  X(BuildFailed, 40, "a chip object's sources did not compile",                                   \
+    "fix the compiler error in the message (the compiler's output follows the command)")
 
 enum class StatusCode : int32_t {
 #define CHIPRT_STATUS_ENUM(name, value, detail, hint) name = value,
@@ -126,39 +128,57 @@ inline std::string_view status_name(StatusCode code) noexcept {
 const StatusCode* all_status_codes(std::size_t* count) noexcept;
 
 // A status value: a code and a message naming what was wrong. Cheap when Ok (no allocation).
+// The hint is the code's (status_info) unless the failure knows a more precise one, given as
+// `hint` (a missing kernel symbol names the attribute to add, say).
 class Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, std::string hint)
+      : code_(code), message_(std::move(message)), hint_(std::move(hint)) {}
   static Status ok() { return Status(); }
 
   bool is_ok() const noexcept { return code_ == StatusCode::Ok; }
   explicit operator bool() const noexcept { return is_ok(); }
   StatusCode code() const noexcept { return code_; }
   const std::string& message() const noexcept { return message_; }
+  std::string_view hint() const noexcept {
+    return hint_.empty() ? status_info(code_).hint : std::string_view(hint_);
+  }
+  // The same status with `prefix` in front of its message (its hint kept).
+  Status with_context(const std::string& prefix) const {
+    return Status(code_, prefix + message_, hint_);
+  }
   // "[NAME] message (hint: ...)"
   std::string to_string() const;
 
  private:
   StatusCode code_ = StatusCode::Ok;
   std::string message_;
+  std::string hint_;  // empty: the code's hint
 };
 
 // Thrown by the host-side API. what() is "[NAME] message (hint: ...)".
 class Error : public std::exception {
  public:
   Error(StatusCode code, std::string message);
-  explicit Error(const Status& status) : Error(status.code(), status.message()) {}
+  // `hint` replaces the code's hint when not empty.
+  Error(StatusCode code, std::string message, std::string hint);
+  explicit Error(const Status& status)
+      : Error(status.code(), status.message(), std::string(status.hint())) {}
 
   StatusCode code() const noexcept { return code_; }
   std::string_view name() const noexcept { return status_name(code_); }
-  std::string_view hint() const noexcept { return status_info(code_).hint; }
+  std::string_view hint() const noexcept {
+    return hint_.empty() ? status_info(code_).hint : std::string_view(hint_);
+  }
   const std::string& message() const noexcept { return message_; }
   const char* what() const noexcept override { return what_.c_str(); }
 
  private:
   StatusCode code_;
   std::string message_;
+  std::string hint_;  // empty: the code's hint
   std::string what_;
 };
 

@@ -172,6 +172,9 @@ def run_example(options: argparse.Namespace) -> int:
                     first_failure = f"round {round_index + 1}: {last.message}"
             worker.flush_diagnostics()
     except (chiprt.Error, OSError) as error:
+        if isinstance(error, chiprt.Error) and error.code is chiprt.StatusCode.InvalidConfig:
+            # A configuration refused as invalid (e.g. a CHIPRT_RING_* variable) is a usage error.
+            return usage_error(str(error))
         print(f"error: {error}", file=sys.stderr)
         print(f"FAIL {example.name}/{case.name}: {error}")
         return EXIT_FAILURE

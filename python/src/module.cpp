@@ -21,12 +21,12 @@ void throw_argument(const std::string& message) {
 namespace {
 
 // The Python exception for a chiprt::Error: chiprt._errors builds the class of its code family
-// with code, name, hint and message; what() stays its str().
+// with code, name, hint and message, the hint and str() in Python's terms.
 void raise_python_error(const Error& error) {
   try {
     py::object errors = py::module_::import("chiprt._errors");
-    py::object exc =
-        errors.attr("_from_native")(static_cast<int>(error.code()), error.message(), error.what());
+    py::object exc = errors.attr("_from_native")(static_cast<int>(error.code()), error.message(),
+                                                 std::string(error.hint()));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   } catch (py::error_already_set&) {
     // chiprt._errors itself failed to import: the message still reaches the user.

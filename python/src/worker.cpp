@@ -256,6 +256,23 @@ WorkerOptions parse_worker_options(const py::args& args, const py::kwargs& kwarg
 }
 
 struct PyWorker;
+
+// Worker(...)'s docstring: the options WorkerOptions / SimOptions hold, with their defaults.
+constexpr const char* kWorkerInitDoc =
+    "Worker(platform='sim', device_id=0, runtime='host_build_graph', clusters=8, "
+    "aicpu_threads=4, host_threads=0, memory_bytes=4 GiB, serial=False, core_execution='auto', "
+    "isolation='default')\n\n"
+    "Creates and initialises a Worker on one device. platform: the platform by name ('sim', the "
+    "simulated chip). runtime: the default runtime variant of its runs ('host_build_graph' or "
+    "'tensormap_ringbuffer'). clusters: clusters of the simulated chip (1 AIC + 2 AIV each, "
+    "1..24). aicpu_threads: its scheduler processors. host_threads: executor threads (0: the "
+    "host's hardware threads). memory_bytes: device memory capacity. serial: run the chip side "
+    "on one thread in a deterministic order. core_execution: where kernels run, 'auto', "
+    "'aicpu' or 'executors'. isolation: 'none' (threads of this process), 'process' (a device "
+    "process of its own: a crashing or hanging kernel raises DeviceError instead of ending "
+    "Python) or 'default' (CHIPRT_SIM_ISOLATION, else none). An unknown option raises "
+    "ArgumentError naming it; a Worker is a context manager (closed at the end of the with "
+    "block).";
 // Live Workers (guarded by the GIL), closed at interpreter exit while Python still runs: an
 // admitted run with a Python orchestration function must finish before the interpreter goes.
 std::set<PyWorker*> g_live_workers;
@@ -670,14 +687,15 @@ void bind_worker(py::module_& m) {
                        "InheritedWorker, and the child's exit neither waits for its runs nor "
                        "touches the parent's device; create a new Worker in the child.")
       .def(py::init([](py::args args, py::kwargs kwargs) {
-        auto w = std::make_unique<PyWorker>();
-        w->options = parse_worker_options(args, kwargs);
-        {
-          py::gil_scoped_release release;
-          w->worker->init(w->options);
-        }
-        return w;
-      }))
+             auto w = std::make_unique<PyWorker>();
+             w->options = parse_worker_options(args, kwargs);
+             {
+               py::gil_scoped_release release;
+               w->worker->init(w->options);
+             }
+             return w;
+           }),
+           kWorkerInitDoc)
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyWorker& w, py::handle, py::handle, py::handle) {
@@ -886,8 +904,20 @@ void bind_worker(py::module_& m) {
             if (kwargs.size() > 0) parse_config(kwargs, &cfg);
             return run_once(w, callable_id, args, cfg);
           },
-          "run(callable_id, args, **config): runs the callable and waits for it; the keywords "
-          "are CallConfig's fields. The wait releases the GIL and lets signal handlers run: "
+          "run(callable_id, args, *, runtime=None, serial=False, aicpu_thread_num=0, "
+          "cluster_count=0, output_heap_bytes=0, max_tasks=0, user_data=None, "
+          "replay_graph=False, replay_key=0, measure_kernel_time=False, rings=None, "
+          "diagnostics=None, diagnostics_dir=None, background_write=False, pipeline_slot=None, "
+          "arena_bank=None) -> RunReport\n\n"
+          "Runs the callable and waits for it; the keywords are CallConfig's fields (0 or None: "
+          "the default). "
+          "runtime: 'host_build_graph' or 'tensormap_ringbuffer' (default: the Worker's). "
+          "rings: {'task_window': ..., 'heap_bytes': ..., 'dep_pool': ...}, each an int, a list "
+          "of up to 4 (one per scope depth) or the text form '1024,256'. diagnostics: 'all' or "
+          "a `chiprt run --diag` list such as 'swimlane=2,tasks'; diagnostics_dir: where the "
+          "run-NNNN directories go. user_data: bytes (at most 64 KiB) the orchestration reads "
+          "with orch.user_data(). An unknown keyword raises ArgumentError naming it. The wait "
+          "releases the GIL and lets signal handlers run: "
           "Ctrl-C raises KeyboardInterrupt at once while the run goes on in the background, "
           "like a dropped RunHandle's (runs_in_flight counts it, close() finishes it, a later "
           "run queues behind it). The run executes on the Worker's pipeline thread, as a "
@@ -908,6 +938,7 @@ void bind_worker(py::module_& m) {
             return std::make_unique<PyRunHandle>(std::move(handle));
           },
           py::arg("callable_id"), py::arg("args"),
+          "submit(callable_id, args, **config) -> RunHandle\n\n"
           "Admits a run and returns its RunHandle at once (waits while two are admitted); run "
           "keywords as for run(). A failed submitted run cancels exactly the later runs (submit or "
           "run) touching memory it wrote or was writing (its inout and output_existing buffers): "
@@ -929,7 +960,10 @@ void bind_worker(py::module_& m) {
             if (!admitted) return py::none();
             return py::cast(std::make_unique<PyRunHandle>(std::move(handle)));
           },
-          py::arg("callable_id"), py::arg("args"))
+          py::arg("callable_id"), py::arg("args"),
+          "try_submit(callable_id, args, **config) -> RunHandle or None\n\n"
+          "submit() that does not wait: None when two runs are already admitted. The keywords "
+          "are run()'s.")
       .def(
           "export_graph",
           [](PyWorker& w, int32_t callable_id, const TaskArgs& args, py::kwargs kwargs) {
@@ -938,7 +972,11 @@ void bind_worker(py::module_& m) {
             py::gil_scoped_release release;
             return w.get().export_graph(callable_id, args, cfg.config);
           },
-          py::arg("callable_id"), py::arg("args"))
+          py::arg("callable_id"), py::arg("args"),
+          "export_graph(callable_id, args, **config) -> GraphExport\n\n"
+          "The task graph a host_build_graph run of this call would launch, without launching "
+          "it: tasks, kernels, resolved arguments, edges with their kinds; to_dot() for "
+          "Graphviz. The keywords are run()'s.")
       .def("reset",
            [](PyWorker& w) {
              py::gil_scoped_release release;

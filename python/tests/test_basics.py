@@ -93,6 +93,7 @@ def test_error_carries_code_name_hint_message():
         ("KernelCrashed", chiprt.DeviceError), ("SchedulerTimeout", chiprt.DeviceError),
         ("Cancelled", chiprt.CancelledError), ("OutOfDeviceMemory", chiprt.Error),
         ("LoadFailed", chiprt.Error), ("UnsupportedFeature", chiprt.Error),
+        ("BuildFailed", chiprt.BuildError),
     ],
 )
 def test_error_families(code, cls):
@@ -111,5 +112,5 @@ def test_errors_can_be_raised_from_python():
     assert str(e).startswith("[SignatureMismatch] mine (hint: ")
     assert chiprt.Error("plain").code is chiprt.StatusCode.InternalError
     b = chiprt.BuildError("did not compile", output="x.cpp:1: error")
-    assert b.code is chiprt.StatusCode.LoadFailed and b.output == "x.cpp:1: error"
+    assert b.code is chiprt.StatusCode.BuildFailed and b.output == "x.cpp:1: error"
     assert issubclass(chiprt.BuildError, chiprt.Error)

@@ -83,7 +83,8 @@ def test_compiler_error_raises_build_error_with_the_output(tmp_path):
     with pytest.raises(chiprt.BuildError) as info:
         chiprt.build_chip_object([broken], name="broken", cache_dir=tmp_path)
     e = info.value
-    assert isinstance(e, chiprt.Error) and e.code is chiprt.StatusCode.LoadFailed
+    assert isinstance(e, chiprt.Error) and e.code is chiprt.StatusCode.BuildFailed
+    assert str(e).startswith("[BuildFailed] compiling broken failed")
     assert "undeclared_thing" in e.output and "undeclared_thing" in e.message
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".so")]
     with pytest.raises(chiprt.BuildError, match="cannot read"):

@@ -114,3 +114,12 @@ def test_isolated_device_and_core_placement_run_the_example(cores_on):
     result = chiprt_cli("run", "vector_example", "--isolated", "--cores-on", cores_on)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("PASS vector_example/default")
+
+
+def test_an_invalid_configuration_is_a_usage_error():
+    # Refused by the runtime's validation (InvalidConfig), like a bad option: exit 2.
+    result = subprocess.run([sys.executable, "-m", "chiprt", "run", "vector_example", "--runtime",
+                             "tensormap_ringbuffer"], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, CHIPRT_RING_DEP_POOL="10"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "[InvalidConfig]" in result.stderr and "CHIPRT_RING_DEP_POOL" in result.stderr

@@ -81,7 +81,8 @@ namespace {
   X(CHIPRT_OP_EXECUTE_TIMEOUT, OpExecuteTimeout)           \
   X(CHIPRT_DIAGNOSTICS_ERROR, DiagnosticsError)            \
   X(CHIPRT_CANCELLED, Cancelled)                           \
-  X(CHIPRT_INHERITED_WORKER, InheritedWorker)
+  X(CHIPRT_INHERITED_WORKER, InheritedWorker)              \
+  X(CHIPRT_BUILD_FAILED, BuildFailed)
 
 #define CHIPRT_C_CHECK_PAIR(c_name, cpp_name)                                 \
   static_assert(c_name == static_cast<int32_t>(chiprt::StatusCode::cpp_name), \
@@ -194,24 +195,29 @@ std::size_t status_index(chiprt_status_t code) noexcept {
 struct LastError {
   chiprt_status_t code = CHIPRT_OK;
   std::string message;
+  std::string hint;  // empty: the code's hint
 };
 thread_local LastError t_last_error;
 
 void clear_last_error() noexcept {
   t_last_error.code = CHIPRT_OK;
   t_last_error.message.clear();  // keeps its capacity: no allocation, cannot throw
+  t_last_error.hint.clear();
 }
 
-chiprt_status_t set_last_error(chiprt_status_t code, const char* function,
-                               std::string_view message) noexcept {
+// `hint`: the failure's own hint when it has one more precise than its code's.
+chiprt_status_t set_last_error(chiprt_status_t code, const char* function, std::string_view message,
+                               std::string_view hint = {}) noexcept {
   t_last_error.code = code;
   try {
     t_last_error.message.assign(function);
     t_last_error.message += ": ";
     t_last_error.message += message;
+    t_last_error.hint.assign(hint);
   } catch (...) {
     // No memory for the message: the code still says what failed.
     t_last_error.message.clear();
+    t_last_error.hint.clear();
   }
   return code;
 }
@@ -225,7 +231,8 @@ chiprt_status_t guarded(const char* function, Body&& body) noexcept {
     clear_last_error();
     return CHIPRT_OK;
   } catch (const chiprt::Error& error) {
-    return set_last_error(static_cast<chiprt_status_t>(error.code()), function, error.message());
+    return set_last_error(static_cast<chiprt_status_t>(error.code()), function, error.message(),
+                          error.hint());
   } catch (const std::bad_alloc&) {
     return set_last_error(CHIPRT_INTERNAL_ERROR, function,
                           "host memory exhausted (std::bad_alloc)");
@@ -561,6 +568,7 @@ const char* chiprt_last_error_message(void) {
   return t_last_error.message.c_str();
 }
 const char* chiprt_last_error_hint(void) {
+  if (!t_last_error.hint.empty()) return t_last_error.hint.c_str();
   return kStatusHints[status_index(t_last_error.code)];
 }
 

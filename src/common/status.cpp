@@ -22,16 +22,16 @@ constexpr StatusCode kCodes[] = {
 #undef CHIPRT_STATUS_VALUE
 };
 
-std::string format(StatusCode code, const std::string& message) {
+std::string format(StatusCode code, const std::string& message, std::string_view hint) {
   const StatusInfo& info = status_info(code);
   std::string out;
-  out.reserve(message.size() + info.hint.size() + 32);
+  out.reserve(message.size() + hint.size() + 32);
   out += '[';
   out += info.name;
   out += "] ";
   out += message.empty() ? std::string(info.detail) : message;
   out += " (hint: ";
-  out += info.hint;
+  out += hint;
   out += ')';
   return out;
 }
@@ -54,10 +54,16 @@ const StatusCode* all_status_codes(std::size_t* count) noexcept {
 }
 
 std::string Status::to_string() const {
-  return format(code_, message_);
+  return format(code_, message_, hint());
 }
 
 Error::Error(StatusCode code, std::string message)
-    : code_(code), message_(std::move(message)), what_(format(code_, message_)) {}
+    : Error(code, std::move(message), std::string()) {}
+
+Error::Error(StatusCode code, std::string message, std::string hint)
+    : code_(code),
+      message_(std::move(message)),
+      hint_(std::move(hint)),
+      what_(format(code_, message_, this->hint())) {}
 
 }  // namespace chiprt

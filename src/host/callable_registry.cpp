@@ -103,9 +103,20 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
   Status status = host_side ? platform_->resolve_host_symbol(cached.object, symbol, entry)
                             : platform_->resolve_symbol(cached.object, symbol, entry);
   if (!status.is_ok() || *entry == 0) {
-    return Status(StatusCode::LoadFailed, what + ": symbol '" + symbol +
-                                              "' not found in its shared object" +
-                                              (status.is_ok() ? "" : ": " + status.message()));
+    // Almost always a function the object defines but does not export: chip objects are built
+    // with -fvisibility=hidden, so the entry needs the attribute (and C linkage for its name).
+    return Status(StatusCode::LoadFailed,
+                  what + ": symbol '" + symbol + "' not found in its shared object" +
+                      (status.is_ok() ? "" : ": " + status.message()),
+                  std::string("export the entry point: declare it extern \"C\" "
+                              "__attribute__((visibility(\"default\"))) ") +
+                      (symbol == std::string_view(kKernelSymbol)
+                           ? "void kernel_entry(int64_t* args)"
+                           : "void chiprt_orchestration(chiprt::Orchestration&, const "
+                             "chiprt::TaskArgs&)") +
+                      "; chip objects are compiled with -fvisibility=hidden, which hides a "
+                      "function without the attribute (nm -D --defined-only OBJECT lists what it "
+                      "exports)");
   }
   return Status::ok();
 }
@@ -174,7 +185,7 @@ Status CallableRegistry::register_container(int32_t id, Bytes shared, RuntimeVar
   ParsedCallable parsed;
   Status status = parse_callable(container, &parsed);
   if (!status.is_ok()) {
-    return Status(status.code(), "callable id " + std::to_string(id) + ": " + status.message());
+    return status.with_context("callable id " + std::to_string(id) + ": ");
   }
   if (variant != RuntimeVariant::HostBuildGraph && variant != RuntimeVariant::TensormapRingbuffer) {
     return Status(StatusCode::InvalidConfig,
@@ -361,8 +372,8 @@ Status CallableRegistry::reregister_all() {
       status = prepare_orchestration(id, RuntimeVariant::TensormapRingbuffer);
     }
     if (!status.is_ok()) {
-      return Status(status.code(), "re-registering callable id " + std::to_string(id) +
-                                       " on the new device failed: " + status.message());
+      return status.with_context("re-registering callable id " + std::to_string(id) +
+                                 " on the new device failed: ");
     }
   }
   return Status::ok();

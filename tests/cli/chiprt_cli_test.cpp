@@ -134,16 +134,19 @@ TEST_F(ChiprtCli, ZeroClustersIsAUsageError) {
   EXPECT_TRUE(contains(r.output, "--clusters")) << r.output;
 }
 
+// An invalid configuration the runtime's validation finds is a usage error (exit 2), as a bad
+// option is.
 TEST_F(ChiprtCli, OneAicpuThreadIsRejectedByTheRuntime) {
   const CommandResult r = run_chiprt("run vector_example --aicpu-threads 1");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "[InvalidConfig]")) << r.output;
   EXPECT_TRUE(contains(r.output, "aicpu_thread_num")) << r.output;
 }
 
 TEST_F(ChiprtCli, TooManyClustersIsRejectedByTheRuntime) {
   const CommandResult r = run_chiprt("run vector_example --clusters 25");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "[InvalidConfig]")) << r.output;
   EXPECT_TRUE(contains(r.output, "25")) << r.output;
 }
 
@@ -153,6 +156,31 @@ TEST_F(ChiprtCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(run_chiprt("run vector_example --runtime fastest").exit_code, 2);
   EXPECT_EQ(run_chiprt("run vector_example --rounds 0").exit_code, 2);
   EXPECT_EQ(run_chiprt("run vector_example --no-such-flag").exit_code, 2);
+}
+
+TEST_F(ChiprtCli, UnknownSubcommandIsNamedWithTheClosest) {
+  CommandResult r = run_chiprt("rnu vector_example");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "unknown subcommand 'rnu'; did you mean 'run'?")) << r.output;
+  EXPECT_TRUE(contains(r.output, "list, run, report, bench")) << r.output;
+  EXPECT_FALSE(contains(r.output, "A subcommand is required")) << r.output;
+  r = run_chiprt("lsit");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "did you mean 'list'?")) << r.output;
+  r = run_chiprt("xyzzyplugh");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "unknown subcommand 'xyzzyplugh'")) << r.output;
+  EXPECT_FALSE(contains(r.output, "did you mean")) << r.output;
+}
+
+TEST_F(ChiprtCli, RunHelpExplainsTheTimingRowsAndExitCodes) {
+  const CommandResult r = run_chiprt("run --help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* row :
+       {"host prepare", "device wall", "host total", "run_wall", "preamble", "load", "graph_build",
+        "orchestration", "scheduling", "post_orchestration", "Exit codes: 0"}) {
+    EXPECT_TRUE(contains(r.output, row)) << row << "\n" << r.output;
+  }
 }
 
 TEST_F(ChiprtCli, HelpExitsZero) {
@@ -237,7 +265,7 @@ TEST_F(ChiprtCli, InvalidRingEnvironmentFailsTheRunNamingTheVariable) {
   const CommandResult r =
       run_chiprt("run vector_example --case small --runtime tensormap_ringbuffer --clusters 2",
                  "CHIPRT_RING_DEP_POOL=10");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "[InvalidConfig]")) << r.output;
   EXPECT_TRUE(contains(r.output, "CHIPRT_RING_DEP_POOL=\"10\"")) << r.output;
   EXPECT_TRUE(contains(r.output, "must be in [64, 67108864]")) << r.output;

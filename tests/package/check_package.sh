@@ -4,6 +4,8 @@
 #     libchiprt.so with its versioned SONAME, the static rooms, the CMake and pkg-config files, the
 #     CLI, the examples' chip objects, the Python module (when built);
 #   - every installed header compiles alone (C++20; chiprt_c.h also as C11 -pedantic);
+#   - examples/standalone (the program README.md shows) configured with find_package against the
+#     prefix, built with -Wall -Wextra -Werror and run to PASS;
 #   - the out-of-tree consumer project (tests/package/consumer) configured with
 #     find_package(chiprt REQUIRED) (no C++ standard of its own, pkg-config disabled), built and
 #     run (shared, static and C), checked against its reference;
@@ -119,6 +121,20 @@ else
   cat "$work/consumer.log" >&2
   fail "the consumer project did not configure or build against the install"
 fi
+
+step "examples/standalone, the README's program, built and run against the install"
+standalone=$work/standalone
+standalone_start=$SECONDS
+if cmake -S "$source_dir/examples/standalone" -B "$standalone" -G Ninja \
+     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" \
+     >"$work/standalone.log" 2>&1 &&
+   cmake --build "$standalone" >>"$work/standalone.log" 2>&1; then
+  passes "$standalone/standalone" || fail "examples/standalone did not print PASS"
+else
+  cat "$work/standalone.log" >&2
+  fail "examples/standalone did not configure or build against the install"
+fi
+echo "examples/standalone: configured, built and run in $((SECONDS - standalone_start)) s"
 
 step "a program built with pkg-config alone"
 cat >"$work/pkg.cpp" <<'CPP'

@@ -71,6 +71,27 @@ TEST(StatusTest, EveryCodeHasAUniqueNameADetailAndAHint) {
   EXPECT_EQ(status_name(static_cast<StatusCode>(9999)), "InternalError");
 }
 
+// A failure that knows a more precise hint than its code's carries it through Status, its
+// context and the Error thrown from it.
+TEST(StatusTest, AFailureMayCarryItsOwnHint) {
+  const Status plain(StatusCode::LoadFailed, "bad ELF");
+  EXPECT_EQ(plain.hint(), status_info(StatusCode::LoadFailed).hint);
+  const Status precise =
+      Status(StatusCode::LoadFailed, "symbol 'kernel_entry' not found", "export it")
+          .with_context("callable id 3: ");
+  EXPECT_EQ(precise.message(), "callable id 3: symbol 'kernel_entry' not found");
+  EXPECT_EQ(precise.hint(), "export it");
+  EXPECT_EQ(precise.to_string(),
+            "[LoadFailed] callable id 3: symbol 'kernel_entry' not found (hint: export it)");
+  const Error error(precise);
+  EXPECT_EQ(error.hint(), "export it");
+  EXPECT_EQ(std::string(error.what()), precise.to_string());
+  const Error by_code(StatusCode::LoadFailed, "x");
+  EXPECT_EQ(by_code.hint(), status_info(StatusCode::LoadFailed).hint);
+  EXPECT_EQ(static_cast<int32_t>(StatusCode::BuildFailed), 40);
+  EXPECT_EQ(status_name(StatusCode::BuildFailed), "BuildFailed");
+}
+
 TEST(StatusTest, RingRuntimeCodesHaveStableValuesNamesAndHints) {
   EXPECT_EQ(static_cast<int32_t>(StatusCode::RingDeadlock), 31);
   EXPECT_EQ(static_cast<int32_t>(StatusCode::WaitTimeout), 32);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <fstream>
 #include <span>
 #include <utility>
 
@@ -217,7 +218,21 @@ void DiagCollector::host_span(std::string name, Clock::time_point begin, Clock::
   host_spans_.push_back({std::move(name), ns_since(t_entry_, begin), ns_since(t_entry_, end)});
 }
 
+namespace {
+
+// The host's 1-minute load average (/proc/loadavg), or -1 where it cannot be read: two small reads
+// a run, and only a run with diagnostics on has a collector.
+double read_load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one_minute = -1;
+  return in >> one_minute ? one_minute : -1;
+}
+
+}  // namespace
+
 void DiagCollector::start() {
+  host_load_.start = read_load_average();
+  host_load_.hardware_threads = std::thread::hardware_concurrency();
   anchors_.emplace_back(ns_since(t_entry_, Clock::now()), platform_.chip_cycles_now());
   decoder_.set_anchor(anchors_.front().first, anchors_.front().second);
   started_ = true;
@@ -285,8 +300,10 @@ void DiagCollector::finish_chip(const common::ChipResult* result) {
   }
   stop_cv_.notify_all();
   if (drainer_.joinable()) drainer_.join();
-  if (started_)
+  if (started_) {
     anchors_.emplace_back(ns_since(t_entry_, Clock::now()), platform_.chip_cycles_now());
+    host_load_.end = read_load_average();
+  }
   if (region_.addr != 0) {
     drain_once();
     for (const StreamCursor& cursor : streams_) {
@@ -345,6 +362,18 @@ const char* stall_name(uint32_t kind) {
 }  // namespace
 
 diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const Error* error) {
+  diagnostics::RunModel model = describe_run();
+  take_host_graph(model);
+  // Blocks (TaskExec, matched with their Dispatch and Complete records), the rest of the nodes
+  // and edges, ready times, thread spans, counters, args, scopes.
+  decoder_.build(model, args_data_.size());
+  add_notes(model, report);
+  if (error != nullptr) model.error = run_error(*error);
+  return model;
+}
+
+// The run's identity, configuration, shape, time base and record counts.
+diagnostics::RunModel DiagCollector::describe_run() const {
   diagnostics::RunModel model;
   model.callable_id = callable_id_;
   model.variant = std::string(runtime_variant_name(plan_.variant));
@@ -356,6 +385,10 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   model.shape.clusters = plan_.shape.clusters;
   model.shape.device_clusters = geometry_.clusters;
   model.shape.cores = geometry_.clusters * 3;
+  model.shape.kernel_threads = plan_.shape.serial            ? 1
+                               : geometry_.kicks_run_kernels ? plan_.shape.aicpu_threads
+                                                             : geometry_.kernel_threads;
+  model.host_load = host_load_;
   model.kernels = kernels_;
   model.clock_hz = geometry_.clock_hz;
   model.anchors = anchors_;
@@ -370,9 +403,12 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
                         "did not fit were dropped";
   }
   if (!drain_error_.empty()) model.notes.push_back("collector: " + drain_error_);
+  return model;
+}
 
-  // Nodes and edges: host_build_graph from the launched graph, tensormap_ringbuffer from its
-  // Submit and Edge records (the decoder's).
+// Nodes and edges: host_build_graph's from the launched graph (tensormap_ringbuffer's come from its
+// Submit and Edge records, the decoder's).
+void DiagCollector::take_host_graph(diagnostics::RunModel& model) {
   if (have_host_graph_) {
     model.nodes = std::move(host_nodes_);
     // The host submitted every task before the launch: the chip has them all from its start.
@@ -387,11 +423,9 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
     }
   }
   if ((switches_ & common::kDiagEdges) != 0) model.have_edges = true;
+}
 
-  // Blocks (TaskExec, matched with their Dispatch and Complete records), the rest of the nodes
-  // and edges, ready times, thread spans, counters, args, scopes.
-  decoder_.build(model, args_data_.size());
-
+void DiagCollector::add_notes(diagnostics::RunModel& model, const RunReport* report) const {
   if (config_.hardware_counters) {
     model.counters_note = counters_reason_;
   }
@@ -404,18 +438,19 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   if (report != nullptr && report->task_count == 0) {
     model.notes.push_back("the run submitted no task: nothing ran on the chip");
   }
-  if (error != nullptr) {
-    diagnostics::RunError e;
-    e.code = static_cast<int32_t>(error->code());
-    e.name = std::string(error->name());
-    e.message = error->message();
-    e.hint = std::string(error->hint());
-    e.stall = stall_name(stall_kind_);
-    e.stuck_task = stuck_task_;
-    e.stuck_core = stuck_core_;
-    model.error = std::move(e);
-  }
-  return model;
+}
+
+// The failure, with what the chip said of it (the stall sub-class, the stuck task and core).
+diagnostics::RunError DiagCollector::run_error(const Error& error) const {
+  diagnostics::RunError e;
+  e.code = static_cast<int32_t>(error.code());
+  e.name = std::string(error.name());
+  e.message = error.message();
+  e.hint = std::string(error.hint());
+  e.stall = stall_name(stall_kind_);
+  e.stuck_task = stuck_task_;
+  e.stuck_core = stuck_core_;
+  return e;
 }
 
 void DiagCollector::add_args_notes(diagnostics::RunModel& model) const {

@@ -4,7 +4,7 @@
 # name a file or folder that exists. Prints each offending line.
 #   scripts/check-doc-links.sh [ROOT]
 set -euo pipefail
-root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+root=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 cd "$root"
 failures=0
 for doc in README.md docs/*.md docs/*/*.md; do

@@ -34,6 +34,7 @@ from ._chiprt import (
     Tensor,
     Worker,
     _native_run_loop,
+    format_task_count,
     signature,
 )
 from ._build_config import VERSION as __version__
@@ -81,6 +82,7 @@ __all__ = [
     "build_chip_object",
     "error_class",
     "float32_to_bf16",
+    "format_task_count",
     "from_numpy_dtype",
     "paths",
     "signature",

@@ -181,8 +181,8 @@ def run_example(options: argparse.Namespace) -> int:
 
     report = reports[-1]
     print(f"{'PASS' if all_passed else 'FAIL'} {example.name}/{case.name}: max abs error "
-          f"{max_error:.3g} (tolerance {last.tolerance:.3g}), {last.task_count} tasks "
-          f"({last.kernel_tasks} kernel tasks)")
+          f"{max_error:.3g} (tolerance {last.tolerance:.3g}), "
+          f"{chiprt.format_task_count(last.kernel_tasks, last.task_count - last.kernel_tasks)}")
     if not all_passed:
         print(f"  {first_failure}")
     serial = ", serial" if report.serial else ""

@@ -532,6 +532,12 @@ PYBIND11_MODULE(_chiprt, m) {
   m.attr("MAX_EXPLICIT_DEPS") = chiprt::kMaxExplicitDeps;
   m.attr("MAX_CALLABLE_IDS") = chiprt::kMaxCallableIds;
   m.attr("MAX_FUNC_ID") = chiprt::kMaxFuncId;
+  m.def("format_task_count", &chiprt::format_task_count, py::arg("kernel_tasks"),
+        py::arg("dependency_only_tasks") = 0,
+        "format_task_count(kernel_tasks, dependency_only_tasks=0) -> str\n\n"
+        "A task count as chiprt states it everywhere (the CLI, report.html, the docs):\n"
+        "'1,024 kernel tasks + 64 dependency-only'; the dependency-only part only when there\n"
+        "are some.");
   m.def("status_codes", [] {
     std::size_t count = 0;
     const chiprt::StatusCode* codes = chiprt::all_status_codes(&count);

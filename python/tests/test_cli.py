@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import chiprt
 from chiprt import examples
 
 
@@ -37,7 +38,7 @@ def test_run_vector_example_passes(runtime):
     pass_lines = [line for line in result.stdout.splitlines() if line.startswith("PASS")]
     assert len(pass_lines) == 1, result.stdout
     assert pass_lines[0].startswith("PASS vector_example/default: max abs error ")
-    assert "(tolerance 1e-05), 20 tasks (20 kernel tasks)" in pass_lines[0]
+    assert "(tolerance 1e-05), 20 kernel tasks" in pass_lines[0]
     assert f"runtime {runtime}," in result.stdout
     assert "host total" in result.stdout
 
@@ -123,3 +124,15 @@ def test_an_invalid_configuration_is_a_usage_error():
                             env=dict(os.environ, CHIPRT_RING_DEP_POOL="10"))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "[InvalidConfig]" in result.stderr and "CHIPRT_RING_DEP_POOL" in result.stderr
+
+
+def test_run_states_dependency_only_tasks_as_the_cpp_cli_does():
+    result = chiprt_cli("run", "paged_attention")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS paged_attention/small:")
+    assert "76 kernel tasks + 4 dependency-only" in result.stdout.splitlines()[0]
+
+
+def test_format_task_count_is_the_phrase_of_every_surface():
+    assert chiprt.format_task_count(1024, 64) == "1,024 kernel tasks + 64 dependency-only"
+    assert chiprt.format_task_count(20) == "20 kernel tasks"

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "host/log.h"
+#include "host/run_steps.h"
 
 namespace chiprt::host {
 
@@ -103,9 +104,12 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
   Status status = host_side ? platform_->resolve_host_symbol(cached.object, symbol, entry)
                             : platform_->resolve_symbol(cached.object, symbol, entry);
   if (!status.is_ok() || *entry == 0) {
-    return Status(StatusCode::LoadFailed, what + ": symbol '" + symbol +
-                                              "' not found in its shared object" +
-                                              (status.is_ok() ? "" : ": " + status.message()));
+    return Status(StatusCode::LoadFailed,
+                  what + ": symbol '" + symbol + "' not found in its " +
+                      std::to_string(object.bytes.size()) + "-byte shared object (checksum " +
+                      hex(hash) + ")" + (status.is_ok() ? "" : ": " + status.message()) +
+                      "; export it from the object as extern \"C\" "
+                      "__attribute__((visibility(\"default\"))), or name the symbol it exports");
   }
   return Status::ok();
 }
@@ -207,13 +211,14 @@ Status CallableRegistry::register_container(int32_t id, Bytes shared, RuntimeVar
       break;
     }
     RegisteredKernel& slot = reg.kernels[static_cast<std::size_t>(kernel.func_id)];
-    status = load_entry(
-        kernel.object, kKernelSymbol,
-        "callable id " + std::to_string(id) + " kernel func_id " + std::to_string(kernel.func_id),
-        &reg, &slot.entry);
+    std::string what =
+        "callable id " + std::to_string(id) + " kernel func_id " + std::to_string(kernel.func_id);
+    if (!kernel.name.empty() && kernel.name != kernel.symbol) what += " ('" + kernel.name + "')";
+    status = load_entry(kernel.object, kernel.symbol.c_str(), what, &reg, &slot.entry);
     if (!status.is_ok()) break;
     slot.present = true;
-    slot.symbol = kernel.object.kind == ObjectKind::SharedObject ? kKernelSymbol : nullptr;
+    slot.symbol = kernel.symbol;
+    slot.name = kernel.name;
     slot.core = kernel.core;
     slot.signature = kernel.signature;
     ++reg.kernel_count;

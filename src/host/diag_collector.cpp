@@ -70,10 +70,9 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
     if (!kernel.present) continue;
     diagnostics::KernelName name;
     name.func_id = f;
-    // Every chip object's kernel has the same symbol (kKernelSymbol): it names no kernel.
-    if (kernel.symbol != nullptr && std::strcmp(kernel.symbol, kKernelSymbol) != 0) {
-      name.symbol = kernel.symbol;
-    }
+    // What the surfaces call the kernel: its display name (the symbol unless the callable gave
+    // one; empty for an unnamed in-process function, shown as "func N").
+    name.symbol = kernel.name;
     name.core_type = kernel.core;
     kernels_.push_back(std::move(name));
   }

@@ -349,165 +349,193 @@ std::string format_duration_ns(uint64_t ns) {
   return text;
 }
 
-Analysis analyze(const RunModel& model) {
-  Analysis analysis;
-  analysis.wall_ns = model.wall_ns;
-  TaskTable table = build_tasks(model);
-  std::vector<TaskTiming>& tasks = table.tasks;
+namespace {
 
-  // Chip-wide span and task time.
-  uint64_t chip_first_start = kNoTime;
-  uint64_t chip_last_end = 0;
-  uint64_t still_running = 0;
-  uint64_t never_ran = 0;
+// The chip-wide figures: first block start, last block end, the blocks' task time, and what did
+// not run to its end.
+struct ChipTotals {
+  uint64_t first_start_ns = kNoTime;
+  uint64_t last_end_ns = 0;
+  uint64_t still_running = 0;  // blocks started and never ended
+  uint64_t never_ran = 0;      // tasks (not dependency-only) without a started block
+};
+
+ChipTotals chip_totals(const RunModel& model, const std::vector<TaskTiming>& tasks,
+                       Analysis& analysis) {
+  ChipTotals totals;
   for (const BlockRun& block : model.blocks) {
     if (block.start_ns == kNoTime) continue;
-    chip_first_start = std::min(chip_first_start, block.start_ns);
+    totals.first_start_ns = std::min(totals.first_start_ns, block.start_ns);
     if (block.end_ns == kNoTime) {
-      ++still_running;
+      ++totals.still_running;
       continue;
     }
-    chip_last_end = std::max(chip_last_end, block.end_ns);
+    totals.last_end_ns = std::max(totals.last_end_ns, block.end_ns);
     analysis.task_time_ns += block.end_ns - block.start_ns;
   }
   for (const TaskTiming& task : tasks) {
-    if (task.first_start_ns == kNoTime && !task.dependency_only) ++never_ran;
+    if (task.first_start_ns == kNoTime && !task.dependency_only) ++totals.never_ran;
   }
-  if (chip_first_start != kNoTime && chip_last_end > chip_first_start) {
-    analysis.chip_span_ns = chip_last_end - chip_first_start;
+  if (totals.first_start_ns != kNoTime && totals.last_end_ns > totals.first_start_ns) {
+    analysis.chip_span_ns = totals.last_end_ns - totals.first_start_ns;
   }
+  return totals;
+}
 
-  // The path's last step: the task that finished last (ties: the earliest in table order).
+// The path's last step: the task that finished last (ties: the earliest in table order);
+// tasks.size() when none finished.
+size_t last_finished(const std::vector<TaskTiming>& tasks) {
   size_t last = tasks.size();
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (!tasks[i].finished()) continue;
     if (last == tasks.size() || tasks[i].last_end_ns > tasks[last].last_end_ns) last = i;
   }
+  return last;
+}
 
-  // Each task's producers (dependency-only ones looked through), as ranges of one pool: a task's
-  // list is pool[begin[c], begin[c] + count[c]).
+// Where each step of the path may go back to. With edges: each task's producers (dependency-only
+// ones looked through), as ranges of one pool: a task's list is pool[begin[c], begin[c] +
+// count[c]). Timing only: the finished tasks by end (ties: earliest first).
+struct Predecessors {
   std::vector<size_t> producer_pool;
   std::vector<size_t> producer_begin;
   std::vector<uint32_t> producer_count;
-  std::vector<size_t> by_end;  // timing-only: finished tasks by end (ties: earliest first)
-  if (model.have_edges) {
-    // The direct producers, by consumer (in edge order), as offsets into one array.
-    std::vector<size_t> direct_begin(tasks.size() + 1, 0);
-    std::vector<size_t> direct;
-    {
-      std::vector<std::pair<size_t, size_t>> found;  // (producer, consumer) of each edge
-      found.reserve(model.edges.size());
-      for (const Edge& edge : model.edges) {
-        const size_t p = table.find(edge.producer);
-        const size_t c = table.find(edge.consumer);
-        if (p != TaskTable::kNone && c != TaskTable::kNone) found.emplace_back(p, c);
-      }
-      for (const auto& [p, c] : found) ++direct_begin[c + 1];
-      for (size_t i = 0; i < tasks.size(); ++i) direct_begin[i + 1] += direct_begin[i];
-      direct.resize(found.size());
-      std::vector<size_t> fill(direct_begin.begin(), direct_begin.end() - 1);
-      for (const auto& [p, c] : found) direct[fill[c]++] = p;
-    }
-    auto direct_of = [&](size_t c) {
-      return std::pair{direct.begin() + static_cast<std::ptrdiff_t>(direct_begin[c]),
-                       direct.begin() + static_cast<std::ptrdiff_t>(direct_begin[c + 1])};
-    };
-    // A dependency-only task never runs: its consumers wait for its producers, so the path
-    // looks through it (memoised; the graph is acyclic, so the expansion ends).
-    std::vector<int8_t> expanded(tasks.size(), 0);
-    producer_begin.assign(tasks.size(), 0);
-    producer_count.assign(tasks.size(), 0);
-    producer_pool.reserve(direct.size());
-    std::vector<size_t> stack;
-    for (size_t root = 0; root < tasks.size(); ++root) {
-      if (expanded[root] != 0) continue;
-      stack.push_back(root);
-      while (!stack.empty()) {
-        const size_t c = stack.back();
-        if (expanded[c] == 0) {
-          expanded[c] = 1;  // in progress: expand its dependency-only producers first
-          for (auto [it, end] = direct_of(c); it != end; ++it) {
-            if (tasks[*it].dependency_only && expanded[*it] == 0) stack.push_back(*it);
-          }
-          continue;
-        }
-        stack.pop_back();
-        if (expanded[c] == 2) continue;
-        const size_t begin = producer_pool.size();
-        for (auto [it, end] = direct_of(c); it != end; ++it) {
-          const size_t p = *it;
-          if (!tasks[p].dependency_only) {
-            producer_pool.push_back(p);
-          } else if (expanded[p] == 2) {
-            for (size_t k = 0; k < producer_count[p]; ++k) {
-              const size_t q = producer_pool[producer_begin[p] + k];
-              producer_pool.push_back(q);
-            }
-          }
-        }
-        const auto first = producer_pool.begin() + static_cast<std::ptrdiff_t>(begin);
-        std::sort(first, producer_pool.end());
-        producer_pool.erase(std::unique(first, producer_pool.end()), producer_pool.end());
-        producer_begin[c] = begin;
-        producer_count[c] = static_cast<uint32_t>(producer_pool.size() - begin);
-        expanded[c] = 2;
-      }
-    }
-  } else {
+  std::vector<size_t> by_end;
+};
+
+Predecessors producers_of(const RunModel& model, const TaskTable& table) {
+  const std::vector<TaskTiming>& tasks = table.tasks;
+  Predecessors out;
+  std::vector<size_t>& producer_pool = out.producer_pool;
+  std::vector<size_t>& producer_begin = out.producer_begin;
+  std::vector<uint32_t>& producer_count = out.producer_count;
+  if (!model.have_edges) {
     for (size_t i = 0; i < tasks.size(); ++i) {
-      if (tasks[i].finished()) by_end.push_back(i);
+      if (tasks[i].finished()) out.by_end.push_back(i);
     }
-    std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) {
+    std::stable_sort(out.by_end.begin(), out.by_end.end(), [&](size_t a, size_t b) {
       return tasks[a].last_end_ns < tasks[b].last_end_ns;
     });
+    return out;
   }
-
-  std::vector<size_t> chain;
-  if (last != tasks.size()) {
-    std::vector<bool> on_path(tasks.size(), false);
-    size_t current = last;
-    while (true) {
-      chain.push_back(current);
-      on_path[current] = true;
-      const TaskTiming& step = tasks[current];
-      size_t best = tasks.size();
-      if (model.have_edges) {
-        // The producer that finished last before the task became ready.
-        const uint64_t bound = step.ready_ns != kNoTime ? step.ready_ns : step.first_start_ns;
-        for (size_t k = 0; k < producer_count[current]; ++k) {
-          const size_t p = producer_pool[producer_begin[current] + k];
-          const TaskTiming& producer = tasks[p];
-          if (on_path[p] || !producer.finished() || producer.last_end_ns > bound) continue;
-          if (best == tasks.size() || producer.last_end_ns > tasks[best].last_end_ns ||
-              (producer.last_end_ns == tasks[best].last_end_ns && p < best)) {
-            best = p;
-          }
+  // The direct producers, by consumer (in edge order), as offsets into one array.
+  std::vector<size_t> direct_begin(tasks.size() + 1, 0);
+  std::vector<size_t> direct;
+  {
+    std::vector<std::pair<size_t, size_t>> found;  // (producer, consumer) of each edge
+    found.reserve(model.edges.size());
+    for (const Edge& edge : model.edges) {
+      const size_t p = table.find(edge.producer);
+      const size_t c = table.find(edge.consumer);
+      if (p != TaskTable::kNone && c != TaskTable::kNone) found.emplace_back(p, c);
+    }
+    for (const auto& [p, c] : found) ++direct_begin[c + 1];
+    for (size_t i = 0; i < tasks.size(); ++i) direct_begin[i + 1] += direct_begin[i];
+    direct.resize(found.size());
+    std::vector<size_t> fill(direct_begin.begin(), direct_begin.end() - 1);
+    for (const auto& [p, c] : found) direct[fill[c]++] = p;
+  }
+  auto direct_of = [&](size_t c) {
+    return std::pair{direct.begin() + static_cast<std::ptrdiff_t>(direct_begin[c]),
+                     direct.begin() + static_cast<std::ptrdiff_t>(direct_begin[c + 1])};
+  };
+  // A dependency-only task never runs: its consumers wait for its producers, so the path
+  // looks through it (memoised; the graph is acyclic, so the expansion ends).
+  std::vector<int8_t> expanded(tasks.size(), 0);
+  producer_begin.assign(tasks.size(), 0);
+  producer_count.assign(tasks.size(), 0);
+  producer_pool.reserve(direct.size());
+  std::vector<size_t> stack;
+  for (size_t root = 0; root < tasks.size(); ++root) {
+    if (expanded[root] != 0) continue;
+    stack.push_back(root);
+    while (!stack.empty()) {
+      const size_t c = stack.back();
+      if (expanded[c] == 0) {
+        expanded[c] = 1;  // in progress: expand its dependency-only producers first
+        for (auto [it, end] = direct_of(c); it != end; ++it) {
+          if (tasks[*it].dependency_only && expanded[*it] == 0) stack.push_back(*it);
         }
-      } else {
-        // Timing only: the task that finished last at or before this one started.
-        auto it = std::upper_bound(by_end.begin(), by_end.end(), step.first_start_ns,
-                                   [&](uint64_t t, size_t i) { return t < tasks[i].last_end_ns; });
-        while (it != by_end.begin()) {
-          --it;
-          if (!on_path[*it]) {
-            // The earliest of the tasks that share this end time.
-            const uint64_t end = tasks[*it].last_end_ns;
-            while (it != by_end.begin() && tasks[*(it - 1)].last_end_ns == end &&
-                   !on_path[*(it - 1)]) {
-              --it;
-            }
-            best = *it;
-            break;
+        continue;
+      }
+      stack.pop_back();
+      if (expanded[c] == 2) continue;
+      const size_t begin = producer_pool.size();
+      for (auto [it, end] = direct_of(c); it != end; ++it) {
+        const size_t p = *it;
+        if (!tasks[p].dependency_only) {
+          producer_pool.push_back(p);
+        } else if (expanded[p] == 2) {
+          for (size_t k = 0; k < producer_count[p]; ++k) {
+            const size_t q = producer_pool[producer_begin[p] + k];
+            producer_pool.push_back(q);
           }
         }
       }
-      if (best == tasks.size()) break;
-      current = best;
+      const auto first = producer_pool.begin() + static_cast<std::ptrdiff_t>(begin);
+      std::sort(first, producer_pool.end());
+      producer_pool.erase(std::unique(first, producer_pool.end()), producer_pool.end());
+      producer_begin[c] = begin;
+      producer_count[c] = static_cast<uint32_t>(producer_pool.size() - begin);
+      expanded[c] = 2;
     }
-    std::reverse(chain.begin(), chain.end());
   }
+  return out;
+}
 
-  // Split each step's gap by cause.
+// The critical path as task indices, first step first, ending at `last`.
+std::vector<size_t> critical_chain(const RunModel& model, const std::vector<TaskTiming>& tasks,
+                                   size_t last, const Predecessors& before) {
+  std::vector<size_t> chain;
+  if (last == tasks.size()) return chain;
+  const std::vector<size_t>& by_end = before.by_end;
+  std::vector<bool> on_path(tasks.size(), false);
+  size_t current = last;
+  while (true) {
+    chain.push_back(current);
+    on_path[current] = true;
+    const TaskTiming& step = tasks[current];
+    size_t best = tasks.size();
+    if (model.have_edges) {
+      // The producer that finished last before the task became ready.
+      const uint64_t bound = step.ready_ns != kNoTime ? step.ready_ns : step.first_start_ns;
+      for (size_t k = 0; k < before.producer_count[current]; ++k) {
+        const size_t p = before.producer_pool[before.producer_begin[current] + k];
+        const TaskTiming& producer = tasks[p];
+        if (on_path[p] || !producer.finished() || producer.last_end_ns > bound) continue;
+        if (best == tasks.size() || producer.last_end_ns > tasks[best].last_end_ns ||
+            (producer.last_end_ns == tasks[best].last_end_ns && p < best)) {
+          best = p;
+        }
+      }
+    } else {
+      // Timing only: the task that finished last at or before this one started.
+      auto it = std::upper_bound(by_end.begin(), by_end.end(), step.first_start_ns,
+                                 [&](uint64_t t, size_t i) { return t < tasks[i].last_end_ns; });
+      while (it != by_end.begin()) {
+        --it;
+        if (!on_path[*it]) {
+          // The earliest of the tasks that share this end time.
+          const uint64_t end = tasks[*it].last_end_ns;
+          while (it != by_end.begin() && tasks[*(it - 1)].last_end_ns == end &&
+                 !on_path[*(it - 1)]) {
+            --it;
+          }
+          best = *it;
+          break;
+        }
+      }
+    }
+    if (best == tasks.size()) break;
+    current = best;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+// The path's steps, each gap split by cause, and the path's sums.
+void split_waits(const RunModel& model, const std::vector<TaskTiming>& tasks,
+                 const std::vector<size_t>& chain, uint64_t chip_first_start, Analysis& analysis) {
   const auto spans = busy_spans(model);
   const auto running = busy_spans(model, false);
   uint64_t predecessor_end = chip_first_start;
@@ -577,18 +605,16 @@ Analysis analyze(const RunModel& model) {
     // Run's first start to the path's end: the path's spans plus all its waits.
     analysis.path_with_waits_ns = analysis.path.back().end_ns - chip_first_start;
   }
-  if (analysis.path_ns > 0) {
-    analysis.average_parallelism =
-        static_cast<double>(analysis.task_time_ns) / static_cast<double>(analysis.path_ns);
-  }
+}
 
-  // Per kernel (blocks that finished).
+// Per kernel (blocks that finished), by total time; per core, its blocks and busy time.
+void kernels_and_cores(const RunModel& model, const TaskTable& table, Analysis& analysis) {
   std::unordered_map<int32_t, std::vector<uint64_t>> durations;
   std::unordered_map<int32_t, CoreUse> cores;
   for (const BlockRun& block : model.blocks) {
     if (block.start_ns == kNoTime || block.end_ns == kNoTime) continue;
     const uint64_t ns = block.end_ns - block.start_ns;
-    durations[tasks[table.find(block.task)].func_id].push_back(ns);
+    durations[table.tasks[table.find(block.task)].func_id].push_back(ns);
     if (block.core >= 0) {
       CoreUse& use = cores[block.core];
       ++use.blocks;
@@ -622,15 +648,9 @@ Analysis analyze(const RunModel& model) {
   }
   std::sort(analysis.cores.begin(), analysis.cores.end(),
             [](const CoreUse& a, const CoreUse& b) { return a.core < b.core; });
+}
 
-  if (analysis.path.empty()) {
-    analysis.bound = Bound::Unknown;
-    analysis.verdict = "unknown: no task finished, so there is no critical path";
-  } else {
-    analysis.verdict = decide_verdict(model, analysis);
-  }
-
-  // Caveats.
+void add_caveats(const RunModel& model, const ChipTotals& totals, Analysis& analysis) {
   if (!model.have_edges && !analysis.path.empty()) {
     analysis.caveats.push_back(
         "no dependency graph collected: the path follows timing only (each step goes back to the "
@@ -648,17 +668,41 @@ Analysis analyze(const RunModel& model) {
                                (model.drop_reason.empty() ? "" : " (" + model.drop_reason + ")") +
                                ": the path and statistics may miss tasks");
   }
-  if (never_ran > 0) {
-    analysis.caveats.push_back(std::to_string(never_ran) + " task(s) never ran");
+  if (totals.never_ran > 0) {
+    analysis.caveats.push_back(std::to_string(totals.never_ran) + " task(s) never ran");
   }
-  if (still_running > 0) {
-    analysis.caveats.push_back(std::to_string(still_running) +
+  if (totals.still_running > 0) {
+    analysis.caveats.push_back(std::to_string(totals.still_running) +
                                " block(s) were still running when the run ended");
   }
   if (model.error) {
     analysis.caveats.push_back("the run failed (" + model.error->name +
                                "): the analysis covers what ran before the failure");
   }
+}
+
+}  // namespace
+
+Analysis analyze(const RunModel& model) {
+  Analysis analysis;
+  analysis.wall_ns = model.wall_ns;
+  const TaskTable table = build_tasks(model);
+  const ChipTotals totals = chip_totals(model, table.tasks, analysis);
+  const std::vector<size_t> chain =
+      critical_chain(model, table.tasks, last_finished(table.tasks), producers_of(model, table));
+  split_waits(model, table.tasks, chain, totals.first_start_ns, analysis);
+  if (analysis.path_ns > 0) {
+    analysis.average_parallelism =
+        static_cast<double>(analysis.task_time_ns) / static_cast<double>(analysis.path_ns);
+  }
+  kernels_and_cores(model, table, analysis);
+  if (analysis.path.empty()) {
+    analysis.bound = Bound::Unknown;
+    analysis.verdict = "unknown: no task finished, so there is no critical path";
+  } else {
+    analysis.verdict = decide_verdict(model, analysis);
+  }
+  add_caveats(model, totals, analysis);
   return analysis;
 }
 

@@ -344,6 +344,18 @@ const char* stall_name(uint32_t kind) {
 }  // namespace
 
 diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const Error* error) {
+  diagnostics::RunModel model = describe_run();
+  take_host_graph(model);
+  // Blocks (TaskExec, matched with their Dispatch and Complete records), the rest of the nodes
+  // and edges, ready times, thread spans, counters, args, scopes.
+  decoder_.build(model, args_data_.size());
+  add_notes(model, report);
+  if (error != nullptr) model.error = run_error(*error);
+  return model;
+}
+
+// The run's identity, configuration, shape, time base and record counts.
+diagnostics::RunModel DiagCollector::describe_run() const {
   diagnostics::RunModel model;
   model.callable_id = callable_id_;
   model.variant = std::string(runtime_variant_name(plan_.variant));
@@ -369,9 +381,12 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
                         "did not fit were dropped";
   }
   if (!drain_error_.empty()) model.notes.push_back("collector: " + drain_error_);
+  return model;
+}
 
-  // Nodes and edges: host_build_graph from the launched graph, tensormap_ringbuffer from its
-  // Submit and Edge records (the decoder's).
+// Nodes and edges: host_build_graph's from the launched graph (tensormap_ringbuffer's come from its
+// Submit and Edge records, the decoder's).
+void DiagCollector::take_host_graph(diagnostics::RunModel& model) {
   if (have_host_graph_) {
     model.nodes = std::move(host_nodes_);
     // The host submitted every task before the launch: the chip has them all from its start.
@@ -386,11 +401,9 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
     }
   }
   if ((switches_ & common::kDiagEdges) != 0) model.have_edges = true;
+}
 
-  // Blocks (TaskExec, matched with their Dispatch and Complete records), the rest of the nodes
-  // and edges, ready times, thread spans, counters, args, scopes.
-  decoder_.build(model, args_data_.size());
-
+void DiagCollector::add_notes(diagnostics::RunModel& model, const RunReport* report) const {
   if (config_.hardware_counters) {
     model.counters_note = counters_reason_;
   }
@@ -403,18 +416,19 @@ diagnostics::RunModel DiagCollector::build_model(const RunReport* report, const 
   if (report != nullptr && report->task_count == 0) {
     model.notes.push_back("the run submitted no task: nothing ran on the chip");
   }
-  if (error != nullptr) {
-    diagnostics::RunError e;
-    e.code = static_cast<int32_t>(error->code());
-    e.name = std::string(error->name());
-    e.message = error->message();
-    e.hint = std::string(error->hint());
-    e.stall = stall_name(stall_kind_);
-    e.stuck_task = stuck_task_;
-    e.stuck_core = stuck_core_;
-    model.error = std::move(e);
-  }
-  return model;
+}
+
+// The failure, with what the chip said of it (the stall sub-class, the stuck task and core).
+diagnostics::RunError DiagCollector::run_error(const Error& error) const {
+  diagnostics::RunError e;
+  e.code = static_cast<int32_t>(error.code());
+  e.name = std::string(error.name());
+  e.message = error.message();
+  e.hint = std::string(error.hint());
+  e.stall = stall_name(stall_kind_);
+  e.stuck_task = stuck_task_;
+  e.stuck_core = stuck_core_;
+  return e;
 }
 
 void DiagCollector::add_args_notes(diagnostics::RunModel& model) const {

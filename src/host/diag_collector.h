@@ -111,6 +111,11 @@ class DiagCollector {
   // Reads every stream's new records once; true when it read any.
   bool drain_once();
   diagnostics::RunModel build_model(const RunReport* report, const Error* error);
+  // build_model's steps.
+  diagnostics::RunModel describe_run() const;
+  void take_host_graph(diagnostics::RunModel& model);
+  void add_notes(diagnostics::RunModel& model, const RunReport* report) const;
+  diagnostics::RunError run_error(const Error& error) const;
 
   DeviceMemory& memory_;
   platform::Platform& platform_;

@@ -243,9 +243,30 @@ void DiagDecoder::decode_one(const DiagRecord& r, uint32_t stream) {
 }
 
 void DiagDecoder::build(diagnostics::RunModel& model, uint64_t args_data_bytes) {
+  std::vector<BlockRun> blocks = take(blocks_);
+  const std::size_t executed = match_dispatches(blocks, model);
+  match_completions(blocks, model);
+  if (blocks.size() != executed) std::sort(blocks.begin(), blocks.end(), block_key_less);
+  merge_nodes(model);
+  if (model.edges.empty()) {
+    model.edges = take(edges_);
+  } else {
+    model.edges.insert(model.edges.end(), edges_.begin(), edges_.end());
+    release(edges_);
+  }
+  if (model.have_edges) set_ready_times(blocks, model);
+  model.blocks = std::move(blocks);
+  model.thread_spans = take(thread_spans_);
+  model.counters = take(counters_);
+  model.args = take_args(args_data_bytes);
+  if (setup_.ring && setup_.config.scope_stats) build_scopes(model);
+  release(streams_);
+}
+
+std::size_t DiagDecoder::match_dispatches(std::vector<BlockRun>& blocks,
+                                          diagnostics::RunModel& model) {
   using diagnostics::SchedulerEvent;
   const bool sched_events = setup_.config.swimlane_level >= 2;
-  std::vector<BlockRun> blocks = take(blocks_);
 
   // Blocks by (task, block, core): a Dispatch finds its TaskExec's block by that key. The core
   // belongs to the key: the parts of a MIX task (AIC, AIV0, AIV1) are all block 0 of their task,
@@ -283,45 +304,49 @@ void DiagDecoder::build(diagnostics::RunModel& model, uint64_t args_data_bytes) 
     }
   }
   release(dispatches_);
+  return executed;
+}
 
-  // Completions carry the core but not the block: each goes to the earliest-starting block of
-  // its task on that core not yet matched.
-  {
-    std::vector<std::size_t> order(blocks.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto by_task_core_start = [&](std::size_t a, std::size_t b) {
-      const BlockRun& x = blocks[a];
-      const BlockRun& y = blocks[b];
-      return std::tie(x.task, x.core, x.start_ns, a) < std::tie(y.task, y.core, y.start_ns, b);
-    };
-    std::sort(order.begin(), order.end(), by_task_core_start);
-    std::vector<uint32_t> matched(order.size(), 0);  // at each (task, core) run's first entry
-    for (const SchedRecord& c : completions_) {
-      const int32_t core = c.core;
-      auto first =
-          std::lower_bound(order.begin(), order.end(), c, [&](std::size_t i, const SchedRecord& s) {
-            return std::tie(blocks[i].task, blocks[i].core) < std::tie(s.task, core);
-          });
-      if (first != order.end() && blocks[*first].task == c.task && blocks[*first].core == core) {
-        const std::size_t run = static_cast<std::size_t>(first - order.begin());
-        const std::size_t next = run + matched[run];
-        if (next < order.size() && blocks[order[next]].task == c.task &&
-            blocks[order[next]].core == core) {
-          blocks[order[next]].complete_ns = c.t_ns;
-          ++matched[run];
-        }
+// Completions carry the core but not the block: each goes to the earliest-starting block of its
+// task on that core not yet matched.
+void DiagDecoder::match_completions(std::vector<BlockRun>& blocks, diagnostics::RunModel& model) {
+  using diagnostics::SchedulerEvent;
+  const bool sched_events = setup_.config.swimlane_level >= 2;
+  std::vector<std::size_t> order(blocks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto by_task_core_start = [&](std::size_t a, std::size_t b) {
+    const BlockRun& x = blocks[a];
+    const BlockRun& y = blocks[b];
+    return std::tie(x.task, x.core, x.start_ns, a) < std::tie(y.task, y.core, y.start_ns, b);
+  };
+  std::sort(order.begin(), order.end(), by_task_core_start);
+  std::vector<uint32_t> matched(order.size(), 0);  // at each (task, core) run's first entry
+  for (const SchedRecord& c : completions_) {
+    const int32_t core = c.core;
+    auto first =
+        std::lower_bound(order.begin(), order.end(), c, [&](std::size_t i, const SchedRecord& s) {
+          return std::tie(blocks[i].task, blocks[i].core) < std::tie(s.task, core);
+        });
+    if (first != order.end() && blocks[*first].task == c.task && blocks[*first].core == core) {
+      const std::size_t run = static_cast<std::size_t>(first - order.begin());
+      const std::size_t next = run + matched[run];
+      if (next < order.size() && blocks[order[next]].task == c.task &&
+          blocks[order[next]].core == core) {
+        blocks[order[next]].complete_ns = c.t_ns;
+        ++matched[run];
       }
-      if (sched_events) {
-        model.scheduler_events.push_back(
-            {SchedulerEvent::Kind::Complete, c.thread, core, c.task, 0, c.t_ns});
-      }
+    }
+    if (sched_events) {
+      model.scheduler_events.push_back(
+          {SchedulerEvent::Kind::Complete, c.thread, core, c.task, 0, c.t_ns});
     }
   }
   release(completions_);
-  if (blocks.size() != executed) std::sort(blocks.begin(), blocks.end(), block_key_less);
+}
 
-  // Nodes: the model's (the host graph's) and the Submit records', then what the blocks say of
-  // their task (a task with blocks and no node gets one).
+// Nodes: the model's (the host graph's) and the Submit records', then what the blocks say of their
+// task (a task with blocks and no node gets one).
+void DiagDecoder::merge_nodes(diagnostics::RunModel& model) {
   if (model.nodes.empty()) {
     model.nodes = take(nodes_);
   } else {
@@ -365,41 +390,34 @@ void DiagDecoder::build(diagnostics::RunModel& model, uint64_t args_data_bytes) 
   }
   release(hints);
   if (model.nodes.size() != known) sort_nodes();
+}
 
-  if (model.edges.empty()) {
-    model.edges = take(edges_);
-  } else {
-    model.edges.insert(model.edges.end(), edges_.begin(), edges_.end());
-    release(edges_);
-  }
-
-  // Ready times: when the task's last producer's kernel returned (or its submission ended,
-  // whichever came later); sources are ready at their submission (or the run start). The data is
-  // there when the producer's kernel returned; the scheduler noticing it later is scheduling
-  // latency (ready to dispatch), not a wait for data.
-  if (model.have_edges) {
-    for (TaskNode& n : model.nodes) n.ready_ns = n.submit_end_ns != kNoTime ? n.submit_end_ns : 0;
-    for (const diagnostics::Edge& e : model.edges) {
-      auto b = std::lower_bound(blocks.begin(), blocks.end(), e.producer,
-                                [](const BlockRun& x, uint64_t task) { return x.task < task; });
-      bool finished = false;
-      uint64_t end = 0;
-      for (; b != blocks.end() && b->task == e.producer; ++b) {
-        if (b->end_ns == kNoTime) continue;
-        finished = true;
-        end = std::max(end, b->end_ns);
-      }
-      if (!finished) continue;
-      auto n = std::lower_bound(model.nodes.begin(), model.nodes.end(), e.consumer,
-                                [](const TaskNode& x, uint64_t task) { return x.task < task; });
-      if (n != model.nodes.end() && n->task == e.consumer) n->ready_ns = std::max(n->ready_ns, end);
+// Ready times: when the task's last producer's kernel returned (or its submission ended, whichever
+// came later); sources are ready at their submission (or the run start). The data is there when
+// the producer's kernel returned; the scheduler noticing it later is scheduling latency (ready to
+// dispatch), not a wait for data. `blocks` sorted by task.
+void DiagDecoder::set_ready_times(const std::vector<BlockRun>& blocks,
+                                  diagnostics::RunModel& model) {
+  for (TaskNode& n : model.nodes) n.ready_ns = n.submit_end_ns != kNoTime ? n.submit_end_ns : 0;
+  for (const diagnostics::Edge& e : model.edges) {
+    auto b = std::lower_bound(blocks.begin(), blocks.end(), e.producer,
+                              [](const BlockRun& x, uint64_t task) { return x.task < task; });
+    bool finished = false;
+    uint64_t end = 0;
+    for (; b != blocks.end() && b->task == e.producer; ++b) {
+      if (b->end_ns == kNoTime) continue;
+      finished = true;
+      end = std::max(end, b->end_ns);
     }
+    if (!finished) continue;
+    auto n = std::lower_bound(model.nodes.begin(), model.nodes.end(), e.consumer,
+                              [](const TaskNode& x, uint64_t task) { return x.task < task; });
+    if (n != model.nodes.end() && n->task == e.consumer) n->ready_ns = std::max(n->ready_ns, end);
   }
-  model.blocks = std::move(blocks);
-  model.thread_spans = take(thread_spans_);
-  model.counters = take(counters_);
+}
 
-  // Args: data the host could not read back counts as left out.
+// The args sorted by (task, index); data the host could not read back counts as left out.
+std::vector<diagnostics::TensorArgRecord> DiagDecoder::take_args(uint64_t args_data_bytes) {
   std::vector<diagnostics::TensorArgRecord> args = take(args_);
   for (diagnostics::TensorArgRecord& a : args) {
     for (diagnostics::TensorArgRecord::Data* d : {&a.before, &a.after}) {
@@ -413,11 +431,8 @@ void DiagDecoder::build(diagnostics::RunModel& model, uint64_t args_data_bytes) 
             [](const diagnostics::TensorArgRecord& x, const diagnostics::TensorArgRecord& y) {
               return x.task != y.task ? x.task < y.task : x.index < y.index;
             });
-  model.args = std::move(args);
   arg_shape_words_ = 0;
-
-  if (setup_.ring && setup_.config.scope_stats) build_scopes(model);
-  release(streams_);
+  return args;
 }
 
 void DiagDecoder::build_scopes(diagnostics::RunModel& model) {

@@ -100,6 +100,14 @@ class DiagDecoder {
   uint32_t thread_of(uint32_t stream) const noexcept {
     return stream >= setup_.device_cores ? stream - setup_.device_cores : 0;
   }
+  // build()'s steps, in order.
+  std::size_t match_dispatches(std::vector<diagnostics::BlockRun>& blocks,
+                               diagnostics::RunModel& model);  // returns the executed blocks
+  void match_completions(std::vector<diagnostics::BlockRun>& blocks, diagnostics::RunModel& model);
+  void merge_nodes(diagnostics::RunModel& model);
+  static void set_ready_times(const std::vector<diagnostics::BlockRun>& blocks,
+                              diagnostics::RunModel& model);
+  std::vector<diagnostics::TensorArgRecord> take_args(uint64_t args_data_bytes);
   void build_scopes(diagnostics::RunModel& model);
 
   Setup setup_;

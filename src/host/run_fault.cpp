@@ -8,40 +8,18 @@
 #include <string>
 
 #include "common/handshake.h"
+#include "common/signal_text.h"
 #include "host/device_runner.h"
 #include "host/run_steps.h"
 
 namespace chiprt::host {
 namespace {
 
-// "SIGSEGV (invalid memory reference)".
-std::string signal_text(int signal) {
-  switch (signal) {
-    case SIGSEGV:
-      return "SIGSEGV (invalid memory reference)";
-    case SIGBUS:
-      return "SIGBUS (bus error: misaligned access or memory past the end of a mapping)";
-    case SIGILL:
-      return "SIGILL (illegal instruction)";
-    case SIGFPE:
-      return "SIGFPE (arithmetic fault, e.g. integer division by zero)";
-    case SIGABRT:
-      return "SIGABRT (abort() or a failed assert)";
-    case SIGKILL:
-      return "SIGKILL (killed)";
-    default:
-      break;
-  }
-  const char* name = sigabbrev_np(signal);
-  return name != nullptr ? "SIG" + std::string(name) + " (signal " + std::to_string(signal) + ")"
-                         : "signal " + std::to_string(signal);
-}
-
 // "raised SIGSEGV (invalid memory reference) at address 0x10", "called exit(3)".
 std::string fault_event(const platform::DeviceFault& fault) {
   switch (fault.kind) {
     case platform::DeviceFault::Kind::Signal: {
-      std::string text = "raised " + signal_text(fault.signal);
+      std::string text = "raised " + common::signal_text(fault.signal);
       if (fault.has_fault_addr && (fault.signal == SIGSEGV || fault.signal == SIGBUS)) {
         text += " at address " + hex(fault.fault_addr);
       }

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/signal_text.h"
 #include "platform/sim/device_process.h"
 #include "platform/sim/futex.h"
 
@@ -273,29 +274,6 @@ std::string hex(uint64_t value) {
   return buffer;
 }
 
-std::string signal_text(int signal) {
-  switch (signal) {
-    case SIGSEGV:
-      return "SIGSEGV (invalid memory reference)";
-    case SIGBUS:
-      return "SIGBUS (bus error: access to memory that does not exist)";
-    case SIGILL:
-      return "SIGILL (illegal instruction)";
-    case SIGFPE:
-      return "SIGFPE (arithmetic exception, e.g. an integer division by zero)";
-    case SIGABRT:
-      return "SIGABRT (aborted, e.g. abort() or a failed assert)";
-    case SIGTRAP:
-      return "SIGTRAP (trace/breakpoint trap)";
-    case SIGKILL:
-      return "SIGKILL (killed)";
-    default:
-      break;
-  }
-  const char* name = sigabbrev_np(signal);
-  return name != nullptr ? "SIG" + std::string(name) : "signal " + std::to_string(signal);
-}
-
 bool has_fault_address(int signal, int code) {
   // Only the kernel's own reports (si_code > 0) carry an address; a kill() does not.
   return code > 0 &&
@@ -306,7 +284,7 @@ std::string summary(const DeviceFault& fault) {
   std::string text = "the device process (pid " + std::to_string(fault.pid) + ")";
   switch (fault.kind) {
     case DeviceFault::Kind::Signal:
-      text += " died of " + signal_text(fault.signal);
+      text += " died of " + common::signal_text(fault.signal);
       if (fault.has_fault_addr) text += " at " + hex(fault.fault_addr);
       break;
     case DeviceFault::Kind::Exit:

@@ -70,9 +70,10 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
     if (!kernel.present) continue;
     diagnostics::KernelName name;
     name.func_id = f;
-    // What the surfaces call the kernel: its display name (the symbol unless the callable gave
-    // one; empty for an unnamed in-process function, shown as "func N").
-    name.symbol = kernel.name;
+    name.symbol = kernel.symbol;
+    // What the surfaces call the kernel (the symbol unless the callable gave a name; empty for an
+    // unnamed in-process function, shown as "func N").
+    name.name = kernel.name;
     name.core_type = kernel.core;
     kernels_.push_back(std::move(name));
   }

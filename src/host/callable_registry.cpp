@@ -104,12 +104,16 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
   Status status = host_side ? platform_->resolve_host_symbol(cached.object, symbol, entry)
                             : platform_->resolve_symbol(cached.object, symbol, entry);
   if (!status.is_ok() || *entry == 0) {
-    return Status(StatusCode::LoadFailed,
-                  what + ": symbol '" + symbol + "' not found in its " +
-                      std::to_string(object.bytes.size()) + "-byte shared object (checksum " +
-                      hex(hash) + ")" + (status.is_ok() ? "" : ": " + status.message()) +
-                      "; export it from the object as extern \"C\" "
-                      "__attribute__((visibility(\"default\"))), or name the symbol it exports");
+    return Status(
+        StatusCode::LoadFailed,
+        what + ": symbol '" + symbol + "' not found in its " + std::to_string(object.bytes.size()) +
+            "-byte shared object (checksum " + hex(hash) + ")" +
+            (status.is_ok() ? "" : ": " + status.message()) +
+            "; export it from the object as extern \"C\" "
+            "__attribute__((visibility(\"default\")))" +
+            // A kernel's symbol is the callable's choice; the orchestration's is fixed.
+            (std::strcmp(symbol, kOrchestrationSymbol) != 0 ? ", or name the symbol it exports"
+                                                            : ""));
   }
   return Status::ok();
 }

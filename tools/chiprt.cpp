@@ -195,14 +195,18 @@ CLI::Validator at_least(int minimum) {
 // so a bad path fails before any work); false (after a message) when the write fails.
 bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std::ofstream& out) {
   const chiprt::GraphShape shape = graph.shape();
+  // The user's tasks as chiprt states them everywhere; host_build_graph's scope fences apart.
+  const std::string tasks = chiprt::format_task_count(
+      shape.kernel_tasks, shape.dependency_only_tasks - shape.scope_fences);
+  const std::string fences =
+      shape.scope_fences == 0 ? ""
+                              : ", " + std::to_string(shape.scope_fences) + " runtime scope fences";
   std::printf(
-      "graph: %llu tasks (%llu kernel, %llu dependency-only), %llu edges, %llu sources, %llu "
+      "graph: %s%s, %llu edges, %llu sources, %llu "
       "sinks, depth %llu (tasks on the longest dependency chain), widest level %llu tasks\n",
-      static_cast<unsigned long long>(shape.tasks),
-      static_cast<unsigned long long>(shape.kernel_tasks),
-      static_cast<unsigned long long>(shape.dependency_only_tasks),
-      static_cast<unsigned long long>(shape.edges), static_cast<unsigned long long>(shape.sources),
-      static_cast<unsigned long long>(shape.sinks), static_cast<unsigned long long>(shape.depth),
+      tasks.c_str(), fences.c_str(), static_cast<unsigned long long>(shape.edges),
+      static_cast<unsigned long long>(shape.sources), static_cast<unsigned long long>(shape.sinks),
+      static_cast<unsigned long long>(shape.depth),
       static_cast<unsigned long long>(shape.max_width));
   out << graph.to_dot();
   out.close();
@@ -364,10 +368,12 @@ int run_example(const RunOptions& options) {
   worker.close();
 
   const chiprt::RunReport& report = reports.back();
-  std::printf("%s %s/%s: max abs error %.3g (tolerance %.3g), %llu tasks (%llu kernel tasks)\n",
-              all_passed ? "PASS" : "FAIL", example->name.c_str(), example_case->name.c_str(),
-              max_error, last.tolerance, static_cast<unsigned long long>(last.task_count),
-              static_cast<unsigned long long>(last.kernel_tasks));
+  // The tasks beyond the example's kernel tasks are its dependency-only ones.
+  const uint64_t dependency_only =
+      last.task_count > last.kernel_tasks ? last.task_count - last.kernel_tasks : 0;
+  std::printf("%s %s/%s: max abs error %.3g (tolerance %.3g), %s\n", all_passed ? "PASS" : "FAIL",
+              example->name.c_str(), example_case->name.c_str(), max_error, last.tolerance,
+              chiprt::format_task_count(last.kernel_tasks, dependency_only).c_str());
   if (!all_passed) std::printf("  %s\n", first_failure.c_str());
   const chiprt::SimCoreExecution kernels_on =
       chiprt::resolve_sim_core_execution(worker_options.sim);

@@ -69,4 +69,10 @@ struct RunReport {
   const PhaseSpan& phase(Phase p) const { return phases[static_cast<int>(p)]; }
 };
 
+// A run's or a graph's task count as chiprt states it everywhere (the CLI, report.html, the
+// docs): "1,024 kernel tasks + 64 dependency-only", thousands separated, the dependency-only part
+// only when there are some ("20 kernel tasks"). Kernel tasks run on cores; dependency-only tasks
+// (submit_dummy, allocate) only order others.
+std::string format_task_count(uint64_t kernel_tasks, uint64_t dependency_only_tasks);
+
 }  // namespace chiprt

@@ -206,11 +206,38 @@ std::string percent(uint64_t part, uint64_t whole) {
   return text;
 }
 
+// "; the host was loaded (...)": said whenever the load reached the hardware threads, whatever
+// the cause, since every time of the run then includes waiting for a CPU.
+std::string host_load_clause(const HostLoad& load) {
+  if (!load.loaded()) return {};
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "; the host was loaded (1-minute load average %.2f at the start, %.2f at the end, "
+                "at least its %u hardware threads): the run's threads waited for CPUs, which "
+                "inflates every time here",
+                load.start, load.end, load.hardware_threads);
+  return text;
+}
+
+// The verdict: a failed run's failure; otherwise the cause with the largest share of the critical
+// path (with waits) when that share reaches kDominantShare, else "no dominant cause". Each names
+// its evidence (its share, as time of the path) and the threshold.
 std::string decide_verdict(const RunModel& model, Analysis& analysis) {
+  if (model.error) {
+    const RunError& e = *model.error;
+    analysis.bound = Bound::Failed;
+    return "failed: " + e.name + (e.stall.empty() ? "" : " (" + e.stall + ")") + ": " + e.message;
+  }
+  const std::string host = host_load_clause(model.host_load);
+  if (analysis.path.empty()) {
+    analysis.bound = Bound::Unknown;
+    return "unknown: no task finished, so there is no critical path" + host;
+  }
   const uint64_t whole = analysis.path_with_waits_ns;
+  const std::string threshold = percent(static_cast<uint64_t>(kDominantShare * 100), 100);
   auto share = [&](uint64_t part) {
     return percent(part, whole) + " of the critical path (" + format_duration_ns(part) + " of " +
-           format_duration_ns(whole) + ")";
+           format_duration_ns(whole) + ", at least the " + threshold + " that names a cause)";
   };
   const uint64_t kernels = analysis.path_ns;
   const uint64_t orchestration = analysis.waited_ns[static_cast<int>(WaitKind::Orchestrator)];
@@ -244,8 +271,16 @@ std::string decide_verdict(const RunModel& model, Analysis& analysis) {
   for (const auto& candidate : candidates) {
     if (candidate.second > best.second) best = candidate;
   }
-  // The orchestrator was late because it blocked on full rings for at least half that time.
-  if (best.first == Bound::Orchestration && ring_total > 0 && 2 * ring_total >= orchestration) {
+  if (static_cast<double>(best.second) < kDominantShare * static_cast<double>(whole)) {
+    analysis.bound = Bound::NoDominantCause;
+    return "no dominant cause: no part of the critical path reaches " + threshold + " (kernels " +
+           percent(kernels, whole) + ", orchestration " + percent(orchestration, whole) +
+           ", scheduling " + percent(scheduling, whole) + ", busy cores " + percent(cores, whole) +
+           ", unmeasured " + percent(unmeasured, whole) + ")" + host;
+  }
+  // The orchestrator was late because it blocked on full rings for at least kRingShare of it.
+  if (best.first == Bound::Orchestration && ring_total > 0 &&
+      static_cast<double>(ring_total) >= kRingShare * static_cast<double>(orchestration)) {
     best.first = Bound::Ring;
   }
   analysis.bound = best.first;
@@ -265,36 +300,57 @@ std::string decide_verdict(const RunModel& model, Analysis& analysis) {
       }
       return "kernels: " + share(kernels) + " is kernel time, most of it " +
              model.kernel_label(top) + " (" + format_duration_ns(top_ns) +
-             "); speed up those kernels or shorten the dependency chain";
+             "); speed up those kernels or shorten the dependency chain" + host;
     }
     case Bound::Orchestration:
       return "orchestration: " + share(orchestration) +
              " waited for the orchestrator to submit tasks; submit fewer, larger tasks or make "
-             "the orchestration function faster";
+             "the orchestration function faster" +
+             host;
     case Bound::Ring: {
       int ring = 0;
       for (int i = 1; i < 3; ++i) {
         if (ring_wait_ns[i] > ring_wait_ns[ring]) ring = i;
       }
+      const std::string field(ring_field_config_name(static_cast<RingField>(ring)));
       return "ring: " + share(orchestration) + " waited for the orchestrator, which blocked " +
-             format_duration_ns(ring_total) + " on full rings (mostly " +
-             std::string(ring_field_config_name(static_cast<RingField>(ring))) + "); raise " +
-             std::string(ring_field_config_name(static_cast<RingField>(ring))) +
-             " or end scopes sooner";
+             format_duration_ns(ring_total) + " on full rings (" +
+             percent(ring_total, orchestration) + " of that wait, at least the " +
+             percent(static_cast<uint64_t>(kRingShare * 100), 100) +
+             " that names the rings; mostly " + field + "); raise " + field +
+             " or end scopes sooner" + host;
     }
-    case Bound::Scheduling:
+    case Bound::Scheduling: {
+      // More scheduler threads help only where the host has CPUs to run them.
+      const uint32_t threads = model.shape.aicpu_threads + model.shape.kernel_threads;
+      const uint32_t hardware = model.host_load.hardware_threads;
+      const bool cpus_full = model.host_load.loaded() || (hardware > 0 && threads >= hardware);
+      std::string advice = "use fewer, larger tasks or more scheduler threads (aicpu_thread_num)";
+      if (cpus_full) {
+        advice =
+            "the run's " + std::to_string(threads) +
+            " host threads (AICPU threads and kernel threads) " +
+            (model.host_load.loaded() ? "shared a loaded host's " : "already reach the host's ") +
+            std::to_string(hardware) +
+            " hardware threads, so more scheduler threads would not help: use fewer, larger "
+            "tasks, or run on a host with more free CPUs";
+      }
       return "scheduling: " + share(scheduling) +
-             " is scheduler latency (completion to ready, ready to dispatch, dispatch to start); "
-             "use fewer, larger tasks or more scheduler threads (aicpu_thread_num)";
+             " is scheduler latency (completion to ready, ready to dispatch, dispatch to start); " +
+             advice + host;
+    }
     case Bound::TooFewCores:
       return "too_few_cores: " + share(cores) +
              " waited ready while every eligible core was busy; use more clusters "
-             "(cluster_count) or split the work differently";
+             "(cluster_count) or split the work differently" +
+             host;
     case Bound::Unknown:
+    case Bound::Failed:
+    case Bound::NoDominantCause:
       break;
   }
   return "unknown: " + share(unmeasured) +
-         " is waiting whose cause was not measured; switch on task_timing to split it";
+         " is waiting whose cause was not measured; switch on task_timing to split it" + host;
 }
 
 }  // namespace
@@ -331,6 +387,10 @@ const char* bound_name(Bound bound) {
       return "too_few_cores";
     case Bound::Unknown:
       return "unknown";
+    case Bound::Failed:
+      return "failed";
+    case Bound::NoDominantCause:
+      return "no_dominant_cause";
   }
   return "unknown";
 }
@@ -611,15 +671,28 @@ void split_waits(const RunModel& model, const std::vector<TaskTiming>& tasks,
 void kernels_and_cores(const RunModel& model, const TaskTable& table, Analysis& analysis) {
   std::unordered_map<int32_t, std::vector<uint64_t>> durations;
   std::unordered_map<int32_t, CoreUse> cores;
+  std::unordered_map<int32_t, std::vector<Interval>> ran;  // per core, its blocks' executions
   for (const BlockRun& block : model.blocks) {
     if (block.start_ns == kNoTime || block.end_ns == kNoTime) continue;
     const uint64_t ns = block.end_ns - block.start_ns;
     durations[table.tasks[table.find(block.task)].func_id].push_back(ns);
     if (block.core >= 0) {
-      CoreUse& use = cores[block.core];
-      ++use.blocks;
-      use.busy_ns += ns;
+      ++cores[block.core].blocks;
+      ran[block.core].push_back({block.start_ns, block.end_ns});
     }
+  }
+  // A core's busy time is the union of its blocks' executions: a core runs one block at a time,
+  // and the union keeps it so where records overlap.
+  for (auto& [core, list] : ran) {
+    std::sort(list.begin(), list.end(),
+              [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+    uint64_t busy = 0, until = 0;
+    for (const Interval& span : list) {
+      const uint64_t from = std::max(span.begin, until);
+      if (span.end > from) busy += span.end - from;
+      until = std::max(until, span.end);
+    }
+    cores[core].busy_ns = busy;
   }
   for (auto& [func_id, list] : durations) {
     std::sort(list.begin(), list.end());
@@ -691,19 +764,31 @@ Analysis analyze(const RunModel& model) {
   const std::vector<size_t> chain =
       critical_chain(model, table.tasks, last_finished(table.tasks), producers_of(model, table));
   split_waits(model, table.tasks, chain, totals.first_start_ns, analysis);
-  if (analysis.path_ns > 0) {
-    analysis.average_parallelism =
-        static_cast<double>(analysis.task_time_ns) / static_cast<double>(analysis.path_ns);
-  }
   kernels_and_cores(model, table, analysis);
-  if (analysis.path.empty()) {
-    analysis.bound = Bound::Unknown;
-    analysis.verdict = "unknown: no task finished, so there is no critical path";
-  } else {
-    analysis.verdict = decide_verdict(model, analysis);
+  if (analysis.chip_span_ns > 0) {
+    uint64_t busy = 0;
+    for (const CoreUse& use : analysis.cores) busy += use.busy_ns;
+    analysis.parallelism = static_cast<double>(busy) / static_cast<double>(analysis.chip_span_ns);
   }
+  analysis.verdict = decide_verdict(model, analysis);
   add_caveats(model, totals, analysis);
   return analysis;
+}
+
+uint32_t run_cores(const ChipShape& shape) {
+  return shape.clusters != 0 ? shape.clusters * 3 : shape.cores;
+}
+
+std::string parallelism_text(const RunModel& model, const Analysis& analysis) {
+  char text[160];
+  std::snprintf(text, sizeof text, "parallelism %.2f of %u cores", analysis.parallelism,
+                run_cores(model.shape));
+  std::string out = text;
+  if (model.shape.kernel_threads > 0) {
+    out += " (" + std::to_string(model.shape.kernel_threads) + " host thread" +
+           (model.shape.kernel_threads == 1 ? "" : "s") + " ran kernels)";
+  }
+  return out;
 }
 
 std::string format_summary(const RunModel& model, const Analysis& analysis,
@@ -715,11 +800,12 @@ std::string format_summary(const RunModel& model, const Analysis& analysis,
   } else {
     std::snprintf(line, sizeof line,
                   "  critical path: %zu task(s), %s of kernels, %s with waits; chip span %s, "
-                  "wall %s; average parallelism %.2f\n",
+                  "wall %s; %s\n",
                   analysis.path.size(), format_duration_ns(analysis.path_ns).c_str(),
                   format_duration_ns(analysis.path_with_waits_ns).c_str(),
                   format_duration_ns(analysis.chip_span_ns).c_str(),
-                  format_duration_ns(analysis.wall_ns).c_str(), analysis.average_parallelism);
+                  format_duration_ns(analysis.wall_ns).c_str(),
+                  parallelism_text(model, analysis).c_str());
     text += line;
     text += "  path waits:";
     for (int kind = 0; kind < kWaitKinds; ++kind) {

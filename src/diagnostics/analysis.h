@@ -57,22 +57,40 @@ struct CoreUse {
   uint32_t core = 0;
   std::string label;
   uint64_t blocks = 0;
-  uint64_t busy_ns = 0;
+  uint64_t busy_ns = 0;    // the time it ran a block (finished blocks)
   double utilisation = 0;  // busy / the chip's active span (first start to last end)
 };
 
-// What bounded the run, decided from the path and the utilisation.
-enum class Bound : uint8_t { Orchestration, Scheduling, Kernels, Ring, TooFewCores, Unknown };
-const char* bound_name(Bound bound);  // "orchestration", "scheduling", "kernels", "ring", ...
+// What bounded the run. A failed run's verdict is its failure (Failed). Otherwise the cause whose
+// share of the critical path (with waits) is at least kDominantShare: kernel time (Kernels), the
+// orchestrator's submissions (Orchestration, or Ring when the orchestrator blocked on full rings
+// for at least kRingShare of that wait), scheduler latency (Scheduling), cores all busy
+// (TooFewCores), waits whose cause was not measured (Unknown, also: no task finished); none that
+// reaches it: NoDominantCause. docs/report.md lists them for users.
+enum class Bound : uint8_t {
+  Orchestration,
+  Scheduling,
+  Kernels,
+  Ring,
+  TooFewCores,
+  Unknown,
+  Failed,
+  NoDominantCause,
+};
+const char* bound_name(Bound bound);  // "orchestration", ..., "failed", "no_dominant_cause"
+inline constexpr double kDominantShare = 0.5;
+inline constexpr double kRingShare = 0.5;
 
 struct Analysis {
-  std::vector<PathStep> path;           // first step first
-  uint64_t path_ns = 0;                 // sum of the path's task spans
-  uint64_t path_with_waits_ns = 0;      // first start to last end along the path
-  uint64_t chip_span_ns = 0;            // first block start to last block end
-  uint64_t wall_ns = 0;                 // RunModel::wall_ns
-  uint64_t task_time_ns = 0;            // sum of all block spans
-  double average_parallelism = 0;       // task_time / path_ns
+  std::vector<PathStep> path;       // first step first
+  uint64_t path_ns = 0;             // sum of the path's task spans
+  uint64_t path_with_waits_ns = 0;  // first start to last end along the path
+  uint64_t chip_span_ns = 0;        // first block start to last block end
+  uint64_t wall_ns = 0;             // RunModel::wall_ns
+  uint64_t task_time_ns = 0;        // sum of all block spans
+  // The cores' busy time (their blocks' execution, finished blocks) over the chip span: how many
+  // cores ran a block at an average instant, so never more than the cores that ran blocks.
+  double parallelism = 0;
   uint64_t waited_ns[kWaitKinds] = {};  // sums over the path
   std::vector<KernelStat> kernels;      // by total time, largest first
   std::vector<CoreUse> cores;           // cores that ran something, by core number
@@ -85,6 +103,11 @@ Analysis analyze(const RunModel& model);
 
 // "456 ns", "12.3 us", "1.234 ms", "2.500 s" (the summary, critical_path.md and the page).
 std::string format_duration_ns(uint64_t ns);
+
+// The cores of the clusters the run used (shape.cores when the clusters were not recorded).
+uint32_t run_cores(const ChipShape& shape);
+// "parallelism 3.21 of 24 cores (2 host threads ran kernels)".
+std::string parallelism_text(const RunModel& model, const Analysis& analysis);
 
 // The short text `chiprt run --diag` and `chiprt report` print.
 std::string format_summary(const RunModel& model, const Analysis& analysis,

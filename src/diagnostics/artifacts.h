@@ -8,9 +8,11 @@
 // the model's rows, a few bytes per row.
 //
 // Layouts (times in ns from the run start unless said; a CSV time left empty was not recorded):
-//   run.json            always: variant, config switches, shape, kernels, clock_hz, anchors,
-//                       wall_ns, host spans, have_edges, records received/dropped, drop reason,
-//                       notes, counters_note, error (with the stall sub-class), files written.
+//   run.json            always: variant, config switches, shape (with kernel_threads), kernels,
+//                       clock_hz, anchors, wall_ns, host_load (1-minute load average at start and
+//                       end, hardware threads), host spans, have_edges, records received/dropped,
+//                       drop reason, notes, counters_note, error (with the stall sub-class), files
+//                       written.
 //   trace.json          swimlane_level > 0: {"displayTimeUnit","otherData","traceEvents"}, ts/dur
 //                       in us with 3 decimals (exact ns). pid 1 host, pid 2 AICPU (tid = thread),
 //                       pid 3+c cluster c (tid 0 AIC, 1 AIV0, 2 AIV1). Block slices: ph X, cat

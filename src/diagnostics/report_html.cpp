@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chiprt/run_report.h"
+
 namespace chiprt::diagnostics {
 namespace {
 
@@ -100,10 +102,10 @@ json build_json(const RunModel& m, const Analysis& a, Chunks& out) {
   // already, but a hand-built model need not be).
   std::vector<std::pair<uint64_t, int32_t>> func_of;
   func_of.reserve(m.nodes.size());
-  uint64_t dep_only = 0, internal = 0;
+  uint64_t dep_only = 0, internal = 0;  // the user's dependency-only tasks; the runtime's own
   for (const TaskNode& n : m.nodes) {
     func_of.emplace_back(n.task, n.func_id);
-    dep_only += n.dependency_only;
+    dep_only += n.dependency_only && !n.internal;
     internal += n.internal;
   }
   if (!std::is_sorted(func_of.begin(), func_of.end())) {
@@ -235,8 +237,14 @@ json build_json(const RunModel& m, const Analysis& a, Chunks& out) {
               {"clock_hz", m.clock_hz},
               {"wall_ns", m.wall_ns},
               {"tasks", m.nodes.size()},
+              {"tasks_text", format_task_count(m.nodes.size() - internal - dep_only, dep_only)},
               {"dependency_only", dep_only},
               {"internal", internal},
+              {"host_load",
+               {{"start", m.host_load.start},
+                {"end", m.host_load.end},
+                {"hardware_threads", m.host_load.hardware_threads},
+                {"loaded", m.host_load.loaded()}}},
               {"edges", m.edges.size()},
               {"have_edges", m.have_edges},
               {"blocks_total", m.blocks.size()},
@@ -266,7 +274,9 @@ json build_json(const RunModel& m, const Analysis& a, Chunks& out) {
                 {"orchestrator_threads", m.shape.orchestrator_threads},
                 {"clusters", m.shape.clusters},
                 {"device_clusters", m.shape.device_clusters},
-                {"cores", m.shape.cores}};
+                {"cores", m.shape.cores},
+                {"run_cores", run_cores(m.shape)},
+                {"kernel_threads", m.shape.kernel_threads}};
 
   json scopes = json::array();
   for (const ScopeStat& s : m.scopes) {
@@ -325,7 +335,7 @@ json build_json(const RunModel& m, const Analysis& a, Chunks& out) {
   for (uint64_t w : a.waited_ns) waited.push_back(w);
   d["a"] = {{"path_ns", a.path_ns},           {"path_with_waits_ns", a.path_with_waits_ns},
             {"chip_span_ns", a.chip_span_ns}, {"wall_ns", a.wall_ns},
-            {"task_time_ns", a.task_time_ns}, {"average_parallelism", a.average_parallelism},
+            {"task_time_ns", a.task_time_ns}, {"parallelism", a.parallelism},
             {"waited", std::move(waited)},    {"kernels", std::move(ks)},
             {"cores", std::move(cores)},      {"bound", bound_name(a.bound)},
             {"verdict", a.verdict},           {"caveats", a.caveats}};
@@ -416,11 +426,74 @@ function section(title, cls) {
   return s;
 }
 function empty(s, text) { s.appendChild(el('div', 'empty', text)); }
+// What every figure on the page means, shown as its tooltip (docs/report.md says the same).
+var DEF = {
+  'wall time': 'Worker::run entry to the end of the read-back, on the host clock',
+  'chip span': 'first block start to last block end on the chip',
+  'task time (all blocks)': 'the sum of every finished block\'s execution time (start to end on its core)',
+  'critical path (tasks)': 'the execution time of the tasks on the critical path, waits left out',
+  'critical path (with waits)': 'the run\'s first block start to the end of the critical path: its tasks and every wait between them',
+  'parallelism': 'the cores\' busy time (their blocks\' executions) over the chip span: how many cores ran a block at an average instant; never more than the cores',
+  'cores': 'the cores of the clusters the run used (1 AIC + 2 AIV per cluster)',
+  'host threads that ran kernels': 'host threads the simulated chip ran its cores\' kernels on (1 serial; the AICPU threads when kicks run kernels; else the executor pool); parallelism above it or above the hardware threads means blocks shared CPUs',
+  'host': 'the host\'s hardware threads and its 1-minute load average when the chip started and stopped; loaded when the load reached the hardware threads',
+  'tasks': 'the tasks the orchestration submitted: kernel tasks run on cores, dependency-only tasks (submit_dummy, allocate) only order others',
+  'runtime scope fences': 'host_build_graph\'s own dependency-only tasks, one per ended scope that owned runtime outputs (not counted in tasks)',
+  'edges': 'dependencies between tasks (RAW, WAW, WAR, after(), and the runtime\'s own)',
+  'blocks run': 'blocks (a task\'s parts, one per core it ran on) that started on a core',
+  'chip': 'clusters the run used of the device\'s, and the AICPU scheduler threads',
+  'message': 'the error\'s message', 'hint': 'what to change', 'stall': 'the scheduler timeout\'s sub-class',
+  'stuck task': 'the task that was running when the run stopped', 'stuck core': 'the core it ran on',
+  'status code': 'the chiprt::StatusCode number',
+  '#': 'the step\'s place on the path', 'task': 'the public task id', 'kernel': 'the kernel (symbol and func_id)',
+  'core': 'the core of the task\'s first block', 'start': 'first block start, from the run start',
+  'duration': 'first block start to last block end', 'gap': 'from the previous step\'s end (or the run\'s first start) to this start',
+  'main wait': 'the largest part of the gap',
+  'wait orchestrator': 'not yet submitted: the orchestrator submitted the task after its predecessor ended',
+  'wait data': 'submitted, a producer not yet finished (up to the ready time)',
+  'wait scheduler': 'ready and a core free, not yet dispatched',
+  'wait core': 'ready, but every eligible core was busy (or dispatched to a core still running another block)',
+  'wait launch': 'dispatched, not yet started on the core (the handshake)',
+  'wait unmeasured': 'waiting whose cause was not recorded (switch on task timing)',
+  'blocks': 'finished blocks counted in this row', 'total': 'the sum of the blocks\' execution times',
+  'share': 'this kernel\'s total over the task time', 'mean': 'total over blocks',
+  'p50': 'median block time (nearest rank)', 'p99': '99th percentile block time (nearest rank)', 'max': 'the longest block',
+  'busy': 'the time the core ran a block', 'utilisation of the chip span': 'busy time over the chip span',
+  'scope': 'the scope\'s number, in the order scopes opened', 'depth': 'its nesting depth',
+  'task window peak': 'the most task-window slots in use / its capacity',
+  'heap peak (bytes)': 'the most ring-heap bytes in use / its capacity', 'dep pool peak': 'the most dependency-pool entries in use / its capacity',
+  'waits (window, heap, pool)': 'times the orchestrator blocked on each full ring', 'wait time': 'how long it blocked on each',
+  'instructions': 'retired instructions (hardware counter) summed over the blocks that measured them',
+  'cycles': 'CPU cycles (hardware counter) summed over the blocks that measured them',
+  'CPU time': 'the kernels\' thread CPU time', 'instructions per cycle': 'instructions over cycles',
+  'records received': 'diagnostics records the host read from the chip', 'records dropped': 'records lost to a full stream',
+  'clock': 'the chip clock the times were converted from', 'switches': 'the diagnostics switches of the run'
+};
+var BOUNDS = {
+  kernels: 'kernel time is at least 50% of the critical path (with waits)',
+  orchestration: 'waiting for the orchestrator to submit is at least 50% of the critical path',
+  ring: 'waiting for the orchestrator is at least 50% of the critical path and at least half of it was blocked on full rings',
+  scheduling: 'scheduler latency (completion to ready, ready to dispatch, dispatch to start) is at least 50% of the critical path',
+  too_few_cores: 'waiting with every eligible core busy is at least 50% of the critical path',
+  unknown: 'unmeasured waiting is at least 50% of the critical path, or no task finished',
+  failed: 'the run failed: the verdict is its error',
+  no_dominant_cause: 'no cause reaches 50% of the critical path'
+};
+// Sets el's tooltip to the definition of `label` (or `given`); a figure without one has none,
+// which the browser test catches.
+function define(e, label, given) {
+  var d = given !== undefined ? given : DEF[label];
+  if (d) e.title = d;
+}
 // rows: arrays of cells; a cell is text, or a Node. left: indices of left-aligned columns.
 function table(parent, heads, rows, left, cap) {
   var wrap = el('div', 'scroll'), tb = el('table'), tr = el('tr');
   left = left || [0];
-  heads.forEach(function (h, i) { tr.appendChild(el('th', left.indexOf(i) >= 0 ? 'l' : null, h)); });
+  heads.forEach(function (h, i) {  // a head is its text, or [text, definition]
+    var th = el('th', left.indexOf(i) >= 0 ? 'l' : null, Array.isArray(h) ? h[0] : h);
+    define(th, Array.isArray(h) ? h[0] : h, Array.isArray(h) ? h[1] : undefined);
+    tr.appendChild(th);
+  });
   tb.appendChild(tr);
   var n = cap ? Math.min(rows.length, cap) : rows.length;
   for (var r = 0; r < n; r++) {
@@ -439,8 +512,9 @@ function table(parent, heads, rows, left, cap) {
 function kv(parent, pairs) {
   var tb = el('table', 'kv');
   pairs.forEach(function (p) {
-    var tr = el('tr');
-    tr.appendChild(el('td', null, p[0]));
+    var tr = el('tr'), label = el('td', null, p[0]);
+    define(label, p[0]);
+    tr.appendChild(label);
     tr.appendChild(el('td', null, p[1]));
     tb.appendChild(tr);
   });
@@ -450,6 +524,7 @@ function facts(parent, pairs) {  // label: value pairs on wrapping lines
   var d = el('div', 'facts');
   pairs.forEach(function (p) {
     var f = el('span'); f.appendChild(el('b', null, p[0] + ' ')); f.appendChild(document.createTextNode(p[1]));
+    define(f, p[0]);
     d.appendChild(f);
   });
   parent.appendChild(d);
@@ -610,21 +685,32 @@ if (E) {
   ep.push(['status code', String(E.code)]);
   kv(es, ep);
 }
+function hostText() {
+  var L = R.host_load, load = function (v) { return v >= 0 ? v.toFixed(2) : 'unknown'; };
+  if (!L || !L.hardware_threads) return 'not recorded';
+  return L.hardware_threads + ' hardware threads, load ' + load(L.start) + ' \u2192 ' + load(L.end) +
+    (L.loaded ? ' (loaded)' : '');
+}
 var vs = section('Verdict');
 if (A.verdict) {
   var vl = el('div');
-  vl.appendChild(el('span', 'badge', A.bound));
+  var badge = el('span', 'badge', A.bound);
+  define(badge, A.bound, BOUNDS[A.bound]);
+  vl.appendChild(badge);
   vl.appendChild(el('span', null, A.verdict));
   vs.appendChild(vl);
 } else empty(vs, 'No verdict (no analysis of this run).');
 facts(vs, [['wall time', fmt(R.wall_ns)], ['chip span', fmt(A.chip_span_ns)],
   ['task time (all blocks)', fmt(A.task_time_ns)], ['critical path (tasks)', fmt(A.path_ns)],
   ['critical path (with waits)', fmt(A.path_with_waits_ns)],
-  ['average parallelism', A.average_parallelism ? A.average_parallelism.toFixed(2) : '\u2014'],
-  ['tasks', num(R.tasks) + (R.dependency_only ? ' (' + num(R.dependency_only) + ' dependency-only)' : '')],
+  ['parallelism', A.chip_span_ns ? A.parallelism.toFixed(2) : '\u2014'],
+  ['cores', num(SH.run_cores)],
+  ['host threads that ran kernels', SH.kernel_threads ? num(SH.kernel_threads) : '\u2014'],
+  ['host', hostText()],
+  ['tasks', R.tasks_text]].concat(R.internal ? [['runtime scope fences', num(R.internal)]] : [], [
   ['edges', R.have_edges ? num(R.edges) : 'not collected'],
   ['blocks run', num(R.blocks_run) + (R.blocks_unrun ? ' (' + num(R.blocks_unrun) + ' never ran)' : '')],
-  ['chip', SH.clusters + ' of ' + SH.device_clusters + ' clusters, ' + SH.aicpu_threads + ' AICPU threads']]);
+  ['chip', SH.clusters + ' of ' + SH.device_clusters + ' clusters, ' + SH.aicpu_threads + ' AICPU threads']]));
 if (A.caveats && A.caveats.length) {
   var ul = el('ul');
   A.caveats.forEach(function (c) { ul.appendChild(el('li', null, c)); });
@@ -916,7 +1002,8 @@ if (A.path.length) {
     (SAMPLED.path > 1 ? ' (every ' + SAMPLED.path + 'th listed)' : '') + ', ' + fmt(A.path_ns) + ' in tasks, ' +
     fmt(A.path_with_waits_ns) + ' with waits; waited ' + fmt(wsum) + ': ' +
     WN.map(function (n, j) { return n + ' ' + fmt(wt[j]); }).join(', ')));
-  table(ps, ['#', 'task', 'kernel', 'core', 'start', 'duration', 'gap'].concat(WN, ['main wait']),
+  table(ps, ['#', 'task', 'kernel', 'core', 'start', 'duration', 'gap'].concat(
+    WN.map(function (n) { return [n, DEF['wait ' + n]]; }), ['main wait']),
     A.path.map(function (p, j) {
       return [p[13], p[0], kname(p[1]), coreLabel(p[2]), fmt(p[3]),
         p[3] === null || p[4] === null ? '\u2014' : fmt(p[4] - p[3]), fmt(p[5])]
@@ -942,7 +1029,7 @@ if (A.cores.length) {
 var ss = section('Scopes');
 if (D.scopes.length) {
   function occ(p, c) { return num(p) + ' / ' + num(c) + (c ? ' (' + pct(p / c) + ')' : ''); }
-  table(ss, ['scope', 'depth', 'tasks', 'task window peak', 'heap peak (bytes)', 'dep pool peak',
+  table(ss, ['scope', 'depth', ['tasks', 'tasks submitted inside the scope'], 'task window peak', 'heap peak (bytes)', 'dep pool peak',
     'waits (window, heap, pool)', 'wait time'], D.scopes.map(function (s) {
     return [s[0], s[1], num(s[2]), occ(s[3], s[4]), occ(s[5], s[6]), occ(s[7], s[8]),
       s[9].join(', '), s[10].map(fmt).join(', ')];

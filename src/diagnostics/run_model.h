@@ -33,6 +33,22 @@ struct ChipShape {
   uint32_t clusters = 0;              // clusters the run used
   uint32_t device_clusters = 0;       // core numbering: AIC c = cluster c, AIV 2k/2k+1 after
   uint32_t cores = 0;                 // device cores (device_clusters * 3)
+  // Host threads that ran the kernels (a simulated chip runs its cores on host threads: 1
+  // serial, the AICPU threads when kicks run kernels, else the executor pool); 0 where the
+  // cores are the chip's own (nothing to count) or it was not recorded.
+  uint32_t kernel_threads = 0;
+};
+// How busy the host was while the run ran: the 1-minute load average when the chip started and
+// when it stopped (negative: not known), and the host's hardware threads (0: not known).
+struct HostLoad {
+  double start = -1;
+  double end = -1;
+  uint32_t hardware_threads = 0;
+  // The load reached the hardware threads at the start or the end: other work competed with the
+  // run for the CPUs (the rule `chiprt bench` uses too).
+  bool loaded() const noexcept {
+    return hardware_threads > 0 && (start >= hardware_threads || end >= hardware_threads);
+  }
 };
 // The cluster and lane (0 AIC, 1 AIV0, 2 AIV1) of core `core` (platform::Geometry numbering:
 // cores [0, clusters) are AIC, then two AIV per cluster).
@@ -181,6 +197,7 @@ struct RunModel {
   uint64_t clock_hz = 0;
   std::vector<std::pair<uint64_t, uint64_t>> anchors;  // (host ns from run start, chip cycles)
   uint64_t wall_ns = 0;                                // run start to the end of read-back
+  HostLoad host_load;
 
   std::vector<HostSpan> host_spans;
   std::vector<TaskNode> nodes;  // by public task id order

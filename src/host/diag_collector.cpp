@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <fstream>
 #include <span>
 #include <utility>
 
@@ -217,7 +218,21 @@ void DiagCollector::host_span(std::string name, Clock::time_point begin, Clock::
   host_spans_.push_back({std::move(name), ns_since(t_entry_, begin), ns_since(t_entry_, end)});
 }
 
+namespace {
+
+// The host's 1-minute load average (/proc/loadavg), or -1 where it cannot be read: two small reads
+// a run, and only a run with diagnostics on has a collector.
+double read_load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one_minute = -1;
+  return in >> one_minute ? one_minute : -1;
+}
+
+}  // namespace
+
 void DiagCollector::start() {
+  host_load_.start = read_load_average();
+  host_load_.hardware_threads = std::thread::hardware_concurrency();
   anchors_.emplace_back(ns_since(t_entry_, Clock::now()), platform_.chip_cycles_now());
   decoder_.set_anchor(anchors_.front().first, anchors_.front().second);
   started_ = true;
@@ -285,8 +300,10 @@ void DiagCollector::finish_chip(const common::ChipResult* result) {
   }
   stop_cv_.notify_all();
   if (drainer_.joinable()) drainer_.join();
-  if (started_)
+  if (started_) {
     anchors_.emplace_back(ns_since(t_entry_, Clock::now()), platform_.chip_cycles_now());
+    host_load_.end = read_load_average();
+  }
   if (region_.addr != 0) {
     drain_once();
     for (const StreamCursor& cursor : streams_) {
@@ -368,6 +385,10 @@ diagnostics::RunModel DiagCollector::describe_run() const {
   model.shape.clusters = plan_.shape.clusters;
   model.shape.device_clusters = geometry_.clusters;
   model.shape.cores = geometry_.clusters * 3;
+  model.shape.kernel_threads = plan_.shape.serial            ? 1
+                               : geometry_.kicks_run_kernels ? plan_.shape.aicpu_threads
+                                                             : geometry_.kernel_threads;
+  model.host_load = host_load_;
   model.kernels = kernels_;
   model.clock_hz = geometry_.clock_hz;
   model.anchors = anchors_;

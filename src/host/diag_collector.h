@@ -144,8 +144,9 @@ class DiagCollector {
   std::vector<diagnostics::HostSpan> host_spans_;
   // Anchors: (host ns from t_entry, chip cycles) at start and at finish.
   std::vector<std::pair<uint64_t, uint64_t>> anchors_;
-  uint64_t wall_ns_ = 0;  // set by reserve_directory
-  std::string dir_;       // the reserved run directory
+  uint64_t wall_ns_ = 0;             // set by reserve_directory
+  diagnostics::HostLoad host_load_;  // read at start and at finish_chip
+  std::string dir_;                  // the reserved run directory
   uint32_t run_number_ = 0;
   uint64_t dropped_ = 0;
   std::string counters_reason_;

@@ -34,6 +34,9 @@ struct Geometry {
   // SimCoreExecution::Aicpu), so kernels run inside the scheduler's dispatch pass. A property of
   // the chip: the host passes it to the scheduler in ChipLaunchArgs::kicks_run_kernels.
   bool kicks_run_kernels = false;
+  // Host threads that run the cores' kernels (sim: its executor pool; 0 on a serial chip, with
+  // kicks_run_kernels, and where the cores are the chip's own). Diagnostics report it.
+  uint32_t kernel_threads = 0;
 };
 
 // Core numbering: cores [0, clusters) are AIC, [clusters, 3*clusters) are AIV; cluster c owns

@@ -4,7 +4,9 @@
 # data-errors="0", data-task-marks = the blocks the fixture ran), for a small run and a large one;
 # then drives the timeline with synthetic events and takes a screenshot.
 # Then real runs: `chiprt run bgemm --diag all` on both variants, whose page must hold one mark per
-# block of its tasks.csv; the screenshot of the first is report_bgemm.png.
+# block of its tasks.csv and state its tasks as the CLI does; the screenshot of the first is
+# report_bgemm.png. Every page's figures (table heads, facts, key-value labels, the verdict's
+# badge) must carry their definition (a title).
 # Usage: check_report.sh FIXTURE OUT_DIR CHIPRT. Exits 77 (skipped) without chromium.
 set -euo pipefail
 
@@ -54,9 +56,62 @@ check_marks() {
   [ "$(attr data-task-marks)" = "$expected" ] || { echo "FAIL: data-task-marks is not $expected"; fail=1; }
   return $fail
 }
+# Every figure on the page is defined there: each table head, each fact of a facts line, each
+# label of a key-value table and the verdict's badge carries a tooltip (title).
+check_definitions() {
+  local dom=$1
+  /usr/bin/python3 - "$dom" <<'PY' || return 1
+import sys
+from html.parser import HTMLParser
+
+class Figures(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.missing, self.seen, self.pending = [], [], 0, None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        parent = self.stack[-1] if self.stack else ("", {}, 0)
+        figure = (tag == "th" or (tag == "span" and "facts" in parent[1].get("class", "").split())
+                  or (tag == "span" and "badge" in a.get("class", "").split())
+                  or (tag == "td" and parent[0] == "tr" and parent[2] == 0
+                      and self.kv_depth() is not None))
+        if tag == "td" and parent[0] == "tr":
+            self.stack[-1] = (parent[0], parent[1], parent[2] + 1)
+        if figure:
+            self.seen += 1
+            if not a.get("title"):
+                self.pending = [tag, ""]
+        if tag not in ("br", "img", "input", "meta", "link", "col"):
+            self.stack.append((tag, a, 0))
+    def kv_depth(self):
+        for tag, a, _ in reversed(self.stack):
+            if tag == "table":
+                return 0 if "kv" in a.get("class", "").split() else None
+        return None
+    def handle_data(self, data):
+        if self.pending is not None:
+            self.pending[1] += data
+    def handle_endtag(self, tag):
+        if self.pending is not None and tag == self.pending[0]:
+            self.missing.append(self.pending[1].strip()[:60])
+            self.pending = None
+        while self.stack:
+            if self.stack.pop()[0] == tag:
+                break
+
+parser = Figures()
+parser.feed(open(sys.argv[1], encoding="utf-8").read())
+if parser.missing:
+    print("FAIL: %d of %d figures have no definition on the page: %s"
+          % (len(parser.missing), parser.seen, "; ".join(parser.missing)))
+    sys.exit(1)
+print("definitions: all %d figures defined" % parser.seen)
+PY
+}
 dom="$out_dir/report_dom.html"
 fail=0
 check_marks "$page" "$dom" "$expected" || fail=1
+check_definitions "$dom" || fail=1
 # Markup in a kernel symbol stays text: the fixture's "<b>x</b>" must not become an element.
 if grep -q '<b>x</b>' "$dom"; then
   echo "FAIL: a kernel symbol's markup reached the DOM unescaped"
@@ -73,6 +128,7 @@ rm -f "$large" "$out_dir/report_large_dom.html"
 # A run that recorded nothing: every section says so, no script errors, no marks.
 "$fixture" "$out_dir/report_empty.html" empty >/dev/null
 check_marks "$out_dir/report_empty.html" "$out_dir/report_empty_dom.html" 0 || exit 1
+check_definitions "$out_dir/report_empty_dom.html" || exit 1
 
 # The timeline's handlers, driven by synthetic events from a page that frames the report (file
 # pages may reach each other only with --allow-file-access-from-files).
@@ -146,6 +202,10 @@ for runtime in host_build_graph tensormap_ringbuffer; do
   blocks=$(awk -F, 'NR > 1 && $2 != "" && $10 != ""' "$diag/run-0001/tasks.csv" | wc -l)
   [ "$blocks" -gt 0 ] || { echo "FAIL: $diag/run-0001/tasks.csv has no executed block"; exit 1; }
   check_marks "$diag/run-0001/report.html" "$out_dir/bgemm_${runtime}_dom.html" "$blocks" || exit 1
+  check_definitions "$out_dir/bgemm_${runtime}_dom.html" || exit 1
+  # The task count as the CLI and the docs state it.
+  grep -q '<b>tasks </b>128 kernel tasks<' "$out_dir/bgemm_${runtime}_dom.html" ||
+    { echo "FAIL: the bgemm page does not state its tasks as '128 kernel tasks'"; exit 1; }
 done
 
 shot="$out_dir/report_screenshot.png"

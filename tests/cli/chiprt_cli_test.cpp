@@ -52,7 +52,7 @@ TEST_F(ChiprtCli, RunVectorExamplePassesWithTimingTable) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "PASS vector_example/default")) << r.output;
   EXPECT_TRUE(contains(r.output, "max abs error")) << r.output;
-  EXPECT_TRUE(contains(r.output, "(20 kernel tasks)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "), 20 kernel tasks\n")) << r.output;
   EXPECT_TRUE(contains(r.output, "timing (us)")) << r.output;
   EXPECT_TRUE(contains(r.output, "host prepare")) << r.output;
   EXPECT_TRUE(contains(r.output, "device wall")) << r.output;
@@ -72,7 +72,7 @@ TEST_F(ChiprtCli, GraphOptionPrintsTheShapeAndWritesDot) {
     EXPECT_TRUE(contains(r.output, "PASS bgemm/small")) << r.output;
     // 4 x 4 C tiles, each a chain of 4 (matmul -> accumulate) steps and its scope's fence.
     EXPECT_TRUE(contains(r.output,
-                         "graph: 144 tasks (128 kernel, 16 dependency-only), 240 edges, 64 "
+                         "graph: 128 kernel tasks, 16 runtime scope fences, 240 edges, 64 "
                          "sources, 16 sinks, depth 6"))
         << r.output;
     EXPECT_TRUE(contains(r.output, "graph written to " + dot.string())) << r.output;
@@ -102,6 +102,8 @@ TEST_F(ChiprtCli, RoundsReportMedianMinMax) {
   const CommandResult r = run_chiprt("run bgemm --case small --rounds 3 --clusters 2 --serial");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "PASS bgemm/small")) << r.output;
+  // The task count as the report and the docs state it.
+  EXPECT_TRUE(contains(r.output, "), 128 kernel tasks\n")) << r.output;
   EXPECT_TRUE(contains(r.output, "over 3 rounds")) << r.output;
   EXPECT_TRUE(contains(r.output, "median")) << r.output;
   EXPECT_TRUE(contains(r.output, "serial")) << r.output;
@@ -111,7 +113,14 @@ TEST_F(ChiprtCli, WavefrontWithExplicitAicpuThreads) {
   const CommandResult r = run_chiprt("run wavefront --case small --aicpu-threads 2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "PASS wavefront/small")) << r.output;
-  EXPECT_TRUE(contains(r.output, "64 tasks (64 kernel tasks)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "), 64 kernel tasks\n")) << r.output;
+}
+
+// A run's task count with dependency-only tasks, stated as the report and the docs state it.
+TEST_F(ChiprtCli, TaskCountNamesTheDependencyOnlyTasks) {
+  const CommandResult r = run_chiprt("run paged_attention --case small");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "), 76 kernel tasks + 4 dependency-only\n")) << r.output;
 }
 
 TEST_F(ChiprtCli, UnknownExampleNamesTheValidOnes) {
@@ -284,6 +293,36 @@ TEST_F(ChiprtCli, DiagWritesARunDirectoryAndPrintsTheSummary) {
   EXPECT_TRUE(contains(report.output, "report: " + dir + "/run-0001/report.html")) << report.output;
   EXPECT_TRUE(std::filesystem::exists(dir + "/run-0001/report.html"));
   std::filesystem::remove_all(dir);
+}
+
+// critical_path.json's number `key` (the first occurrence), or -1.
+double json_number(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find("\"" + key + "\":");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size() + 3));
+}
+
+// Parallelism is the cores' busy time over the chip span: never more than the run's cores, on
+// every example, on both variants.
+TEST_F(ChiprtCli, ParallelismNeverExceedsTheCoresOnAnyExample) {
+  for (const char* example : {"vector_example", "bgemm", "wavefront", "paged_attention"}) {
+    for (const char* runtime : {"host_build_graph", "tensormap_ringbuffer"}) {
+      SCOPED_TRACE(std::string(example) + " " + runtime);
+      const std::string dir = fresh_dir("parallelism");
+      const CommandResult r = run_chiprt("run " + std::string(example) + " --runtime " + runtime +
+                                         " --diag deps,tasks --diag-dir " + dir);
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      std::ifstream in(dir + "/run-0001/critical_path.json");
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      const double parallelism = json_number(text, "parallelism");
+      const double cores = json_number(text, "run_cores");
+      EXPECT_GT(parallelism, 0) << text.substr(0, 400);
+      EXPECT_GT(cores, 0) << text.substr(0, 400);
+      EXPECT_LE(parallelism, cores) << text.substr(0, 400);
+      EXPECT_TRUE(contains(r.output, " cores")) << r.output;
+      std::filesystem::remove_all(dir);
+    }
+  }
 }
 
 // --pipeline submits the rounds two in flight, on both variants, with diagnostics on: every

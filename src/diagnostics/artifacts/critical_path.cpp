@@ -27,11 +27,11 @@ void write_critical_path_md(TextOut& out, const RunModel& model, const Analysis&
   out << "**Verdict:** " << a.verdict << "\n\n";
   std::snprintf(line, sizeof line,
                 "Path: %zu step(s), %s of kernel time, %s with waits; chip span %s; wall %s; "
-                "task time %s; average parallelism %.2f.\n\n",
+                "task time %s; %s.\n\n",
                 a.path.size(), format_duration_ns(a.path_ns).c_str(),
                 format_duration_ns(a.path_with_waits_ns).c_str(),
                 format_duration_ns(a.chip_span_ns).c_str(), format_duration_ns(a.wall_ns).c_str(),
-                format_duration_ns(a.task_time_ns).c_str(), a.average_parallelism);
+                format_duration_ns(a.task_time_ns).c_str(), parallelism_text(model, a).c_str());
   out << line;
   out << "## Steps\n\n| # | task | kernel | core | start | end | span | waited | main wait |";
   for (int k = 0; k < kWaitKinds; ++k)
@@ -90,7 +90,9 @@ void write_critical_path_json(TextOut& out, const RunModel& model, const Analysi
   head["chip_span_ns"] = a.chip_span_ns;
   head["wall_ns"] = a.wall_ns;
   head["task_time_ns"] = a.task_time_ns;
-  head["average_parallelism"] = a.average_parallelism;
+  head["parallelism"] = a.parallelism;
+  head["run_cores"] = run_cores(model.shape);
+  head["kernel_threads"] = model.shape.kernel_threads;
   head["waited_ns"] = waits_json(a.waited_ns);
   json kernels = json::array();
   for (const KernelStat& k : a.kernels) {

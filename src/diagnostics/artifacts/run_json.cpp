@@ -26,7 +26,8 @@ json run_json(const RunModel& model, const std::vector<std::string>& files) {
                   {"orchestrator_threads", s.orchestrator_threads},
                   {"clusters", s.clusters},
                   {"device_clusters", s.device_clusters},
-                  {"cores", s.cores}};
+                  {"cores", s.cores},
+                  {"kernel_threads", s.kernel_threads}};
   json kernels = json::array();
   for (const KernelName& k : model.kernels) {
     kernels.push_back({{"func_id", k.func_id},
@@ -40,6 +41,11 @@ json run_json(const RunModel& model, const std::vector<std::string>& files) {
   for (const auto& [ns, cycles] : model.anchors) anchors.push_back({ns, cycles});
   run["anchors"] = std::move(anchors);
   run["wall_ns"] = model.wall_ns;
+  const HostLoad& load = model.host_load;
+  auto known = [](double value) { return value >= 0 ? json(value) : json(nullptr); };
+  run["host_load"] = {{"start", known(load.start)},
+                      {"end", known(load.end)},
+                      {"hardware_threads", load.hardware_threads}};
   json spans = json::array();
   for (const HostSpan& span : model.host_spans) {
     spans.push_back({{"name", span.name}, {"begin_ns", span.begin_ns}, {"end_ns", span.end_ns}});
@@ -94,6 +100,7 @@ void read_run_json(const std::string& path, RunModel& model) {
     model.shape.clusters = s.at("clusters").get<uint32_t>();
     model.shape.device_clusters = s.at("device_clusters").get<uint32_t>();
     model.shape.cores = s.at("cores").get<uint32_t>();
+    model.shape.kernel_threads = s.value("kernel_threads", 0u);
     for (const json& k : run.at("kernels")) {
       KernelName name;
       name.func_id = k.at("func_id").get<int32_t>();
@@ -110,6 +117,15 @@ void read_run_json(const std::string& path, RunModel& model) {
       model.anchors.emplace_back(a.at(0).get<uint64_t>(), a.at(1).get<uint64_t>());
     }
     model.wall_ns = run.at("wall_ns").get<uint64_t>();
+    if (const auto load = run.find("host_load"); load != run.end()) {
+      auto known = [&](const char* key) {
+        const auto value = load->find(key);
+        return value == load->end() || value->is_null() ? -1.0 : value->get<double>();
+      };
+      model.host_load.start = known("start");
+      model.host_load.end = known("end");
+      model.host_load.hardware_threads = load->value("hardware_threads", 0u);
+    }
     for (const json& h : run.at("host_spans")) {
       model.host_spans.push_back({h.at("name").get<std::string>(), h.at("begin_ns").get<uint64_t>(),
                                   h.at("end_ns").get<uint64_t>()});

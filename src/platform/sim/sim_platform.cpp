@@ -99,6 +99,8 @@ SimPlatformBase::SimPlatformBase(const SimOptions& config, const SimTuning& tuni
   engine_options_.serial = config.serial;
   engine_options_.kernels_on_aicpu = resolve_core_execution(config) == SimCoreExecution::Aicpu;
   geometry_.kicks_run_kernels = engine_options_.kernels_on_aicpu;
+  geometry_.kernel_threads =
+      config.serial || engine_options_.kernels_on_aicpu ? 0 : engine_options_.executor_threads;
   engine_options_.stop_grace_ms = tuning.stop_grace_ms;
 }
 

@@ -79,7 +79,8 @@ TEST(DiagnosticsAnalysis, ChainSplitsEveryGapExactly) {
   EXPECT_EQ(a.path_with_waits_ns, 345u);
   EXPECT_EQ(a.chip_span_ns, 345u);
   EXPECT_EQ(a.task_time_ns, 300u);
-  EXPECT_DOUBLE_EQ(a.average_parallelism, 1.0);
+  // Core 2 ran 200 ns, core 3 100 ns, over a chip span of 345 ns.
+  EXPECT_DOUBLE_EQ(a.parallelism, 300.0 / 345.0);
   EXPECT_EQ(a.waited_ns[kData], 20u);
   EXPECT_EQ(a.waited_ns[kSched], 15u);
   EXPECT_EQ(a.waited_ns[kLaunch], 10u);
@@ -273,6 +274,107 @@ TEST(DiagnosticsAnalysis, TaskThatNeverRanAndFailedRun) {
   }
   EXPECT_TRUE(never && running && failed);
   EXPECT_NE(format_summary(model, a, "d").find("error: SchedulerTimeout"), std::string::npos);
+}
+
+// A failed run's verdict is its failure, however its critical path looks.
+TEST(DiagnosticsAnalysis, AFailedRunsVerdictIsItsFailure) {
+  RunModel model = make_model(2);
+  add_task(model, 0, 1, CoreType::AIV, 0, 0);
+  add_task(model, 1, 1, CoreType::AIV, 0, 100);
+  add_block(model, 0, 0, 2, 0, 0, 100);
+  add_block(model, 1, 0, 2, 100, 200, kNoTime);  // the hung kernel
+  model.edges = {{0, 1}};
+  model.wall_ns = 5000;
+  model.error = RunError{31, "OpExecuteTimeout",     "gemm (func 1) on core 2 ran past 1000 ms",
+                         "", "running_task_stalled", 1,
+                         2};
+  Analysis a = analyze(model);
+  EXPECT_EQ(a.bound, Bound::Failed);
+  EXPECT_EQ(a.verdict,
+            "failed: OpExecuteTimeout (running_task_stalled): gemm (func 1) on core 2 ran past "
+            "1000 ms");
+  EXPECT_EQ(bound_name(a.bound), std::string("failed"));
+
+  // A fault with no task finished: still the failure, not "no critical path".
+  RunModel crashed = make_model(2);
+  add_task(crashed, 0, 1, CoreType::AIV, 0, 0);
+  add_block(crashed, 0, 0, 2, 0, 0, kNoTime);
+  crashed.error = RunError{30, "KernelCrashed", "kernel gemm raised SIGSEGV", "", "", 0, 2};
+  a = analyze(crashed);
+  EXPECT_EQ(a.bound, Bound::Failed);
+  EXPECT_EQ(a.verdict, "failed: KernelCrashed: kernel gemm raised SIGSEGV");
+}
+
+// Kernels 40%, orchestration 30%, scheduling 30% of the path: no cause reaches the threshold.
+TEST(DiagnosticsAnalysis, ABalancedRunHasNoDominantCause) {
+  RunModel model = make_model(2);
+  add_task(model, 0, 1, CoreType::AIV, 0, 0);
+  add_task(model, 1, 1, CoreType::AIV, 50, 50);
+  add_block(model, 0, 0, 2, 0, 0, 20);
+  add_block(model, 1, 0, 2, 80, 80, 100);  // 30 orchestration, 30 scheduling, 20 kernel
+  model.edges = {{0, 1}};
+  const Analysis a = analyze(model);
+  ASSERT_EQ(a.path_with_waits_ns, 100u);
+  EXPECT_EQ(a.bound, Bound::NoDominantCause);
+  EXPECT_EQ(a.verdict,
+            "no dominant cause: no part of the critical path reaches 50% (kernels 40%, "
+            "orchestration 30%, scheduling 30%, busy cores 0%, unmeasured 0%)");
+  EXPECT_EQ(bound_name(a.bound), std::string("no_dominant_cause"));
+}
+
+// The verdict names its evidence (share and times) and the threshold; on a loaded host it says
+// so, and does not ask for more scheduler threads.
+TEST(DiagnosticsAnalysis, TheVerdictNamesItsEvidenceThresholdAndTheHostsLoad) {
+  RunModel model = make_model(2);
+  model.shape.aicpu_threads = 3;
+  model.shape.kernel_threads = 4;
+  add_task(model, 0, 1, CoreType::AIV, 0, 0);
+  add_task(model, 1, 1, CoreType::AIV, 0, 10);
+  add_block(model, 0, 0, 2, 0, 0, 10);
+  add_block(model, 1, 0, 2, 100, 105, 115);
+  model.edges = {{0, 1}};
+  model.host_load = {0.5, 0.7, 16};
+  Analysis a = analyze(model);
+  EXPECT_EQ(a.bound, Bound::Scheduling);
+  EXPECT_EQ(a.verdict.rfind("scheduling: 83% of the critical path (95 ns of 115 ns, at least the "
+                            "50% that names a cause)",
+                            0),
+            0u)
+      << a.verdict;
+  EXPECT_NE(a.verdict.find("more scheduler threads (aicpu_thread_num)"), std::string::npos);
+  EXPECT_EQ(a.verdict.find("loaded"), std::string::npos) << a.verdict;
+
+  model.host_load = {6.5, 6.8, 2};
+  a = analyze(model);
+  EXPECT_EQ(a.bound, Bound::Scheduling);
+  EXPECT_NE(a.verdict.find("the host was loaded (1-minute load average 6.50 at the start, 6.80 at "
+                           "the end, at least its 2 hardware threads)"),
+            std::string::npos)
+      << a.verdict;
+  EXPECT_NE(a.verdict.find("more scheduler threads would not help"), std::string::npos)
+      << a.verdict;
+  EXPECT_NE(format_summary(model, a, "d").find("the host was loaded"), std::string::npos);
+}
+
+// Parallelism is the cores' busy time over the chip span: 60 independent tasks on 3 cores reach
+// 3, never more (task time over the critical path's task time would be 60).
+TEST(DiagnosticsAnalysis, ParallelismNeverExceedsTheCores) {
+  RunModel model = make_model(1);  // AIV cores 1 and 2, AIC core 0
+  model.shape.kernel_threads = 2;
+  for (uint64_t t = 0; t < 60; ++t) {
+    const int32_t core = static_cast<int32_t>(t % 3);
+    add_task(model, t, core == 0 ? 2 : 1, core == 0 ? CoreType::AIC : CoreType::AIV, 0, 0);
+    add_block(model, t, 0, core, 10 * (t / 3), 10 * (t / 3), 10 * (t / 3) + 10);
+  }
+  const Analysis a = analyze(model);
+  EXPECT_EQ(a.task_time_ns, 600u);
+  EXPECT_EQ(a.chip_span_ns, 200u);
+  EXPECT_DOUBLE_EQ(a.parallelism, 3.0);
+  EXPECT_NE(format_summary(model, a, "d")
+                .find("parallelism 3.00 of 3 cores (2 host threads ran "
+                      "kernels)"),
+            std::string::npos)
+      << format_summary(model, a, "d");
 }
 
 TEST(DiagnosticsAnalysis, WithoutEdgesThePathFollowsTiming) {

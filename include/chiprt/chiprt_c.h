@@ -265,6 +265,16 @@ CHIPRT_C_API chiprt_status_t chiprt_builder_kernel_object(chiprt_builder_t* buil
                                                           int32_t func_id, chiprt_core_type_t core,
                                                           const void* so_bytes, size_t size,
                                                           const chiprt_signature_t* sig);
+/* The same for the kernel the object exports as `symbol` (NULL: "kernel_entry"), shown as `name`
+ * in diagnostics, reports and messages (NULL or "": the symbol). One object may export several
+ * kernels: pass its bytes once per func_id with each one's symbol; the container holds the
+ * object once. chiprt_builder_build fails with CHIPRT_INVALID_ARGUMENT for a symbol that is not a
+ * C identifier (at most 255 characters) or a name that is not 1..64 printable ASCII characters;
+ * registering the container fails with CHIPRT_LOAD_FAILED, naming the symbol, when the object
+ * does not export it (declare the kernel extern "C" with default visibility). */
+CHIPRT_C_API chiprt_status_t chiprt_builder_kernel_object_named(
+    chiprt_builder_t* builder, int32_t func_id, chiprt_core_type_t core, const void* so_bytes,
+    size_t size, const chiprt_signature_t* sig, const char* symbol, const char* name);
 /* The same, reading the object from the file at `path`: CHIPRT_INVALID_ARGUMENT naming the path
  * when it cannot be read or is empty. */
 CHIPRT_C_API chiprt_status_t chiprt_builder_orchestration_file(chiprt_builder_t* builder,
@@ -273,6 +283,10 @@ CHIPRT_C_API chiprt_status_t chiprt_builder_orchestration_file(chiprt_builder_t*
 CHIPRT_C_API chiprt_status_t chiprt_builder_kernel_file(chiprt_builder_t* builder, int32_t func_id,
                                                         chiprt_core_type_t core, const char* path,
                                                         const chiprt_signature_t* sig);
+/* chiprt_builder_kernel_object_named, reading the object from the file at `path`. */
+CHIPRT_C_API chiprt_status_t chiprt_builder_kernel_file_named(
+    chiprt_builder_t* builder, int32_t func_id, chiprt_core_type_t core, const char* path,
+    const chiprt_signature_t* sig, const char* symbol, const char* name);
 /* Builds the container: *out_bytes (the caller's; release with chiprt_bytes_free) and
  * *out_size. The builder stays usable. CHIPRT_EMPTY_CALLABLE without an orchestration object or
  * kernels; CHIPRT_INVALID_ARGUMENT for a NULL pointer. On failure *out_bytes is NULL and

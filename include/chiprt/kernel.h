@@ -1,7 +1,9 @@
 // Kernel side: what code running on a compute core sees of its task.
 //
-// A kernel is a function `void(int64_t* args)`, exported from a kernel shared object as
-// `extern "C" kernel_entry` (or handed to CallableBuilder::kernel_function in process). `args`
+// A kernel is a function `void(int64_t* args)`, exported from a chip shared object as an
+// `extern "C"` function with default visibility, under `kernel_entry` or under a symbol of its own
+// that the callable names (CallableBuilder::kernel_object; one object may export several kernels),
+// or handed to CallableBuilder::kernel_function in process. `args`
 // holds the task's tensor arguments as device data addresses (in argument order, the predicate
 // excluded), then its scalars as 64-bit patterns: tensor_arg / scalar_arg read them, as fast as a
 // plain array access. The argument block around `args` tells the kernel the rest of its task,
@@ -36,7 +38,7 @@
 
 namespace chiprt {
 
-// Entry point of a kernel; the symbol a kernel shared object must export is `kernel_entry`.
+// Entry point of a kernel. `kernel_entry` is the symbol looked up when the callable names none.
 using KernelEntry = void (*)(int64_t* args);
 inline constexpr char kKernelSymbol[] = "kernel_entry";
 

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -425,11 +426,21 @@ void bind_callables(py::module_& m) {
       .def(
           "kernel_object",
           [](PyCallableBuilder& b, int32_t func_id, py::handle core, py::handle so,
-             const ArgSignature& sig) -> PyCallableBuilder& {
-            b.builder.kernel_object(func_id, to_core(core), read_object_bytes(so), sig);
+             const ArgSignature& sig, const std::string& symbol,
+             const std::optional<std::string>& name) -> PyCallableBuilder& {
+            b.builder.kernel_object(func_id, to_core(core), read_object_bytes(so), sig, symbol,
+                                    name.value_or(""));
             return b;
           },
-          py::arg("func_id"), py::arg("core"), py::arg("so"), py::arg("sig") = ArgSignature{}, self)
+          py::arg("func_id"), py::arg("core"), py::arg("so"), py::arg("sig") = ArgSignature{},
+          py::arg("symbol") = std::string(kKernelSymbol), py::arg("name") = py::none(), self,
+          "The kernel `symbol` (an extern \"C\" function; default \"kernel_entry\") of the chip "
+          "object `so` (a path or bytes) under `func_id`, for `core`, shown as `name` in "
+          "diagnostics, reports and errors (default: the symbol). One object may export several "
+          "kernels: pass it once per func_id with each kernel's symbol; the callable holds it "
+          "once. build() raises chiprt.ArgumentError for a symbol that is not a C identifier or a "
+          "name that is not 1..64 printable ASCII characters; register_callable raises "
+          "chiprt.Error (code LoadFailed) naming the symbol when the object does not export it.")
       .def("build", [](const PyCallableBuilder& b) {
         auto callable = std::make_unique<PyCallable>();
         callable->function = py::none();

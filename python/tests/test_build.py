@@ -1,5 +1,6 @@
 """build_chip_object: a kernel written here, compiled, cached by content, run; compiler errors."""
 
+import csv
 import os
 
 import numpy as np
@@ -95,3 +96,114 @@ def test_compiler_error_raises_build_error_with_the_output(tmp_path):
 
 def test_example_chip_objects_are_found():
     assert chip_object("vector_example_add").endswith("vector_example_add.so")
+
+
+# Two sources, one chip object of three kernels, each exported under its own symbol.
+ARITH_KERNELS = r"""
+#include <cstdint>
+#include "chiprt/kernel.h"
+
+namespace {
+template <class Op>
+void update(int64_t* args, Op op) {
+  float* x = chiprt::kernel::tensor_arg<float>(args, 0);
+  for (uint64_t i = 0; i < chiprt::kernel::view(args, 0).numel(); ++i) x[i] = op(x[i]);
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void py_double(int64_t* args) {
+  update(args, [](float v) { return 2 * v; });
+}
+extern "C" __attribute__((visibility("default"))) void py_add_one(int64_t* args) {
+  update(args, [](float v) { return v + 1; });
+}
+"""
+
+SIGN_KERNEL = r"""
+#include <cstdint>
+#include "chiprt/kernel.h"
+
+extern "C" __attribute__((visibility("default"))) void py_negate(int64_t* args) {
+  float* x = chiprt::kernel::tensor_arg<float>(args, 0);
+  for (uint64_t i = 0; i < chiprt::kernel::view(args, 0).numel(); ++i) x[i] = -x[i];
+}
+"""
+
+
+CHAIN_ORCHESTRATION = r"""
+#include "chiprt/orchestration.h"
+
+extern "C" __attribute__((visibility("default"))) void chiprt_orchestration(
+    chiprt::Orchestration& orch, const chiprt::TaskArgs& args) {
+  for (int32_t func_id = 0; func_id < 4; ++func_id) {
+    chiprt::TaskArgs task;
+    task.inout(args.tensor(0));
+    orch.submit(func_id, chiprt::CoreType::AIV, task);
+  }
+}
+"""
+
+
+def _chain(orch, args):
+    for func_id in (0, 1, 2, 3):
+        orch.submit(func_id, "aiv", chiprt.TaskArgs().inout(args.tensor(0)))
+
+
+def _tasks_csv_kernels(run_dir):
+    with open(os.path.join(run_dir, "tasks.csv"), newline="") as f:
+        return {int(row["func_id"]): row["kernel"] for row in csv.DictReader(f)}
+
+
+@pytest.mark.parametrize("runtime", ["host_build_graph", "tensormap_ringbuffer"])
+def test_one_object_of_several_named_kernels(tmp_path, runtime):
+    # One object: the orchestration and three kernels, from three sources.
+    so = chiprt.build_chip_object([ARITH_KERNELS, SIGN_KERNEL, CHAIN_ORCHESTRATION], name="arith",
+                                  cache_dir=tmp_path / "cache")
+    sig = chiprt.signature(["inout"])
+    callable_ = (
+        chiprt.CallableBuilder()
+        .orchestration_object(so, sig)
+        .kernel_object(0, "aiv", so, sig, symbol="py_double", name="double")
+        .kernel_object(1, "aiv", so, sig, symbol="py_add_one")
+        .kernel_object(2, "aiv", so, sig, symbol="py_negate", name="negate")
+        .kernel_object(3, "aiv", so, sig, symbol="py_add_one", name="add one, again")
+        .build()
+    )
+    # The object is in the container once, not four times.
+    assert len(callable_) < 2 * os.path.getsize(so)
+    with chiprt.Worker(runtime=runtime, clusters=2) as w:
+        w.register_callable(0, callable_)
+        x = np.arange(64, dtype=np.float32)
+        tx = w.upload(x)
+        report = w.run(0, chiprt.TaskArgs().inout(tx), diagnostics={"task_timing": True},
+                       diagnostics_dir=str(tmp_path / "diag"))
+        np.testing.assert_array_equal(w.download(tx), -2 * x)
+    assert _tasks_csv_kernels(report.diagnostics_dir) == {
+        0: "double (func 0)",
+        1: "py_add_one (func 1)",
+        2: "negate (func 2)",
+        3: "add one, again (func 3)",
+    }
+
+
+def test_kernel_symbols_and_names_are_checked(tmp_path):
+    so = chiprt.build_chip_object([SIGN_KERNEL], name="sign", cache_dir=tmp_path)
+    sig = chiprt.signature(["inout"])
+
+    def builder(**naming):
+        return chiprt.CallableBuilder().orchestration_function(_chain, sig).kernel_object(0, "aiv", so, sig, **naming)
+
+    with pytest.raises(chiprt.ArgumentError, match="symbol 'py negate' is not a C identifier"):
+        builder(symbol="py negate").build()
+    with pytest.raises(chiprt.ArgumentError, match="display name .* is not printable ASCII"):
+        builder(symbol="py_negate", name="tab\there").build()
+    with chiprt.Worker(clusters=1) as w:
+        # The default symbol, kernel_entry, is not in this object.
+        with pytest.raises(chiprt.Error) as info:
+            w.register_callable(0, builder().build())
+        assert info.value.code is chiprt.StatusCode.LoadFailed
+        assert "symbol 'kernel_entry' not found" in info.value.message
+        assert 'extern "C"' in info.value.message
+        assert not w.has_callable(0)
+        w.register_callable(0, builder(symbol="py_negate").build())
+        assert w.has_callable(0)

@@ -685,13 +685,44 @@ chiprt_status_t chiprt_builder_orchestration_object(chiprt_builder_t* builder, c
   });
 }
 
+namespace {
+
+// The kernel calls of the builder (symbol NULL: kernel_entry; name NULL: the symbol); they throw.
+void add_kernel_object(chiprt_builder_t* builder, int32_t func_id, chiprt_core_type_t core,
+                       const void* so_bytes, size_t size, const chiprt_signature_t* sig,
+                       const char* symbol, const char* name) {
+  need(builder, "builder")
+      .builder.kernel_object(func_id, to_core(core, "core"), object_bytes(so_bytes, size),
+                             to_signature(sig), symbol != nullptr ? symbol : chiprt::kKernelSymbol,
+                             name != nullptr ? name : "");
+}
+void add_kernel_file(chiprt_builder_t* builder, int32_t func_id, chiprt_core_type_t core,
+                     const char* path, const chiprt_signature_t* sig, const char* symbol,
+                     const char* name) {
+  chiprt_builder_t& b = need(builder, "builder");
+  const chiprt::CoreType core_type = to_core(core, "core");
+  const chiprt::ArgSignature signature = to_signature(sig);
+  b.builder.kernel_object(func_id, core_type, read_file(path), signature,
+                          symbol != nullptr ? symbol : chiprt::kKernelSymbol,
+                          name != nullptr ? name : "");
+}
+
+}  // namespace
+
 chiprt_status_t chiprt_builder_kernel_object(chiprt_builder_t* builder, int32_t func_id,
                                              chiprt_core_type_t core, const void* so_bytes,
                                              size_t size, const chiprt_signature_t* sig) {
   return guarded(__func__, [&] {
-    need(builder, "builder")
-        .builder.kernel_object(func_id, to_core(core, "core"), object_bytes(so_bytes, size),
-                               to_signature(sig));
+    add_kernel_object(builder, func_id, core, so_bytes, size, sig, nullptr, nullptr);
+  });
+}
+
+chiprt_status_t chiprt_builder_kernel_object_named(chiprt_builder_t* builder, int32_t func_id,
+                                                   chiprt_core_type_t core, const void* so_bytes,
+                                                   size_t size, const chiprt_signature_t* sig,
+                                                   const char* symbol, const char* name) {
+  return guarded(__func__, [&] {
+    add_kernel_object(builder, func_id, core, so_bytes, size, sig, symbol, name);
   });
 }
 
@@ -707,12 +738,16 @@ chiprt_status_t chiprt_builder_orchestration_file(chiprt_builder_t* builder, con
 chiprt_status_t chiprt_builder_kernel_file(chiprt_builder_t* builder, int32_t func_id,
                                            chiprt_core_type_t core, const char* path,
                                            const chiprt_signature_t* sig) {
-  return guarded(__func__, [&] {
-    chiprt_builder_t& b = need(builder, "builder");
-    const chiprt::CoreType core_type = to_core(core, "core");
-    const chiprt::ArgSignature signature = to_signature(sig);
-    b.builder.kernel_object(func_id, core_type, read_file(path), signature);
-  });
+  return guarded(__func__,
+                 [&] { add_kernel_file(builder, func_id, core, path, sig, nullptr, nullptr); });
+}
+
+chiprt_status_t chiprt_builder_kernel_file_named(chiprt_builder_t* builder, int32_t func_id,
+                                                 chiprt_core_type_t core, const char* path,
+                                                 const chiprt_signature_t* sig, const char* symbol,
+                                                 const char* name) {
+  return guarded(__func__,
+                 [&] { add_kernel_file(builder, func_id, core, path, sig, symbol, name); });
 }
 
 chiprt_status_t chiprt_builder_build(const chiprt_builder_t* builder, uint8_t** out_bytes,

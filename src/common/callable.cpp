@@ -30,7 +30,10 @@ namespace {
 
 static_assert(sizeof(ContainerHeader) == 48, "ContainerHeader layout is part of the format");
 static_assert(sizeof(OrchestrationDesc) == 56, "OrchestrationDesc layout is part of the format");
-static_assert(sizeof(KernelDesc) == 64, "KernelDesc layout is part of the format");
+static_assert(sizeof(KernelDesc) == 96, "KernelDesc layout is part of the format");
+static_assert(sizeof(KernelDescV2) == 64, "KernelDescV2 layout is part of the format");
+static_assert(kMaxKernelSymbolBytes == 255 && kMaxKernelNameBytes == 64,
+              "the limits are spelled out in the messages below");
 static_assert(std::endian::native == std::endian::little,
               "the container format is little-endian; add byte swapping for this host");
 
@@ -202,7 +205,90 @@ Status check_object_bytes(const ParsedObject& o, const std::string& field) {
   return Status::ok();
 }
 
+KernelDesc load_kernel_desc(std::span<const uint8_t> bytes, uint64_t offset, uint32_t version) {
+  if (version >= 3) return load<KernelDesc>(bytes, offset);
+  const auto old = load<KernelDescV2>(bytes, offset);
+  KernelDesc desc{};
+  desc.func_id = old.func_id;
+  desc.core_type = old.core_type;
+  std::memcpy(desc.reserved, old.reserved, sizeof(desc.reserved));
+  desc.object = old.object;
+  desc.signature = old.signature;
+  return desc;
+}
+
+// One string of the strings area, checked for its range (`out` gets its bytes).
+Status decode_string(std::span<const uint8_t> bytes, const StringDesc& d, const std::string& field,
+                     uint64_t descriptors_end, std::string* out) {
+  if (d.reserved != 0) {
+    return malformed(field + ".reserved=" + std::to_string(d.reserved) + " must be 0");
+  }
+  if (d.size == 0) {
+    if (d.offset != 0) {
+      return malformed(field + ".offset=" + std::to_string(d.offset) + " must be 0 for no string");
+    }
+    out->clear();
+    return Status::ok();
+  }
+  uint64_t end = 0;
+  Status s =
+      check_range(field, d.offset, d.size, 1, descriptors_end, "descriptors", bytes.size(), &end);
+  if (!s.is_ok()) return s;
+  out->assign(reinterpret_cast<const char*>(bytes.data() + d.offset), d.size);
+  return Status::ok();
+}
+
+// A version 3 kernel's symbol (required for a shared object, absent for an in-process function)
+// and display name (absent: the symbol).
+Status decode_kernel_strings(std::span<const uint8_t> bytes, const KernelDesc& desc,
+                             const std::string& field, uint64_t descriptors_end, ParsedKernel* k) {
+  Status s = decode_string(bytes, desc.symbol, field + ".symbol", descriptors_end, &k->symbol);
+  if (!s.is_ok()) return s;
+  if (k->object.kind == ObjectKind::InProcess && !k->symbol.empty()) {
+    return malformed(field + ".symbol.size=" + std::to_string(k->symbol.size()) +
+                     " must be 0 for an in-process function");
+  }
+  if (k->object.kind == ObjectKind::SharedObject) {
+    if (const char* problem = kernel_symbol_problem(k->symbol)) {
+      return malformed(field + ".symbol " + problem);
+    }
+  }
+  s = decode_string(bytes, desc.name, field + ".name", descriptors_end, &k->name);
+  if (!s.is_ok()) return s;
+  if (k->name.empty()) {
+    k->name = k->symbol;
+  } else if (const char* problem = kernel_name_problem(k->name)) {
+    return malformed(field + ".name " + problem);
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+const char* kernel_symbol_problem(std::string_view symbol) noexcept {
+  if (symbol.empty()) return "is empty";
+  if (symbol.size() > kMaxKernelSymbolBytes) {
+    return "is longer than kMaxKernelSymbolBytes (255) characters";
+  }
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!letter(symbol[0])) return "is not a C identifier (it must start with a letter or '_')";
+  for (char c : symbol) {
+    if (!letter(c) && !(c >= '0' && c <= '9')) {
+      return "is not a C identifier (letters, digits and '_' only)";
+    }
+  }
+  return nullptr;
+}
+
+const char* kernel_name_problem(std::string_view name) noexcept {
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxKernelNameBytes)
+    return "is longer than kMaxKernelNameBytes (64) characters";
+  for (char c : name) {
+    if (c < ' ' || c > '~') return "is not printable ASCII (space to '~')";
+  }
+  return nullptr;
+}
 
 // ---- CallableBuilder -------------------------------------------------------------------------
 
@@ -225,20 +311,22 @@ CallableBuilder& CallableBuilder::orchestration_function(OrchestrationEntry fn,
 
 CallableBuilder& CallableBuilder::kernel_object(int32_t func_id, CoreType core,
                                                 std::span<const uint8_t> so_bytes,
-                                                const ArgSignature& sig) {
-  kernels_.push_back(Kernel{
-      func_id, core, Object{ObjectKind::SharedObject, {so_bytes.begin(), so_bytes.end()}}, sig});
+                                                const ArgSignature& sig, std::string_view symbol,
+                                                std::string_view name) {
+  kernels_.push_back(Kernel{func_id, core,
+                            Object{ObjectKind::SharedObject, {so_bytes.begin(), so_bytes.end()}},
+                            sig, std::string(symbol), std::string(name)});
   return *this;
 }
 
 CallableBuilder& CallableBuilder::kernel_function(int32_t func_id, CoreType core, KernelEntry fn,
-                                                  const ArgSignature& sig) {
+                                                  const ArgSignature& sig, std::string_view name) {
   kernels_.push_back(Kernel{
       func_id, core,
       Object{ObjectKind::InProcess,
              function_bytes(reinterpret_cast<uint64_t>(fn),
                             ("kernel_function(func_id=" + std::to_string(func_id) + ")").c_str())},
-      sig});
+      sig, std::string(), std::string(name)});
   return *this;
 }
 
@@ -276,16 +364,56 @@ std::vector<uint8_t> CallableBuilder::build() const {
     }
     check_object_for_build(k.object.kind, k.object.bytes.size(), what);
     check_signature_for_build(k.sig, what);
+    if (k.object.kind == ObjectKind::SharedObject) {
+      if (const char* problem = kernel_symbol_problem(k.symbol)) {
+        throw Error(StatusCode::InvalidArgument,
+                    what + ": symbol '" + k.symbol + "' " + problem +
+                        "; name the extern \"C\" function the object exports");
+      }
+    }
+    if (!k.name.empty()) {
+      if (const char* problem = kernel_name_problem(k.name)) {
+        throw Error(StatusCode::InvalidArgument,
+                    what + ": display name '" + k.name + "' " + problem);
+      }
+    }
   }
 
   const uint64_t orch_desc_offset = sizeof(ContainerHeader);
   const uint64_t kernel_table_offset = orch_desc_offset + sizeof(OrchestrationDesc);
   uint64_t cursor = kernel_table_offset + kernels_.size() * sizeof(KernelDesc);
-  auto place = [&cursor](const Object& o) {
+  // The strings area: each kernel's symbol and given name, packed.
+  std::string strings;
+  auto add_string = [&](const std::string& text) {
+    if (text.empty()) return StringDesc{};
+    const StringDesc desc{cursor + strings.size(), static_cast<uint32_t>(text.size()), 0};
+    strings += text;
+    return desc;
+  };
+  std::vector<std::pair<StringDesc, StringDesc>> kernel_strings;
+  kernel_strings.reserve(kernels_.size());
+  for (const Kernel& k : kernels_) {
+    const StringDesc symbol = add_string(k.symbol);
+    kernel_strings.emplace_back(symbol, add_string(k.name));
+  }
+  cursor += strings.size();
+  // Objects: each distinct one once (several kernels of one object share its bytes).
+  std::vector<const Object*> placed;
+  std::vector<ObjectDesc> placed_descs;
+  auto place = [&](const Object& o) {
+    const uint64_t checksum = content_hash64(o.bytes);
+    for (std::size_t i = 0; i < placed.size(); ++i) {
+      if (placed[i]->kind == o.kind && placed_descs[i].checksum == checksum &&
+          placed[i]->bytes == o.bytes) {
+        return placed_descs[i];
+      }
+    }
     const uint64_t offset = align_up(cursor, kObjectAlign);
     cursor = offset + o.bytes.size();
-    return ObjectDesc{static_cast<uint32_t>(o.kind), 0, offset, o.bytes.size(),
-                      content_hash64(o.bytes)};
+    placed.push_back(&o);
+    placed_descs.push_back(
+        ObjectDesc{static_cast<uint32_t>(o.kind), 0, offset, o.bytes.size(), checksum});
+    return placed_descs.back();
   };
   const ObjectDesc orch_object = place(orchestration_);
   std::vector<ObjectDesc> kernel_objects;
@@ -305,8 +433,12 @@ std::vector<uint8_t> CallableBuilder::build() const {
 
   const OrchestrationDesc orch{orch_object, encode_signature(orchestration_sig_)};
   std::memcpy(out.data() + orch_desc_offset, &orch, sizeof(orch));
-  std::memcpy(out.data() + orch_object.offset, orchestration_.bytes.data(),
-              orchestration_.bytes.size());
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    std::memcpy(out.data() + placed_descs[i].offset, placed[i]->bytes.data(),
+                placed[i]->bytes.size());
+  }
+  std::memcpy(out.data() + kernel_table_offset + kernels_.size() * sizeof(KernelDesc),
+              strings.data(), strings.size());
   for (std::size_t i = 0; i < kernels_.size(); ++i) {
     const Kernel& k = kernels_[i];
     KernelDesc desc{};
@@ -314,8 +446,9 @@ std::vector<uint8_t> CallableBuilder::build() const {
     desc.core_type = static_cast<uint8_t>(k.core);
     desc.object = kernel_objects[i];
     desc.signature = encode_signature(k.sig);
+    desc.symbol = kernel_strings[i].first;
+    desc.name = kernel_strings[i].second;
     std::memcpy(out.data() + kernel_table_offset + i * sizeof(KernelDesc), &desc, sizeof(desc));
-    std::memcpy(out.data() + desc.object.offset, k.object.bytes.data(), k.object.bytes.size());
   }
   return out;
 }
@@ -339,13 +472,15 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
   if (std::memcmp(header.magic, kCallableMagic, sizeof(header.magic)) != 0) {
     return malformed("header.magic is not \"CHIPRTCB\": not a chip callable container");
   }
-  if (header.version != kCallableVersion) {
+  if (header.version < kCallableOldestReadVersion || header.version > kCallableVersion) {
     return malformed(
         "header.version=" + std::to_string(header.version) + " is not supported (" +
-        std::to_string(kCallableVersion) + " is" +
-        (header.version == 1 ? "; version 1 containers carry no object checksums" : "") +
-        "); rebuild the container with CallableBuilder");
+        std::to_string(kCallableOldestReadVersion) + ".." + std::to_string(kCallableVersion) +
+        " are" + (header.version == 1 ? "; version 1 containers carry no object checksums" : "") +
+        "); rebuild the container with this runtime's CallableBuilder");
   }
+  const std::size_t kernel_desc_bytes =
+      header.version >= 3 ? sizeof(KernelDesc) : sizeof(KernelDescV2);
   if (header.header_size != sizeof(ContainerHeader)) {
     return malformed("header.header_size=" + std::to_string(header.header_size) + " must be " +
                      std::to_string(sizeof(ContainerHeader)));
@@ -369,7 +504,7 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
       check_range("header.orchestration", header.orchestration_offset, sizeof(OrchestrationDesc),
                   kDescAlign, sizeof(ContainerHeader), "header", total, &orch_end);
   if (!s.is_ok()) return s;
-  const uint64_t table_bytes = uint64_t{header.kernel_count} * sizeof(KernelDesc);
+  const uint64_t table_bytes = uint64_t{header.kernel_count} * kernel_desc_bytes;
   uint64_t table_end = 0;
   s = check_range("header.kernel_table", header.kernel_table_offset, table_bytes, kDescAlign,
                   sizeof(ContainerHeader), "header", total, &table_end);
@@ -395,11 +530,12 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
 
   int first_kernel_with[kMaxFuncId];
   std::fill(std::begin(first_kernel_with), std::end(first_kernel_with), -1);
+  parsed.version = header.version;
   parsed.kernels.resize(header.kernel_count);
   for (uint32_t i = 0; i < header.kernel_count; ++i) {
     const std::string field = "kernel[" + std::to_string(i) + "]";
-    const auto desc =
-        load<KernelDesc>(bytes, header.kernel_table_offset + uint64_t{i} * sizeof(KernelDesc));
+    const uint64_t desc_offset = header.kernel_table_offset + uint64_t{i} * kernel_desc_bytes;
+    const KernelDesc desc = load_kernel_desc(bytes, desc_offset, header.version);
     ParsedKernel& k = parsed.kernels[i];
     if (desc.func_id < 0 || desc.func_id >= kMaxFuncId) {
       return malformed(field + ".func_id=" + std::to_string(desc.func_id) + " is outside [0, " +
@@ -426,6 +562,13 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
     if (!s.is_ok()) return s;
     s = decode_signature(desc.signature, field + ".signature", &k.signature);
     if (!s.is_ok()) return s;
+    if (header.version < 3) {
+      // Version 2: every shared-object kernel is `kernel_entry`, and is called so.
+      if (k.object.kind == ObjectKind::SharedObject) k.symbol = k.name = kKernelSymbol;
+      continue;
+    }
+    s = decode_kernel_strings(bytes, desc, field, descriptors_end, &k);
+    if (!s.is_ok()) return s;
   }
 
   s = check_object_bytes(parsed.orchestration, "orchestration.object");
@@ -438,18 +581,24 @@ Status parse_callable(std::span<const uint8_t> bytes, ParsedCallable* out) {
   }
 
   parsed.content_hash = content_hash64(bytes);
-  // The kernel image hash covers what the kernels are, not where they sit: object offsets move
-  // when the orchestration object changes size, so they are zeroed before hashing.
+  // The kernel image hash covers what the kernels are, not where they sit (object offsets move
+  // when the orchestration object changes size) nor how the container spelled them (a version 2
+  // container and the version 3 one built from the same kernels hash alike).
   XXH3_state_t* state = XXH3_createState();
   if (state == nullptr) return Status(StatusCode::InternalError, "XXH3_createState failed");
   XXH3_64bits_reset(state);
-  for (uint32_t i = 0; i < header.kernel_count; ++i) {
-    auto desc =
-        load<KernelDesc>(bytes, header.kernel_table_offset + uint64_t{i} * sizeof(KernelDesc));
-    desc.object.offset = 0;
-    XXH3_64bits_update(state, &desc, sizeof(desc));
-  }
   for (const ParsedKernel& k : parsed.kernels) {
+    const SignatureDesc signature = encode_signature(k.signature);
+    const uint64_t fields[] = {static_cast<uint64_t>(k.func_id),
+                               static_cast<uint64_t>(k.core),
+                               static_cast<uint64_t>(k.object.kind),
+                               k.object.bytes.size(),
+                               k.symbol.size(),
+                               k.name.size()};
+    XXH3_64bits_update(state, fields, sizeof(fields));
+    XXH3_64bits_update(state, &signature, sizeof(signature));
+    XXH3_64bits_update(state, k.symbol.data(), k.symbol.size());
+    XXH3_64bits_update(state, k.name.data(), k.name.size());
     XXH3_64bits_update(state, k.object.bytes.data(), k.object.bytes.size());
   }
   parsed.kernel_image_hash = XXH3_64bits_digest(state);

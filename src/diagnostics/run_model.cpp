@@ -26,8 +26,9 @@ std::string RunModel::kernel_label(int32_t func_id) const {
   if (func_id < 0) return "dependency-only";
   const KernelName* name = kernel(func_id);
   const std::string func = "func " + std::to_string(func_id);
-  if (name == nullptr || name->symbol.empty()) return func;
-  return name->symbol + " (" + func + ")";
+  if (name == nullptr) return func;
+  const std::string& shown = name->name.empty() ? name->symbol : name->name;
+  return shown.empty() ? func : shown + " (" + func + ")";
 }
 
 }  // namespace chiprt::diagnostics

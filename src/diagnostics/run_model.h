@@ -61,8 +61,9 @@ std::string core_label(const ChipShape& shape, uint32_t core);  // "AIV0 c3 (cor
 
 struct KernelName {
   int32_t func_id = -1;
-  std::string symbol;  // "" when unknown
+  std::string symbol;  // the symbol the kernel was resolved as; "" for a function or unknown
   CoreType core_type = CoreType::AIV;
+  std::string name;  // its display name; "" when it has none (the symbol is shown, or func N)
 };
 
 // A host-side phase of the run (the host track of the trace).
@@ -217,7 +218,8 @@ struct RunModel {
   std::optional<RunError> error;
 
   const KernelName* kernel(int32_t func_id) const;
-  std::string kernel_label(int32_t func_id) const;  // "gemm_tile (func 3)" or "func 3"
+  // "gemm_tile (func 3)": the display name, else the symbol; "func 3" with neither.
+  std::string kernel_label(int32_t func_id) const;
 };
 
 }  // namespace chiprt::diagnostics

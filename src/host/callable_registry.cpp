@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "host/log.h"
+#include "host/run_steps.h"
 
 namespace chiprt::host {
 
@@ -105,18 +106,21 @@ Status CallableRegistry::load_entry(const ParsedObject& object, const char* symb
   if (!status.is_ok() || *entry == 0) {
     // Almost always a function the object defines but does not export: chip objects are built
     // with -fvisibility=hidden, so the entry needs the attribute (and C linkage for its name).
-    return Status(StatusCode::LoadFailed,
-                  what + ": symbol '" + symbol + "' not found in its shared object" +
-                      (status.is_ok() ? "" : ": " + status.message()),
-                  std::string("export the entry point: declare it extern \"C\" "
-                              "__attribute__((visibility(\"default\"))) ") +
-                      (symbol == std::string_view(kKernelSymbol)
-                           ? "void kernel_entry(int64_t* args)"
-                           : "void chiprt_orchestration(chiprt::Orchestration&, const "
-                             "chiprt::TaskArgs&)") +
-                      "; chip objects are compiled with -fvisibility=hidden, which hides a "
-                      "function without the attribute (nm -D --defined-only OBJECT lists what it "
-                      "exports)");
+    const bool orchestration = std::strcmp(symbol, kOrchestrationSymbol) == 0;
+    return Status(
+        StatusCode::LoadFailed,
+        what + ": symbol '" + symbol + "' not found in its " + std::to_string(object.bytes.size()) +
+            "-byte shared object (checksum " + hex(hash) + ")" +
+            (status.is_ok() ? "" : ": " + status.message()),
+        std::string("export the entry point: declare it extern \"C\" "
+                    "__attribute__((visibility(\"default\"))) ") +
+            (orchestration ? std::string("void chiprt_orchestration(chiprt::Orchestration&, const "
+                                         "chiprt::TaskArgs&)")
+                           : "void " + std::string(symbol) + "(int64_t* args)") +
+            "; chip objects are compiled with -fvisibility=hidden, which hides a function without "
+            "the attribute (nm -D --defined-only OBJECT lists what it exports)" +
+            // A kernel's symbol is the callable's choice; the orchestration's is fixed.
+            (orchestration ? "" : ", or name the symbol the object exports"));
   }
   return Status::ok();
 }
@@ -218,13 +222,14 @@ Status CallableRegistry::register_container(int32_t id, Bytes shared, RuntimeVar
       break;
     }
     RegisteredKernel& slot = reg.kernels[static_cast<std::size_t>(kernel.func_id)];
-    status = load_entry(
-        kernel.object, kKernelSymbol,
-        "callable id " + std::to_string(id) + " kernel func_id " + std::to_string(kernel.func_id),
-        &reg, &slot.entry);
+    std::string what =
+        "callable id " + std::to_string(id) + " kernel func_id " + std::to_string(kernel.func_id);
+    if (!kernel.name.empty() && kernel.name != kernel.symbol) what += " ('" + kernel.name + "')";
+    status = load_entry(kernel.object, kernel.symbol.c_str(), what, &reg, &slot.entry);
     if (!status.is_ok()) break;
     slot.present = true;
-    slot.symbol = kernel.object.kind == ObjectKind::SharedObject ? kKernelSymbol : nullptr;
+    slot.symbol = kernel.symbol;
+    slot.name = kernel.name;
     slot.core = kernel.core;
     slot.signature = kernel.signature;
     ++reg.kernel_count;

@@ -7,10 +7,11 @@
 // object loader, like kernels) for tensormap_ringbuffer. A run of the other variant loads the
 // missing entry on first use (prepare_orchestration), so one registration serves both variants.
 // Kernel and orchestration shared objects are loaded once per distinct image and reference
-// counted too. bind() rewrites the device kernel address table with exactly one callable's
-// kernels. The host keeps every registered container (shared with its upload's host copy), so
-// that after a device reset reregister_all() loads the same registrations on the new device.
-// Owned by a DeviceRunner; one thread at a time.
+// counted too: the kernels of one object (several symbols, or one symbol under several func_ids)
+// share one load, each func_id resolving its own symbol in it. bind() rewrites the device kernel
+// address table with exactly one callable's kernels. The host keeps every registered container
+// (shared with its upload's host copy), so that after a device reset reregister_all() loads the
+// same registrations on the new device. Owned by a DeviceRunner; one thread at a time.
 #pragma once
 
 #include <array>
@@ -34,10 +35,13 @@ namespace chiprt::host {
 
 struct RegisteredKernel {
   bool present = false;
-  uint64_t entry = 0;  // address the core calls (kernel_entry)
-  // The symbol `entry` was resolved as (kKernelSymbol of a shared object); null for an in-process
-  // function kernel (CallableBuilder::kernel_function), which has no symbol the runtime knows.
-  const char* symbol = nullptr;
+  uint64_t entry = 0;  // address the core calls (the symbol, resolved)
+  // The symbol `entry` was resolved as in its shared object; empty for an in-process function
+  // kernel (CallableBuilder::kernel_function), which has no symbol the runtime knows.
+  std::string symbol;
+  // The display name the diagnostics and messages use (the symbol unless the callable gave one);
+  // empty only for an in-process function given none.
+  std::string name;
   CoreType core = CoreType::AIC;
   ArgSignature signature;
 };

@@ -304,7 +304,8 @@ class DeviceRunner {
   bool any_core_executing(const LaunchWait& state) const;
   // The wait gave up on a launch whose chip threads are stuck: kill the device process.
   void kill_stuck_device(PreparedLaunch& prepared);
-  // "task 5 (kernel func_id 2, symbol kernel_entry) on core 3 (AIV, cluster 0), block 1 of 2",
+  // "task 5 (kernel func_id 2 'qk', symbol kernel_entry) on core 3 (AIV, cluster 0), block 1 of
+  // 2" (the display name when it is not the symbol; "function kernel" for no symbol),
   // from the launch's handshake cell of `core` (the device's memory outlives its process).
   // `task` / `func_id` when the caller knows them (a recorded run context), else the cell's.
   std::string describe_core_task(const PreparedLaunch& prepared, uint32_t core,

@@ -71,10 +71,10 @@ DiagCollector::DiagCollector(DeviceMemory& memory, platform::Platform& platform,
     if (!kernel.present) continue;
     diagnostics::KernelName name;
     name.func_id = f;
-    // Every chip object's kernel has the same symbol (kKernelSymbol): it names no kernel.
-    if (kernel.symbol != nullptr && std::strcmp(kernel.symbol, kKernelSymbol) != 0) {
-      name.symbol = kernel.symbol;
-    }
+    name.symbol = kernel.symbol;
+    // What the surfaces call the kernel (the symbol unless the callable gave a name; empty for an
+    // unnamed in-process function, shown as "func N").
+    name.name = kernel.name;
     name.core_type = kernel.core;
     kernels_.push_back(std::move(name));
   }

@@ -75,8 +75,11 @@ std::string DeviceRunner::describe_core_task(const PreparedLaunch& prepared, uin
   const RegisteredCallable* callable = callables_.find(prepared.callable_id);
   if (callable != nullptr && kernel >= 0 && kernel < kMaxFuncId &&
       callable->kernels[static_cast<std::size_t>(kernel)].present) {
-    const char* symbol = callable->kernels[static_cast<std::size_t>(kernel)].symbol;
-    text += symbol != nullptr ? ", symbol " + std::string(symbol) : ", function kernel";
+    const RegisteredKernel& registered = callable->kernels[static_cast<std::size_t>(kernel)];
+    if (!registered.name.empty() && registered.name != registered.symbol) {
+      text += " '" + registered.name + "'";
+    }
+    text += !registered.symbol.empty() ? ", symbol " + registered.symbol : ", function kernel";
   }
   text += ") on core " + std::to_string(core);
   if (core < geometry_.cores()) {

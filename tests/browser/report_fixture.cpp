@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
   m.shape = {4, 1, 3, 3, 9};  // 4 AICPU threads (t0 orchestrates), 3 clusters, 9 cores
   m.clock_hz = 1'000'000'000;
   // Symbols with markup in them: the page must show them as text.
-  m.kernels = {{0, "gemm_tile<float>", CoreType::AIC},
-               {1, "softmax_rows", CoreType::AIV},
-               {2, "add_bias</script><b>x</b>", CoreType::AIV}};
+  m.kernels = {{0, "gemm_tile<float>", CoreType::AIC, ""},
+               {1, "softmax_rows", CoreType::AIV, ""},
+               {2, "add_bias</script><b>x</b>", CoreType::AIV, ""}};
   const uint64_t kDur[3] = {9000, 4000, 2500};
   const uint32_t kBlocks[3] = {1, 2, 4};
   const uint64_t chip0 = 200'000;  // host prepare and upload come first

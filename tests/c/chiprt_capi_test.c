@@ -2,8 +2,10 @@
  * runtime variants through libchiprt.so and checks the output against a reference computed here,
  * the run report, pipelined submits, a diagnostics directory, and that misuse (NULL handles and
  * out-pointers, bad sizes, wrong order, bad ids, corrupt containers, views out of bounds, bad
- * switches) gets the right status code with its name, message and hint, never a crash, and that
- * a worker inherited by a forked child refuses every call there (CHIPRT_INHERITED_WORKER).
+ * switches) gets the right status code with its name, message and hint, never a crash, that one
+ * chip object of several named kernels runs under several func_ids with its names in tasks.csv,
+ * and that a worker inherited by a forked child refuses every call there
+ * (CHIPRT_INHERITED_WORKER).
  *
  *   chiprt_capi_test CHIP_OBJECT_DIR    (default: $CHIPRT_CHIP_OBJECT_DIR)
  *
@@ -131,14 +133,15 @@ static void build_container(const char* dir, uint8_t** container, size_t* contai
              "builder: orchestration object (bytes)");
   require_ok(chiprt_builder_kernel_object(builder, kAdd, CHIPRT_CORE_AIV, add, add_size, &binary),
              "builder: kernel kAdd (bytes)");
-  require_ok(chiprt_builder_kernel_file(builder, kAddScalar, CHIPRT_CORE_AIV, add_scalar_path,
-                                        &add_scalar),
-             "builder: kernel kAddScalar (file)");
-  require_ok(chiprt_builder_kernel_object(builder, kMul, CHIPRT_CORE_AIV, mul, mul_size, &binary),
-             "builder: kernel kMul (bytes)");
-  require_ok(
-      chiprt_builder_kernel_object(builder, kAddInto, CHIPRT_CORE_AIV, add, add_size, &binary_into),
-      "builder: kernel kAddInto (bytes)");
+  require_ok(chiprt_builder_kernel_file_named(builder, kAddScalar, CHIPRT_CORE_AIV, add_scalar_path,
+                                              &add_scalar, NULL, "add_scalar"),
+             "builder: kernel kAddScalar (file, named)");
+  require_ok(chiprt_builder_kernel_object_named(builder, kMul, CHIPRT_CORE_AIV, mul, mul_size,
+                                                &binary, "kernel_entry", "mul"),
+             "builder: kernel kMul (bytes, named)");
+  require_ok(chiprt_builder_kernel_object_named(builder, kAddInto, CHIPRT_CORE_AIV, add, add_size,
+                                                &binary_into, NULL, "add_into"),
+             "builder: kernel kAddInto (bytes, named)");
 
   /* Builder misuse. */
   expect_code(chiprt_builder_kernel_object(builder, 9, CHIPRT_CORE_AIV, NULL, 10, &binary),
@@ -158,6 +161,12 @@ static void build_container(const char* dir, uint8_t** container, size_t* contai
               CHIPRT_INVALID_ARGUMENT, "builder: NULL builder");
   expect_code(chiprt_builder_build(builder, NULL, container_size), CHIPRT_INVALID_ARGUMENT,
               "builder: build with NULL out_bytes");
+  expect_code(chiprt_builder_kernel_object_named(NULL, 9, CHIPRT_CORE_AIV, add, add_size, &binary,
+                                                 "add", NULL),
+              CHIPRT_INVALID_ARGUMENT, "builder: named kernel with a NULL builder");
+  expect_code(chiprt_builder_kernel_file_named(builder, 9, CHIPRT_CORE_AIV, "/nonexistent/k.so",
+                                               &binary, "add", "add"),
+              CHIPRT_INVALID_ARGUMENT, "builder: named kernel from a missing file");
 
   require_ok(chiprt_builder_build(builder, container, container_size), "chiprt_builder_build");
   check(*container != NULL && *container_size > 0, "container has %zu bytes", *container_size);
@@ -181,6 +190,24 @@ static void build_container(const char* dir, uint8_t** container, size_t* contai
     expect_code(chiprt_builder_build(empty, &bytes, &size), CHIPRT_INVALID_ARGUMENT,
                 "builder: build with a duplicate func_id");
     chiprt_builder_destroy(empty);
+  }
+  {
+    /* Symbols and names are checked when the container is built. */
+    chiprt_builder_t* named = NULL;
+    uint8_t* bytes = NULL;
+    size_t size = 0;
+    require_ok(chiprt_builder_create(&named), "chiprt_builder_create (named)");
+    require_ok(chiprt_builder_orchestration_object(named, orchestration, orchestration_size,
+                                                   &orchestration_sig),
+               "builder: orchestration object");
+    require_ok(chiprt_builder_kernel_object_named(named, kAdd, CHIPRT_CORE_AIV, add, add_size,
+                                                  &binary, "vector add", NULL),
+               "builder: kernel with the symbol \"vector add\"");
+    expect_code(chiprt_builder_build(named, &bytes, &size), CHIPRT_INVALID_ARGUMENT,
+                "builder: build with a symbol that is not a C identifier");
+    check(strstr(chiprt_last_error_message(), "symbol 'vector add' is not a C identifier") != NULL,
+          "the error names the symbol: %s", chiprt_last_error_message());
+    chiprt_builder_destroy(named);
   }
   free(orchestration);
   free(add);
@@ -386,6 +413,113 @@ static void run_with_diagnostics(Device* d) {
   expect_code(chiprt_worker_run(d->worker, kCallableId, d->args, &config, &report),
               CHIPRT_INVALID_CONFIG, "run with diagnostics but no directory");
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The named-kernels test object: one chip object holding an orchestration and several kernels,
+ * each exported under its own symbol, registered under four func_ids with display names; the
+ * chain x -> 2x -> 2x + 1 -> -(2x + 1) -> -2x runs, tasks.csv calls every kernel by its name, and
+ * a symbol the object does not export fails the registration naming it. */
+static void named_kernel_checks(Device* d, const char* dir) {
+  enum { kNamedCallable = 7, kElements = 256 };
+  static const char* const kSymbols[4] = {"named_double", "named_add_one", "named_negate",
+                                          "named_add_one"};
+  static const char* const kNames[4] = {"double", NULL, "negate", "add one, again"};
+  static const char* const kLabels[4] = {"double (func 0)", "named_add_one (func 1)",
+                                         "negate (func 2)", "\"add one, again (func 3)\""};
+  char path[4096];
+  char dir_template[] = "/tmp/chiprt_c_api_names_XXXXXX";
+  const char* diag_dir = mkdtemp(dir_template);
+  const chiprt_arg_tag_t inout = CHIPRT_ARG_INOUT;
+  const uint64_t shape[1] = {kElements};
+  chiprt_signature_t sig;
+  chiprt_builder_t* builder = NULL;
+  uint8_t* container = NULL;
+  size_t container_size = 0;
+  chiprt_buffer_t buffer;
+  chiprt_tensor_t x;
+  chiprt_args_t* args = NULL;
+  chiprt_call_config_t config;
+  chiprt_run_report_t report;
+  float host[kElements];
+  int32_t f;
+  int i, bad = 0;
+  bool flag = true;
+
+  require_ok(chiprt_signature_make(&inout, 1, 0, &sig), "signature {inout}");
+  snprintf(path, sizeof path, "%s/chiprt_test_named_kernels.so", dir);
+  require_ok(chiprt_builder_create(&builder), "chiprt_builder_create (named kernels)");
+  require_ok(chiprt_builder_orchestration_file(builder, path, &sig),
+             "named kernels: the orchestration of the object");
+  for (f = 0; f < 4; ++f) {
+    require_ok(chiprt_builder_kernel_file_named(builder, f, CHIPRT_CORE_AIV, path, &sig,
+                                                kSymbols[f], kNames[f]),
+               "named kernels: a kernel of the same object");
+  }
+  require_ok(chiprt_builder_build(builder, &container, &container_size), "named kernels: build");
+  {
+    struct stat info;
+    check(stat(path, &info) == 0 && container_size < 2 * (size_t)info.st_size,
+          "the container (%zu bytes) holds the object once", container_size);
+  }
+  require_ok(chiprt_worker_register_callable(d->worker, kNamedCallable, container, container_size),
+             "named kernels: register");
+  require_ok(chiprt_worker_malloc(d->worker, sizeof host, &buffer), "named kernels: malloc");
+  for (i = 0; i < kElements; ++i) host[i] = (float)i;
+  require_ok(chiprt_worker_copy_to(d->worker, buffer, host, sizeof host, 0), "named kernels: x");
+  require_ok(chiprt_tensor_make(buffer, shape, 1, CHIPRT_DTYPE_F32, 0, &x),
+             "named kernels: tensor");
+  require_ok(chiprt_args_create(&args), "named kernels: args");
+  require_ok(chiprt_args_inout(args, &x), "named kernels: inout x");
+  require_ok(chiprt_call_config_init(&config), "chiprt_call_config_init");
+  config.diagnostics = "tasks";
+  config.diagnostics_dir = diag_dir;
+  require_ok(chiprt_worker_run(d->worker, kNamedCallable, args, &config, &report),
+             "named kernels: run");
+  require_ok(chiprt_worker_copy_from(d->worker, host, buffer, sizeof host, 0),
+             "named kernels: back");
+  for (i = 0; i < kElements; ++i) bad += host[i] != -2.0f * (float)i;
+  check(bad == 0, "named kernels: x == -2x everywhere (%d wrong)", bad);
+  {
+    /* tasks.csv: one row per task, its kernel column the display name and func_id. */
+    char line[1024];
+    char csv_path[CHIPRT_REPORT_PATH_CAPACITY + 32];
+    int seen[4] = {0, 0, 0, 0};
+    FILE* csv;
+    snprintf(csv_path, sizeof csv_path, "%s/tasks.csv", report.diagnostics_dir);
+    csv = fopen(csv_path, "r");
+    check(csv != NULL, "named kernels: %s opens", csv_path);
+    while (csv != NULL && fgets(line, sizeof line, csv) != NULL) {
+      for (f = 0; f < 4; ++f) seen[f] += strstr(line, kLabels[f]) != NULL;
+    }
+    if (csv != NULL) fclose(csv);
+    for (f = 0; f < 4; ++f)
+      check(seen[f] == 1, "tasks.csv names %s once (%d)", kLabels[f], seen[f]);
+  }
+  chiprt_args_destroy(args);
+  expect_ok(chiprt_worker_free(d->worker, buffer), "named kernels: free");
+  expect_ok(chiprt_worker_unregister_callable(d->worker, kNamedCallable),
+            "named kernels: unregister");
+  chiprt_bytes_free(container);
+  chiprt_builder_destroy(builder);
+
+  /* A symbol the object does not export: the registration fails naming it. */
+  snprintf(path, sizeof path, "%s/chiprt_test_named_kernels.so", dir);
+  require_ok(chiprt_builder_create(&builder), "chiprt_builder_create (missing symbol)");
+  require_ok(chiprt_builder_orchestration_file(builder, path, &sig), "orchestration");
+  require_ok(chiprt_builder_kernel_file_named(builder, 0, CHIPRT_CORE_AIV, path, &sig,
+                                              "named_triple", "triple"),
+             "a kernel under a symbol the object lacks");
+  require_ok(chiprt_builder_build(builder, &container, &container_size), "build (missing symbol)");
+  expect_code(chiprt_worker_register_callable(d->worker, kNamedCallable, container, container_size),
+              CHIPRT_LOAD_FAILED, "register a callable naming a symbol the object lacks");
+  check(strstr(chiprt_last_error_message(), "symbol 'named_triple' not found") != NULL &&
+            strstr(chiprt_last_error_message(), "extern \"C\"") != NULL,
+        "the error names the symbol and the fix: %s", chiprt_last_error_message());
+  expect_ok(chiprt_worker_has_callable(d->worker, kNamedCallable, &flag), "has_callable");
+  check(!flag, "nothing stays registered");
+  chiprt_bytes_free(container);
+  chiprt_builder_destroy(builder);
+  if (diag_dir != NULL) nftw(diag_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void tensor_checks(Device* d) {
@@ -881,6 +1015,7 @@ int main(int argc, char** argv) {
   run_pipelined(d);
   fork_checks(d, container, container_size);
   run_with_diagnostics(d);
+  named_kernel_checks(d, chip_dir);
   tensor_checks(d);
   misuse_checks(d, container, container_size);
   if (own_chip_dir != NULL) {

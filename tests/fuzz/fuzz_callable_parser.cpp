@@ -1,7 +1,7 @@
 // libFuzzer target for parse_callable: any input must be rejected with a message or parse into a
 // callable whose every promise holds (objects inside the input and matching their checksums,
-// counts within limits, unique func_ids). Crashes, sanitizer reports and broken promises all abort
-// the fuzzer.
+// counts within limits, unique func_ids, kernel symbols and names that follow their rules).
+// Crashes, sanitizer reports and broken promises all abort the fuzzer.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -63,6 +63,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(static_cast<int>(k.core) < chiprt::kCoreTypeCount);
     check_object(k.object, input);
     check_signature(k.signature);
+    // A shared-object kernel has a valid symbol and name; an in-process one no symbol.
+    if (k.object.kind == chiprt::ObjectKind::SharedObject) {
+      require(chiprt::kernel_symbol_problem(k.symbol) == nullptr);
+      require(chiprt::kernel_name_problem(k.name) == nullptr);
+    } else {
+      require(k.symbol.empty() &&
+              (k.name.empty() || chiprt::kernel_name_problem(k.name) == nullptr));
+    }
   }
   require(parsed.content_hash == chiprt::content_hash64(input));
   return 0;

@@ -1,7 +1,8 @@
 // Chip objects (shared objects) on the isolated platform: kernels and the tensormap_ringbuffer
 // orchestration load into the device process, the host_build_graph orchestration into the host,
 // which calls it. A callable registered once keeps working across a reset (the Worker loads its
-// objects again, the host's too), and the examples pass on both variants.
+// objects again, the host's too), and the examples pass on both variants (paged_attention's
+// kernels: several symbols of one object).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -63,7 +64,8 @@ TEST(IsolatedChipObjects, OrchestrationObjectRunsOnBothVariantsAcrossAReset) {
 TEST(IsolatedChipObjects, ExamplesPassOnBothVariants) {
   Worker worker;
   worker.init(isolated_options());
-  for (const char* name : {"vector_example", "wavefront"}) {
+  // paged_attention: five kernels of one object, each resolved in the device process.
+  for (const char* name : {"vector_example", "wavefront", "paged_attention"}) {
     const examples::Example* example = examples::find_example(name);
     ASSERT_NE(example, nullptr) << name;
     for (const RuntimeVariant variant :

@@ -136,7 +136,10 @@ void expect_crash_message(const FaultCase& c, const std::string& message) {
   if (c.kind == TaskKind::Spmd) {
     expect_matches(message, "block " + std::to_string(kSpmdFaultBlock) + "\\b", "the block");
   }
-  if (c.kind == TaskKind::So) expect_matches(message, "kernel_entry", "the kernel's symbol");
+  if (c.kind == TaskKind::So) {
+    expect_matches(message, "func_id 6 'fault', symbol kernel_entry",
+                   "the kernel's name and symbol");
+  }
 }
 
 class FaultSuite : public testing::TestWithParam<FaultCase> {};

@@ -152,11 +152,12 @@ CallConfig run_config(RuntimeVariant variant, bool serial) {
 void register_suite_callables(Worker& worker, bool with_object) {
   worker.register_callable(kCallable, suite_builder().build());
   if (with_object) {
-    worker.register_callable(kSoCallable,
-                             suite_builder()
-                                 .kernel_object(kFaultSo, CoreType::AIV,
-                                                examples::read_chip_object(kFaultObjectTarget), {})
-                                 .build());
+    worker.register_callable(
+        kSoCallable,
+        suite_builder()
+            .kernel_object(kFaultSo, CoreType::AIV, examples::read_chip_object(kFaultObjectTarget),
+                           {}, kKernelSymbol, "fault")
+            .build());
   }
 }
 

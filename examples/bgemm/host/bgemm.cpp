@@ -18,9 +18,10 @@ std::vector<uint8_t> build_container() {
       .orchestration_object(read_chip_object("bgemm_orchestration"),
                             ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::InOut}, 1))
       .kernel_object(proto::kMatmul, CoreType::AIC, read_chip_object("bgemm_matmul"),
-                     ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::Out}, 3))
+                     ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::Out}, 3), kKernelSymbol,
+                     "matmul")
       .kernel_object(proto::kAccumulate, CoreType::AIV, read_chip_object("bgemm_accumulate"),
-                     ArgSignature::of({ArgTag::In, ArgTag::InOut}, 2));
+                     ArgSignature::of({ArgTag::In, ArgTag::InOut}, 2), kKernelSymbol, "accumulate");
   return builder.build();
 }
 

@@ -15,25 +15,28 @@ namespace {
 
 namespace proto = paged_attention;
 
+// One object holds the five kernels, each under its own symbol; the container stores it once.
 std::vector<uint8_t> build_container() {
   using T = ArgTag;
+  const std::vector<uint8_t> kernels = read_chip_object("paged_attention_kernels");
   CallableBuilder builder;
   builder
       .orchestration_object(
           read_chip_object("paged_attention_orchestration"),
           ArgSignature::of({T::In, T::In, T::In, T::In, T::In, T::OutputExisting}, 2))
-      .kernel_object(proto::kQk, CoreType::AIC, read_chip_object("paged_attention_qk"),
-                     ArgSignature::of({T::In, T::In, T::Out}, 4))
-      .kernel_object(proto::kSoftmax, CoreType::AIV, read_chip_object("paged_attention_softmax"),
-                     ArgSignature::of({T::In, T::Out, T::Out, T::Out}, 2))
-      .kernel_object(proto::kPv, CoreType::AIC, read_chip_object("paged_attention_pv"),
-                     ArgSignature::of({T::In, T::In, T::Out}, 3))
-      .kernel_object(proto::kOnlineUpdate, CoreType::AIV,
-                     read_chip_object("paged_attention_online_update"),
-                     ArgSignature::of({T::In, T::In, T::In, T::InOut, T::InOut, T::InOut}, 3))
-      .kernel_object(proto::kNormalize, CoreType::AIV,
-                     read_chip_object("paged_attention_normalize"),
-                     ArgSignature::of({T::In, T::In, T::OutputExisting}, 2));
+      .kernel_object(proto::kQk, CoreType::AIC, kernels,
+                     ArgSignature::of({T::In, T::In, T::Out}, 4), "paged_attention_qk", "qk")
+      .kernel_object(proto::kSoftmax, CoreType::AIV, kernels,
+                     ArgSignature::of({T::In, T::Out, T::Out, T::Out}, 2),
+                     "paged_attention_softmax", "softmax")
+      .kernel_object(proto::kPv, CoreType::AIC, kernels,
+                     ArgSignature::of({T::In, T::In, T::Out}, 3), "paged_attention_pv", "pv")
+      .kernel_object(proto::kOnlineUpdate, CoreType::AIV, kernels,
+                     ArgSignature::of({T::In, T::In, T::In, T::InOut, T::InOut, T::InOut}, 3),
+                     "paged_attention_online_update", "online_update")
+      .kernel_object(proto::kNormalize, CoreType::AIV, kernels,
+                     ArgSignature::of({T::In, T::In, T::OutputExisting}, 2),
+                     "paged_attention_normalize", "normalize");
   return builder.build();
 }
 

@@ -5,7 +5,7 @@
 
 #include "chiprt/kernel.h"
 
-extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
+extern "C" __attribute__((visibility("default"))) void paged_attention_normalize(int64_t* args) {
   using chiprt::kernel::scalar_arg;
   using chiprt::kernel::tensor_arg;
   const float* acc = tensor_arg<const float>(args, 0);

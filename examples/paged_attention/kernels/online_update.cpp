@@ -10,7 +10,8 @@
 
 #include "chiprt/kernel.h"
 
-extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
+extern "C" __attribute__((visibility("default"))) void paged_attention_online_update(
+    int64_t* args) {
   using chiprt::kernel::scalar_arg;
   using chiprt::kernel::tensor_arg;
   const float* partial = tensor_arg<const float>(args, 0);

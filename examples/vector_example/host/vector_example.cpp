@@ -25,11 +25,14 @@ std::vector<uint8_t> build_container() {
   builder
       .orchestration_object(read_chip_object("vector_example_orchestration"),
                             ArgSignature::of({ArgTag::In, ArgTag::In, ArgTag::OutputExisting}, 1))
-      .kernel_object(proto::kAdd, CoreType::AIV, add, binary)
+      .kernel_object(proto::kAdd, CoreType::AIV, add, binary, kKernelSymbol, "add")
       .kernel_object(proto::kAddScalar, CoreType::AIV,
-                     read_chip_object("vector_example_add_scalar"), add_scalar)
-      .kernel_object(proto::kMul, CoreType::AIV, read_chip_object("vector_example_mul"), binary)
-      .kernel_object(proto::kAddInto, CoreType::AIV, add, binary_into);
+                     read_chip_object("vector_example_add_scalar"), add_scalar, kKernelSymbol,
+                     "add_scalar")
+      .kernel_object(proto::kMul, CoreType::AIV, read_chip_object("vector_example_mul"), binary,
+                     kKernelSymbol, "mul")
+      // The same object and symbol under a second func_id, with a name of its own.
+      .kernel_object(proto::kAddInto, CoreType::AIV, add, binary_into, kKernelSymbol, "add_into");
   return builder.build();
 }
 

@@ -21,7 +21,8 @@ std::vector<uint8_t> build_container() {
       .orchestration_object(read_chip_object("wavefront_orchestration"),
                             ArgSignature::of({ArgTag::InOut}, 1))
       .kernel_object(proto::kUpdate, CoreType::AIV, read_chip_object("wavefront_update"),
-                     ArgSignature::of({ArgTag::InOut, ArgTag::In, ArgTag::In}, 2));
+                     ArgSignature::of({ArgTag::InOut, ArgTag::In, ArgTag::In}, 2), kKernelSymbol,
+                     "update");
   return builder.build();
 }
 

@@ -25,9 +25,9 @@ def build_callable():
             .orchestration_object(chip_object_path("bgemm_orchestration"),
                                   chiprt.signature(["in", "in", "inout"], scalars=1))
             .kernel_object(MATMUL, "aic", chip_object_path("bgemm_matmul"),
-                           chiprt.signature(["in", "in", "out"], scalars=3))
+                           chiprt.signature(["in", "in", "out"], scalars=3), name="matmul")
             .kernel_object(ACCUMULATE, "aiv", chip_object_path("bgemm_accumulate"),
-                           chiprt.signature(["in", "inout"], scalars=2))
+                           chiprt.signature(["in", "inout"], scalars=2), name="accumulate")
             .build())
 
 

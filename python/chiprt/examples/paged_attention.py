@@ -31,21 +31,26 @@ RING_PARAMS = (("ring_window", "task_window"), ("ring_heap", "heap_bytes"),
 
 
 def build_callable():
+    # One object holds the five kernels, each under its own symbol; the callable stores it once.
+    kernels = chip_object_path("paged_attention_kernels")
     return (chiprt.CallableBuilder()
             .orchestration_object(chip_object_path("paged_attention_orchestration"),
                                   chiprt.signature(["in", "in", "in", "in", "in",
                                                     "output_existing"], scalars=2))
-            .kernel_object(QK, "aic", chip_object_path("paged_attention_qk"),
-                           chiprt.signature(["in", "in", "out"], scalars=4))
-            .kernel_object(SOFTMAX, "aiv", chip_object_path("paged_attention_softmax"),
-                           chiprt.signature(["in", "out", "out", "out"], scalars=2))
-            .kernel_object(PV, "aic", chip_object_path("paged_attention_pv"),
-                           chiprt.signature(["in", "in", "out"], scalars=3))
-            .kernel_object(ONLINE_UPDATE, "aiv", chip_object_path("paged_attention_online_update"),
+            .kernel_object(QK, "aic", kernels, chiprt.signature(["in", "in", "out"], scalars=4),
+                           symbol="paged_attention_qk", name="qk")
+            .kernel_object(SOFTMAX, "aiv", kernels,
+                           chiprt.signature(["in", "out", "out", "out"], scalars=2),
+                           symbol="paged_attention_softmax", name="softmax")
+            .kernel_object(PV, "aic", kernels, chiprt.signature(["in", "in", "out"], scalars=3),
+                           symbol="paged_attention_pv", name="pv")
+            .kernel_object(ONLINE_UPDATE, "aiv", kernels,
                            chiprt.signature(["in", "in", "in", "inout", "inout", "inout"],
-                                            scalars=3))
-            .kernel_object(NORMALIZE, "aiv", chip_object_path("paged_attention_normalize"),
-                           chiprt.signature(["in", "in", "output_existing"], scalars=2))
+                                            scalars=3),
+                           symbol="paged_attention_online_update", name="online_update")
+            .kernel_object(NORMALIZE, "aiv", kernels,
+                           chiprt.signature(["in", "in", "output_existing"], scalars=2),
+                           symbol="paged_attention_normalize", name="normalize")
             .build())
 
 

@@ -30,11 +30,12 @@ def build_callable():
     return (chiprt.CallableBuilder()
             .orchestration_object(chip_object_path("vector_example_orchestration"),
                                   chiprt.signature(["in", "in", "output_existing"], scalars=1))
-            .kernel_object(ADD, "aiv", add, binary)
+            .kernel_object(ADD, "aiv", add, binary, name="add")
             .kernel_object(ADD_SCALAR, "aiv", chip_object_path("vector_example_add_scalar"),
-                           add_scalar)
-            .kernel_object(MUL, "aiv", chip_object_path("vector_example_mul"), binary)
-            .kernel_object(ADD_INTO, "aiv", add, binary_into)
+                           add_scalar, name="add_scalar")
+            .kernel_object(MUL, "aiv", chip_object_path("vector_example_mul"), binary, name="mul")
+            # The same object and symbol under a second func_id, with a name of its own.
+            .kernel_object(ADD_INTO, "aiv", add, binary_into, name="add_into")
             .build())
 
 

@@ -27,7 +27,7 @@ def build_callable():
             .orchestration_object(chip_object_path("wavefront_orchestration"),
                                   chiprt.signature(["inout"], scalars=1))
             .kernel_object(UPDATE, "aiv", chip_object_path("wavefront_update"),
-                           chiprt.signature(["inout", "in", "in"], scalars=2))
+                           chiprt.signature(["inout", "in", "in"], scalars=2), name="update")
             .build())
 
 

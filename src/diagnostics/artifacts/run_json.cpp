@@ -32,6 +32,7 @@ json run_json(const RunModel& model, const std::vector<std::string>& files) {
   for (const KernelName& k : model.kernels) {
     kernels.push_back({{"func_id", k.func_id},
                        {"symbol", k.symbol},
+                       {"name", k.name},
                        {"core_type", std::string(core_type_name(k.core_type))}});
   }
   run["kernels"] = std::move(kernels);
@@ -104,6 +105,8 @@ void read_run_json(const std::string& path, RunModel& model) {
       KernelName name;
       name.func_id = k.at("func_id").get<int32_t>();
       name.symbol = k.at("symbol").get<std::string>();
+      // Absent from the run.json of a chiprt that had no display names: the symbol is shown.
+      name.name = k.value("name", std::string());
       if (!parse_core_type(k.at("core_type").get<std::string>(), &name.core_type)) {
         fail(path, "kernels: unknown core_type " + k.at("core_type").dump());
       }

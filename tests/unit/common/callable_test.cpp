@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "callable_v2_container.h"
 #include "chiprt/callable.h"
 #include "common/callable_format.h"
 #include "support.h"
@@ -111,6 +112,15 @@ void expect_consistent(const std::vector<uint8_t>& bytes, const ParsedCallable& 
     EXPECT_LT(k.func_id, kMaxFuncId);
     EXPECT_TRUE(ids.insert(k.func_id).second);
     EXPECT_LT(static_cast<int>(k.core), kCoreTypeCount);
+    if (k.object.kind == ObjectKind::SharedObject) {
+      EXPECT_EQ(kernel_symbol_problem(k.symbol), nullptr) << k.symbol;
+      EXPECT_EQ(kernel_name_problem(k.name), nullptr) << k.name;
+    } else {
+      EXPECT_TRUE(k.symbol.empty());
+      if (!k.name.empty()) {
+        EXPECT_EQ(kernel_name_problem(k.name), nullptr) << k.name;
+      }
+    }
   }
   EXPECT_EQ(p.content_hash, content_hash64(bytes));
 }
@@ -313,6 +323,22 @@ TEST(CallableHashTest, KernelMetadataIsPartOfTheKernelImageHash) {
   EXPECT_NE(base.kernel_image_hash, other_id.kernel_image_hash);
   EXPECT_NE(base.kernel_image_hash, other_core.kernel_image_hash);
   EXPECT_NE(base.kernel_image_hash, other_sig.kernel_image_hash);
+
+  auto build_named = [&](std::string_view symbol, std::string_view name) {
+    return CallableBuilder()
+        .orchestration_object(so, ArgSignature::of({}, 0))
+        .kernel_object(1, CoreType::AIC, so, ArgSignature::of({ArgTag::In}, 0), symbol, name)
+        .build();
+  };
+  ParsedCallable named_default, other_symbol, other_name;
+  ASSERT_TRUE(parse_callable(build_named(kKernelSymbol, "kernel_entry"), &named_default).is_ok());
+  ASSERT_TRUE(parse_callable(build_named("other_entry", ""), &other_symbol).is_ok());
+  ASSERT_TRUE(parse_callable(build_named(kKernelSymbol, "gemm"), &other_name).is_ok());
+  // A name equal to the default is the default; another symbol or name is another kernel.
+  EXPECT_EQ(base.kernel_image_hash, named_default.kernel_image_hash);
+  EXPECT_NE(base.kernel_image_hash, other_symbol.kernel_image_hash);
+  EXPECT_NE(base.kernel_image_hash, other_name.kernel_image_hash);
+  EXPECT_NE(other_symbol.kernel_image_hash, other_name.kernel_image_hash);
 }
 
 TEST(CallableParseTest, EveryTruncationIsRejected) {
@@ -364,13 +390,17 @@ TEST(CallableParseTest, HeaderCorruptionsNameTheField) {
   b[0] = 'X';
   expect_malformed(b, "header.magic");
   b = good;
-  patch<uint32_t>(b, offsetof(ContainerHeader, version), 3);
-  expect_malformed(b, "header.version=3 is not supported (2 is); rebuild the container");
+  patch<uint32_t>(b, offsetof(ContainerHeader, version), 4);
+  expect_malformed(b, "header.version=4 is not supported (2..3 are); rebuild the container");
   b = good;
   patch<uint32_t>(b, offsetof(ContainerHeader, version), 1);
   expect_malformed(b,
-                   "header.version=1 is not supported (2 is; version 1 containers carry no "
+                   "header.version=1 is not supported (2..3 are; version 1 containers carry no "
                    "object checksums)");
+  b = good;  // a version 3 container read as version 2: its descriptors no longer line up
+  patch<uint32_t>(b, offsetof(ContainerHeader, version), 2);
+  ParsedCallable misread;
+  EXPECT_FALSE(parse_callable(b, &misread).is_ok());
   b = good;
   patch<uint32_t>(b, offsetof(ContainerHeader, header_size), 64);
   expect_malformed(b, "header.header_size=64 must be 48");
@@ -388,7 +418,7 @@ TEST(CallableParseTest, HeaderCorruptionsNameTheField) {
   expect_malformed(b, "header.kernel_count=0", StatusCode::EmptyCallable);
   b = good;
   patch<uint32_t>(b, offsetof(ContainerHeader, kernel_count), 100);
-  expect_malformed(b, "header.kernel_table: offset 104 + size 6400 exceeds the container size");
+  expect_malformed(b, "header.kernel_table: offset 104 + size 9600 exceeds the container size");
   b = good;
   patch<uint64_t>(b, offsetof(ContainerHeader, orchestration_offset), 49);
   expect_malformed(b, "header.orchestration.offset=49 is not 8-byte aligned");
@@ -546,6 +576,218 @@ TEST(CallableParseTest, ChecksumMismatchNamesTheObject) {
   b = good;  // the checksum itself
   b[kernel_desc(0) + offsetof(KernelDesc, object) + offsetof(ObjectDesc, checksum)] ^= 0x01;
   expect_malformed(b, "kernel[0] (func_id 4).object: checksum ");
+}
+
+// ---- symbols and display names (version 3) ---------------------------------------------------
+
+TEST(CallableBuilderTest, SymbolsAndNamesRoundTrip) {
+  const auto so = object_bytes(90, 4);
+  const std::vector<uint8_t> bytes =
+      CallableBuilder()
+          .orchestration_function(&test_orchestration, ArgSignature::of({}, 0))
+          .kernel_object(0, CoreType::AIV, so, ArgSignature::of({}, 0))  // the defaults
+          .kernel_object(1, CoreType::AIV, so, ArgSignature::of({}, 0), "softmax_max")
+          .kernel_object(2, CoreType::AIC, so, ArgSignature::of({}, 0), "softmax_exp",
+                         "softmax: exp(x - max)")
+          .kernel_object(3, CoreType::AIV, so, ArgSignature::of({}, 0), kKernelSymbol, "qk")
+          .kernel_function(4, CoreType::AIV, &test_kernel_add, ArgSignature::of({}, 0), "add one")
+          .kernel_function(5, CoreType::AIV, &test_kernel_mul, ArgSignature::of({}, 0))
+          .build();
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(bytes, &p).is_ok()) << parse_callable(bytes, &p).to_string();
+  expect_consistent(bytes, p);
+  EXPECT_EQ(p.version, kCallableVersion);
+  ASSERT_EQ(p.kernels.size(), 6u);
+  const std::pair<std::string, std::string> want[] = {{"kernel_entry", "kernel_entry"},
+                                                      {"softmax_max", "softmax_max"},
+                                                      {"softmax_exp", "softmax: exp(x - max)"},
+                                                      {"kernel_entry", "qk"},
+                                                      {"", "add one"},
+                                                      {"", ""}};
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+    SCOPED_TRACE("kernel " + std::to_string(i));
+    EXPECT_EQ(p.kernels[i].symbol, want[i].first);
+    EXPECT_EQ(p.kernels[i].name, want[i].second);
+  }
+}
+
+TEST(CallableBuilderTest, OneObjectOfSeveralKernelsIsStoredOnce) {
+  const auto so = object_bytes(4096, 6);
+  CallableBuilder builder;
+  builder.orchestration_object(object_bytes(100, 9), ArgSignature::of({}, 0));
+  const char* symbols[] = {"softmax_max", "softmax_exp", "softmax_norm"};
+  for (int i = 0; i < 3; ++i) {
+    builder.kernel_object(i, CoreType::AIV, so, ArgSignature::of({}, 0), symbols[i]);
+  }
+  builder.kernel_object(3, CoreType::AIV, object_bytes(64, 1), ArgSignature::of({}, 0));
+  const std::vector<uint8_t> bytes = builder.build();
+  EXPECT_LT(bytes.size(), 2 * so.size());  // one copy of the 4 KiB object, not three
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(bytes, &p).is_ok());
+  expect_consistent(bytes, p);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.kernels[i].symbol, symbols[i]);
+    EXPECT_EQ(p.kernels[i].object.bytes.data(), p.kernels[0].object.bytes.data());
+    EXPECT_TRUE(std::equal(so.begin(), so.end(), p.kernels[i].object.bytes.begin(),
+                           p.kernels[i].object.bytes.end()));
+  }
+  EXPECT_NE(p.kernels[3].object.bytes.data(), p.kernels[0].object.bytes.data());
+  // An object shared by the orchestration and a kernel is stored once too.
+  const std::vector<uint8_t> shared = CallableBuilder()
+                                          .orchestration_object(so, ArgSignature::of({}, 0))
+                                          .kernel_object(0, CoreType::AIV, so, {}, "k")
+                                          .build();
+  ASSERT_TRUE(parse_callable(shared, &p).is_ok());
+  EXPECT_EQ(p.orchestration.bytes.data(), p.kernels[0].object.bytes.data());
+  EXPECT_LT(shared.size(), 2 * so.size());
+}
+
+TEST(CallableBuilderTest, RejectsSymbolsThatAreNotIdentifiersAndUnprintableNames) {
+  const auto so = object_bytes(16, 0);
+  auto build = [&](std::string_view symbol, std::string_view name) {
+    return CallableBuilder()
+        .orchestration_object(so, {})
+        .kernel_object(2, CoreType::AIV, so, {}, symbol, name)
+        .build();
+  };
+  expect_build_error([&] { build("", ""); }, StatusCode::InvalidArgument,
+                     "kernel 0 (func_id 2): symbol '' is empty");
+  expect_build_error([&] { build("2fast", ""); }, StatusCode::InvalidArgument,
+                     "symbol '2fast' is not a C identifier (it must start with a letter or '_')");
+  expect_build_error([&] { build("soft max", ""); }, StatusCode::InvalidArgument,
+                     "symbol 'soft max' is not a C identifier (letters, digits and '_' only); "
+                     "name the extern \"C\" function the object exports");
+  expect_build_error([&] { build(std::string(256, 'k'), ""); }, StatusCode::InvalidArgument,
+                     "is longer than kMaxKernelSymbolBytes (255)");
+  EXPECT_NO_THROW(build(std::string(255, 'k'), std::string(64, 'n')));
+  expect_build_error([&] { build("k", std::string(65, 'n')); }, StatusCode::InvalidArgument,
+                     "is longer than kMaxKernelNameBytes (64)");
+  expect_build_error([&] { build("k", "tab\there"); }, StatusCode::InvalidArgument,
+                     "display name 'tab\there' is not printable ASCII");
+  expect_build_error([&] { build("k", "caf\xc3\xa9"); }, StatusCode::InvalidArgument,
+                     "is not printable ASCII");
+  expect_build_error(
+      [&] {
+        CallableBuilder()
+            .orchestration_object(so, {})
+            .kernel_function(0, CoreType::AIV, &test_kernel_add, {}, "new\nline")
+            .build();
+      },
+      StatusCode::InvalidArgument, "kernel 0 (func_id 0): display name");
+}
+
+TEST(CallableParseTest, SymbolAndNameCorruptionsNameTheField) {
+  const auto so = object_bytes(40, 2);
+  const std::vector<uint8_t> good =
+      CallableBuilder()
+          .orchestration_object(so, {})
+          .kernel_object(0, CoreType::AIV, so, {}, "norm", "normalize")
+          .kernel_function(1, CoreType::AIV, &test_kernel_add, {})
+          .build();
+  ParsedCallable gp;
+  ASSERT_TRUE(parse_callable(good, &gp).is_ok());
+  const std::size_t symbol = kernel_desc(0) + offsetof(KernelDesc, symbol);
+  const std::size_t name = kernel_desc(0) + offsetof(KernelDesc, name);
+  KernelDesc k0;
+  std::memcpy(&k0, good.data() + kernel_desc(0), sizeof(k0));
+
+  auto b = good;
+  b[k0.symbol.offset + 1] = '-';
+  expect_malformed(b, "kernel[0].symbol is not a C identifier (letters, digits and '_' only)");
+  b = good;
+  b[k0.name.offset] = '\x7f';
+  expect_malformed(b, "kernel[0].name is not printable ASCII");
+  b = good;
+  patch<uint32_t>(b, symbol + offsetof(StringDesc, size), 0);
+  expect_malformed(b, "kernel[0].symbol.offset=" + std::to_string(k0.symbol.offset) +
+                          " must be 0 for no string");
+  b = good;
+  patch<uint32_t>(b, symbol + offsetof(StringDesc, size), 0);
+  patch<uint64_t>(b, symbol + offsetof(StringDesc, offset), 0);
+  expect_malformed(b, "kernel[0].symbol is empty");
+  b = good;
+  patch<uint64_t>(b, name + offsetof(StringDesc, offset), 8);
+  expect_malformed(b, "kernel[0].name.offset=8 overlaps the descriptors");
+  b = good;
+  patch<uint64_t>(b, name + offsetof(StringDesc, offset), good.size() - 2);
+  expect_malformed(b, "kernel[0].name: offset " + std::to_string(good.size() - 2) +
+                          " + size 9 exceeds the container size");
+  b = good;
+  patch<uint32_t>(b, name + offsetof(StringDesc, reserved), 1);
+  expect_malformed(b, "kernel[0].name.reserved=1 must be 0");
+  b = good;
+  patch<uint32_t>(b, name + offsetof(StringDesc, size), kMaxKernelNameBytes + 1);
+  expect_malformed(b, "kernel[0].name is longer than kMaxKernelNameBytes");
+  b = good;  // an in-process function names no symbol
+  const std::size_t k1_symbol = kernel_desc(1) + offsetof(KernelDesc, symbol);
+  patch<uint64_t>(b, k1_symbol + offsetof(StringDesc, offset), k0.symbol.offset);
+  patch<uint32_t>(b, k1_symbol + offsetof(StringDesc, size), k0.symbol.size);
+  expect_malformed(b, "kernel[1].symbol.size=4 must be 0 for an in-process function");
+}
+
+// ---- version 2 containers ---------------------------------------------------------------------
+
+TEST(CallableVersionTest, Version2ContainersParseWithKernelEntryAsSymbolAndName) {
+  const auto orch = object_bytes(100, 9);
+  const auto k0 = object_bytes(70, 1);
+  const ArgSignature sig = ArgSignature::of({ArgTag::In, ArgTag::Out}, 1);
+  const std::vector<uint8_t> v2 = test::version2_container(
+      test::v2_object(orch), sig,
+      {{4, CoreType::AIC, test::v2_object(k0), sig},
+       {9, CoreType::AIV, test::v2_function(reinterpret_cast<uint64_t>(&test_kernel_add)), {}}});
+  ParsedCallable p;
+  ASSERT_TRUE(parse_callable(v2, &p).is_ok()) << parse_callable(v2, &p).to_string();
+  expect_consistent(v2, p);
+  EXPECT_EQ(p.version, 2u);
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].func_id, 4);
+  EXPECT_EQ(p.kernels[0].core, CoreType::AIC);
+  EXPECT_EQ(p.kernels[0].symbol, "kernel_entry");
+  EXPECT_EQ(p.kernels[0].name, "kernel_entry");
+  EXPECT_EQ(p.kernels[0].signature.tensor_count, 2);
+  EXPECT_TRUE(std::equal(k0.begin(), k0.end(), p.kernels[0].object.bytes.begin(),
+                         p.kernels[0].object.bytes.end()));
+  EXPECT_EQ(p.kernels[1].symbol, "");
+  EXPECT_EQ(p.kernels[1].name, "");
+  int64_t arg = 1;
+  reinterpret_cast<KernelEntry>(p.kernels[1].object.function_addr())(&arg);
+  EXPECT_EQ(arg, 2);
+
+  // The same kernels built today: a version 3 container whose kernels hash alike.
+  const std::vector<uint8_t> v3 = CallableBuilder()
+                                      .orchestration_object(orch, sig)
+                                      .kernel_object(4, CoreType::AIC, k0, sig)
+                                      .kernel_function(9, CoreType::AIV, &test_kernel_add, {})
+                                      .build();
+  ParsedCallable p3;
+  ASSERT_TRUE(parse_callable(v3, &p3).is_ok());
+  EXPECT_EQ(p3.version, 3u);
+  EXPECT_EQ(p3.kernel_image_hash, p.kernel_image_hash);
+  EXPECT_NE(p3.content_hash, p.content_hash);
+}
+
+TEST(CallableVersionTest, Version2ContainersAreCheckedAsBefore) {
+  const auto orch = object_bytes(100, 9);
+  const std::vector<uint8_t> good = test::version2_container(
+      test::v2_object(orch), {}, {{4, CoreType::AIC, test::v2_object(object_bytes(70, 1)), {}}});
+  for (std::size_t len = 0; len < good.size(); ++len) {
+    const std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len));
+    ParsedCallable p;
+    EXPECT_EQ(parse_callable(cut, &p).code(), StatusCode::MalformedCallable) << "length " << len;
+  }
+  const std::size_t k0 = sizeof(ContainerHeader) + sizeof(OrchestrationDesc);
+  auto b = good;
+  patch<int32_t>(b, k0 + offsetof(KernelDescV2, func_id), kMaxFuncId);
+  expect_malformed(b, "kernel[0].func_id=256 is outside [0, 256)");
+  b = good;
+  patch<uint8_t>(b, k0 + offsetof(KernelDescV2, reserved), 1);
+  expect_malformed(b, "kernel[0].reserved[0]=1 must be 0");
+  b = good;
+  b[b.size() - 1] ^= 0x01;
+  expect_malformed(b, "kernel[0] (func_id 4).object: checksum");
+  b = good;
+  patch<uint32_t>(b, offsetof(ContainerHeader, kernel_count), 2);
+  expect_malformed(b, "orchestration.object.offset=192 overlaps the descriptors");
 }
 
 TEST(CallableParseTest, FunctionAddrIsZeroForSharedObjects) {

@@ -22,7 +22,7 @@ RunModel make_model(uint32_t clusters) {
   model.shape.device_clusters = clusters;
   model.shape.cores = clusters * 3;
   model.have_edges = true;
-  model.kernels = {{1, "gemm", CoreType::AIV}, {2, "add", CoreType::AIC}};
+  model.kernels = {{1, "gemm", CoreType::AIV, ""}, {2, "add", CoreType::AIC, ""}};
   return model;
 }
 
@@ -439,11 +439,16 @@ TEST(DiagnosticsRunModel, CoreNumberingAndLabels) {
   EXPECT_EQ(core_slot(shape, 24 + 7).lane, 2u);
   EXPECT_EQ(core_label(shape, 30), "AIV0 c3 (core 30)");
   RunModel model;
-  model.kernels = {{3, "gemm_tile", CoreType::AIC}, {4, "", CoreType::AIV}};
+  model.kernels = {{3, "gemm_tile", CoreType::AIC, ""}, {4, "", CoreType::AIV, ""}};
   EXPECT_EQ(model.kernel_label(3), "gemm_tile (func 3)");
   EXPECT_EQ(model.kernel_label(4), "func 4");
   EXPECT_EQ(model.kernel_label(9), "func 9");
   EXPECT_EQ(model.kernel(9), nullptr);
+  // A display name wins over the symbol; an in-process function has only a name.
+  model.kernels.push_back({5, "kernel_entry", CoreType::AIV, "qk"});
+  model.kernels.push_back({6, "", CoreType::AIV, "add one"});
+  EXPECT_EQ(model.kernel_label(5), "qk (func 5)");
+  EXPECT_EQ(model.kernel_label(6), "add one (func 6)");
   EXPECT_EQ(wait_kind_name(WaitKind::Core), std::string("core"));
   EXPECT_EQ(bound_name(Bound::TooFewCores), std::string("too_few_cores"));
 }

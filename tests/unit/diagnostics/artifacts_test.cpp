@@ -66,7 +66,7 @@ RunModel sample_model() {
   m.config.hardware_counters = true;
   m.config.output_dir = "out";
   m.shape = {4, 1, 2, 2, 6};
-  m.kernels = {{1, "gemm, \"tiled\"", CoreType::AIC}, {2, "add", CoreType::AIV}};
+  m.kernels = {{1, "gemm, \"tiled\"", CoreType::AIC, ""}, {2, "add", CoreType::AIV, "add, named"}};
   m.clock_hz = 50000000;
   m.anchors = {{0, 100}, {1000000, 50100}};
   m.wall_ns = 2000;
@@ -200,7 +200,11 @@ TEST_F(DiagnosticsArtifacts, WriteThenReadRoundTrips) {
   EXPECT_EQ(r.shape.device_clusters, 2u);
   ASSERT_EQ(r.kernels.size(), 2u);
   EXPECT_EQ(r.kernels[0].symbol, m.kernels[0].symbol);
+  EXPECT_EQ(r.kernels[0].name, "");
   EXPECT_EQ(r.kernels[0].core_type, CoreType::AIC);
+  EXPECT_EQ(r.kernels[1].symbol, "add");
+  EXPECT_EQ(r.kernels[1].name, "add, named");
+  EXPECT_EQ(r.kernel_label(2), "add, named (func 2)");
   EXPECT_EQ(r.clock_hz, m.clock_hz);
   EXPECT_EQ(r.anchors, m.anchors);
   EXPECT_EQ(r.wall_ns, m.wall_ns);
@@ -498,7 +502,7 @@ TEST_F(DiagnosticsArtifacts, LargeRunWritesAndReadsBack) {
   m.config.dependency_graph = true;
   m.config.output_dir = "out";
   m.shape = {4, 1, 8, 8, 24};
-  m.kernels = {{0, "layer", CoreType::AIV}};
+  m.kernels = {{0, "layer", CoreType::AIV, ""}};
   m.have_edges = true;
   for (uint64_t t = 0; t < tasks; ++t) {
     const uint64_t layer = t / kWidth;

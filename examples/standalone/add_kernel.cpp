@@ -1,7 +1,7 @@
-// An AIV kernel: out[i] = a[i] + b[i]. Args: tensors a, b, out; scalar n.
+// An AIV kernel, exported as vector_add: out[i] = a[i] + b[i]. Args: tensors a, b, out; scalar n.
 #include <chiprt/kernel.h>
 
-extern "C" __attribute__((visibility("default"))) void kernel_entry(int64_t* args) {
+extern "C" __attribute__((visibility("default"))) void vector_add(int64_t* args) {
   using namespace chiprt::kernel;
   const float* a = tensor_arg<const float>(args, 0);
   const float* b = tensor_arg<const float>(args, 1);

@@ -24,7 +24,8 @@ int main() {
   worker.register_callable(/*callable_id=*/0,
                            chiprt::CallableBuilder()
                                .orchestration_object(read_file(ORCHESTRATION_SO), {})
-                               .kernel_object(0, chiprt::CoreType::AIV, read_file(KERNEL_SO), {})
+                               .kernel_object(0, chiprt::CoreType::AIV, read_file(KERNEL_SO), {},
+                                              /*symbol=*/"vector_add")
                                .build());
   chiprt::DeviceBuffer a = worker.malloc(bytes), b = worker.malloc(bytes), c = worker.malloc(bytes);
   worker.copy_to(a, host_a.data(), bytes);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: builds chiprt (release) and runs an example workload on the simulated chip,
 # checked against its reference result, with its timing summary.
-#   scripts/run-example.sh                    # bgemm, medium case (1088 tasks)
+#   scripts/run-example.sh                    # bgemm, medium case (1,024 kernel tasks)
 #   scripts/run-example.sh wavefront --case large --rounds 5
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -36,7 +36,12 @@ uint64_t non_negative(py::handle value, const std::string& key) {
     throw_argument(key + " must be a non-negative integer, not " +
                    py::repr(value).cast<std::string>());
   }
-  return value.cast<uint64_t>();
+  const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred() != nullptr) {
+    PyErr_Clear();  // beyond 64 bits: an argument error naming the key, not a cast error
+    throw_argument(key + "=" + py::repr(value).cast<std::string>() + " is too large");
+  }
+  return v;
 }
 
 int small_int(py::handle value, const std::string& key) {

@@ -829,7 +829,8 @@ int main(int argc, char** argv) {
     // (from the options or a CHIPRT_* variable) is the command's mistake: a usage error.
     std::fprintf(stderr, "error: %s\n", e.what());
     if (e.code() != chiprt::StatusCode::InvalidConfig) return kExitFailure;
-    if (run->parsed()) {
+    // A CHIPRT_* variable's error names it; an option's names the field the option sets.
+    if (run->parsed() && std::string_view(e.what()).find("CHIPRT_") == std::string_view::npos) {
       std::fprintf(stderr,
                    "  the options behind these fields: --clusters N sets SimOptions.clusters (1 to "
                    "24); --aicpu-threads N sets aicpu_thread_num and SimOptions.aicpu_threads (0 "

@@ -57,6 +57,8 @@ PYTHON_HINTS = {
 
 # C++ spellings in messages: Worker::reset() reads worker.reset() in Python.
 _CPP_WORKER_CALL = re.compile(r"\bWorker::(\w+)")
+# SimOptions.clusters reads "Worker keyword clusters": chiprt.Worker's keywords are its fields.
+_CPP_SIM_OPTION = re.compile(r"\bSimOptions\.(\w+)")
 
 
 def python_hint(code, native_hint: str = None) -> str:
@@ -190,7 +192,8 @@ def _from_native(code: int, message: str, hint: str) -> Error:
     terms."""
     cls = error_class(code)
     error = cls.__new__(cls)
-    Error.__init__(error, code, _CPP_WORKER_CALL.sub(r"worker.\1", message), _hint_override=hint)
+    message = _CPP_SIM_OPTION.sub(r"Worker keyword \1", _CPP_WORKER_CALL.sub(r"worker.\1", message))
+    Error.__init__(error, code, message, _hint_override=hint)
     if cls is BuildError:
         error.output = ""
     return error

@@ -35,6 +35,13 @@ def test_a_native_error_reads_in_python_terms():
     assert "Worker::" not in str(e)
 
 
+def test_a_simulated_chip_field_reads_as_the_worker_keyword():
+    with pytest.raises(chiprt.ArgumentError) as info:
+        chiprt.Worker(clusters=0)
+    assert "Worker keyword clusters must be in [1, 24] (got 0)" in str(info.value)
+    assert "SimOptions" not in str(info.value)
+
+
 def test_a_kernel_that_does_not_compile_is_build_failed(tmp_path):
     with pytest.raises(chiprt.BuildError) as info:
         chiprt.build_chip_object(["int broken("], name="broken", cache_dir=tmp_path)

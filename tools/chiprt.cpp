@@ -198,6 +198,13 @@ CLI::Validator at_least(int minimum) {
       "INT>=" + std::to_string(minimum));
 }
 
+// `n` with thousands separated by commas, as the task counts are stated ("1,984").
+std::string thousands(uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+  return digits;
+}
+
 // Prints the exported graph's shape and writes its DOT to `out` (opened on `path` before the run,
 // so a bad path fails before any work); false (after a message) when the write fails.
 bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std::ofstream& out) {
@@ -206,15 +213,13 @@ bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std:
   const std::string tasks = chiprt::format_task_count(
       shape.kernel_tasks, shape.dependency_only_tasks - shape.scope_fences);
   const std::string fences =
-      shape.scope_fences == 0 ? ""
-                              : ", " + std::to_string(shape.scope_fences) + " runtime scope fences";
+      shape.scope_fences == 0 ? "" : ", " + thousands(shape.scope_fences) + " runtime scope fences";
   std::printf(
-      "graph: %s%s, %llu edges, %llu sources, %llu "
-      "sinks, depth %llu (tasks on the longest dependency chain), widest level %llu tasks\n",
-      tasks.c_str(), fences.c_str(), static_cast<unsigned long long>(shape.edges),
-      static_cast<unsigned long long>(shape.sources), static_cast<unsigned long long>(shape.sinks),
-      static_cast<unsigned long long>(shape.depth),
-      static_cast<unsigned long long>(shape.max_width));
+      "graph: %s%s, %s edges, %s sources, %s sinks, depth %s (tasks on the longest dependency "
+      "chain), widest level %s tasks\n",
+      tasks.c_str(), fences.c_str(), thousands(shape.edges).c_str(),
+      thousands(shape.sources).c_str(), thousands(shape.sinks).c_str(),
+      thousands(shape.depth).c_str(), thousands(shape.max_width).c_str());
   out << graph.to_dot();
   out.close();
   if (!out) {

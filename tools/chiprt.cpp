@@ -833,6 +833,11 @@ int main(int argc, char** argv) {
     // what() is "[NAME] message (hint: ...)". A configuration the runtime refuses as invalid
     // (from the options or a CHIPRT_* variable) is the command's mistake: a usage error.
     std::fprintf(stderr, "error: %s\n", e.what());
+    if (e.code() == chiprt::StatusCode::DiagnosticsError && run->parsed()) {
+      std::fprintf(stderr,
+                   "  --diag-dir sets CallConfig::diagnostics.output_dir: give a directory chiprt "
+                   "can create or write into\n");
+    }
     if (e.code() != chiprt::StatusCode::InvalidConfig) return kExitFailure;
     // A CHIPRT_* variable's error names it; an option's names the field the option sets.
     if (run->parsed() && std::string_view(e.what()).find("CHIPRT_") == std::string_view::npos) {

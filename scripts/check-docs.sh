@@ -4,7 +4,8 @@
 #     include/chiprt/status.h (Cancelled and InheritedWorker included, and every code added
 #     later), and no section for a code that does not exist;
 #   - each file of examples/standalone/ that README.md shows is shown exactly: the fenced block
-#     after the line "[`FILE`](examples/standalone/FILE)" equals the file, byte for byte.
+#     after the line "[`FILE`](examples/standalone/FILE)" equals the file, byte for byte;
+#   - every code block of the Markdown pages is closed.
 # Prints each difference.
 #   scripts/check-docs.sh [ROOT]
 set -euo pipefail
@@ -51,8 +52,20 @@ for path in examples/standalone/*; do
 done
 ((shown > 0)) || { echo "check-docs: examples/standalone/ has no files"; failures=$((failures + 1)); }
 
+# Code blocks: every opening ``` fence of a Markdown file is closed (an unclosed one swallows the
+# rest of the page, headings included, into the block).
+while IFS= read -r -d '' page; do
+  unclosed=$(awk '/^[[:space:]]*```/ { if (open) open = 0; else { open = 1; line = FNR } }
+                  END { if (open) print line }' "$page")
+  if [[ -n $unclosed ]]; then
+    echo "$page:$unclosed: a code block is never closed: paired in order, the fences leave" \
+      "this one open (the missing \`\`\` line may be earlier, after the block it should end)"
+    failures=$((failures + 1))
+  fi
+done < <(find README.md CONTRIBUTING.md CHANGELOG.md docs examples -name '*.md' -print0 2>/dev/null)
+
 if ((failures > 0)); then
   echo "check-docs: $failures difference(s) to fix" >&2
   exit 1
 fi
-echo "check-docs: troubleshooting covers every status code; README.md shows examples/standalone as it is"
+echo "check-docs: troubleshooting covers every status code; README.md shows examples/standalone as it is; every code block is closed"

@@ -51,6 +51,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -185,12 +186,23 @@ CLI::Validator at_least(int minimum) {
         int value = 0;
         const char* end = input.data() + input.size();
         const auto [ptr, ec] = std::from_chars(input.data(), end, value);
+        if (ec == std::errc::result_out_of_range && ptr == end && input[0] != '-') {
+          return "'" + input + "' is too large: give an integer from " + std::to_string(minimum) +
+                 " to " + std::to_string(std::numeric_limits<int>::max());
+        }
         if (ec != std::errc() || ptr != end || value < minimum) {
           return "must be an integer >= " + std::to_string(minimum) + ", got '" + input + "'";
         }
         return {};
       },
       "INT>=" + std::to_string(minimum));
+}
+
+// `n` with thousands separated by commas, as the task counts are stated ("1,984").
+std::string thousands(uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+  return digits;
 }
 
 // Prints the exported graph's shape and writes its DOT to `out` (opened on `path` before the run,
@@ -201,15 +213,13 @@ bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std:
   const std::string tasks = chiprt::format_task_count(
       shape.kernel_tasks, shape.dependency_only_tasks - shape.scope_fences);
   const std::string fences =
-      shape.scope_fences == 0 ? ""
-                              : ", " + std::to_string(shape.scope_fences) + " runtime scope fences";
+      shape.scope_fences == 0 ? "" : ", " + thousands(shape.scope_fences) + " runtime scope fences";
   std::printf(
-      "graph: %s%s, %llu edges, %llu sources, %llu "
-      "sinks, depth %llu (tasks on the longest dependency chain), widest level %llu tasks\n",
-      tasks.c_str(), fences.c_str(), static_cast<unsigned long long>(shape.edges),
-      static_cast<unsigned long long>(shape.sources), static_cast<unsigned long long>(shape.sinks),
-      static_cast<unsigned long long>(shape.depth),
-      static_cast<unsigned long long>(shape.max_width));
+      "graph: %s%s, %s edges, %s sources, %s sinks, depth %s (tasks on the longest dependency "
+      "chain), widest level %s tasks\n",
+      tasks.c_str(), fences.c_str(), thousands(shape.edges).c_str(),
+      thousands(shape.sources).c_str(), thousands(shape.sinks).c_str(),
+      thousands(shape.depth).c_str(), thousands(shape.max_width).c_str());
   out << graph.to_dot();
   out.close();
   if (!out) {
@@ -589,12 +599,25 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-// The first word of the command line must name a subcommand. CLI11 would call an unknown one
-// "A subcommand is required"; this names it and the closest subcommand instead. False (after the
-// message) when the word is not a subcommand.
+// The first word of the command line must name a subcommand. CLI11 would call an unknown one, or
+// an option other than --help and --version before it, "A subcommand is required"; this names the
+// word (and the closest subcommand) instead. False (after the message) when it is not one.
 bool check_subcommand_name(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return true;  // options, or nothing: CLI11 says what is wrong
+  if (argc < 2) return true;  // nothing: CLI11 says a subcommand is required
   const std::string_view given = argv[1];
+  if (argv[1][0] == '-') {
+    if (given == "-h" || given == "--help" || given == "--version") return true;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    std::fprintf(stderr,
+                 "error: '%s' is not an option of chiprt itself (only --help and --version are); "
+                 "a subcommand's options come after it, e.g. chiprt run bgemm --serial "
+                 "(subcommands: %s; chiprt SUBCOMMAND --help lists its options)\n",
+                 argv[1], names.c_str());
+    return false;
+  }
   std::string names;
   std::string closest;
   std::size_t closest_distance = 0;
@@ -614,6 +637,30 @@ bool check_subcommand_name(const CLI::App& app, int argc, char** argv) {
   }
   std::fprintf(stderr, " (subcommands: %s; chiprt --help says more)\n", names.c_str());
   return false;
+}
+
+// An option or positional given as an empty string ('', "" or --case=) would read as not given
+// (the default case, no graph file, no diagnostics); refused instead, naming it. False (after the
+// message) when one is empty.
+bool check_no_empty_values(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const CLI::Option* option : sub->get_options()) {
+      if (option->count() == 0 || option->get_type_size_min() == 0) continue;  // absent, or a flag
+      for (const std::string& value : option->results()) {
+        if (!value.empty()) continue;
+        const std::string name = option->get_positional() && option->get_lnames().empty()
+                                     ? "the " + option->get_name() + " argument"
+                                     : option->get_name();
+        std::fprintf(stderr, "error: %s is empty; %s (chiprt %s --help)\n", name.c_str(),
+                     option->get_positional() ? "give one"
+                                              : "give a value, or leave the option out for its "
+                                                "default",
+                     sub->get_name().c_str());
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 // `chiprt run --help`: what the rows of the timing table the run prints mean.
@@ -650,10 +697,10 @@ int main(int argc, char** argv) {
   run->add_option("--runtime", options.runtime, "runtime variant")
       ->check(CLI::IsMember({"host_build_graph", "tensormap_ringbuffer"}));
   run->add_option("--clusters", options.clusters,
-                  "clusters of the simulated chip (1 AIC + 2 AIV each; default 8)")
+                  "clusters of the simulated chip (1 AIC + 2 AIV each; default 8, at most 24)")
       ->check(at_least(1));
   run->add_option("--aicpu-threads", options.aicpu_threads,
-                  "AICPU threads of the run: 0 = auto, otherwise >= 2 (orchestrator + scheduler)")
+                  "AICPU threads of the run: 0 = auto, otherwise 2 to 8 (orchestrator + scheduler)")
       ->check(at_least(0));
   run->add_option("--rounds", options.rounds, "run the case N times; timing shows median/min/max")
       ->check(at_least(1));
@@ -772,6 +819,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);  // prints help or the parse error
     return rc == 0 ? 0 : kExitUsage;
   }
+  if (!check_no_empty_values(app)) return kExitUsage;
 
   try {
     if (list->parsed()) {
@@ -785,7 +833,21 @@ int main(int argc, char** argv) {
     // what() is "[NAME] message (hint: ...)". A configuration the runtime refuses as invalid
     // (from the options or a CHIPRT_* variable) is the command's mistake: a usage error.
     std::fprintf(stderr, "error: %s\n", e.what());
-    return e.code() == chiprt::StatusCode::InvalidConfig ? kExitUsage : kExitFailure;
+    if (e.code() == chiprt::StatusCode::DiagnosticsError && run->parsed()) {
+      std::fprintf(stderr,
+                   "  --diag-dir sets CallConfig::diagnostics.output_dir: give a directory chiprt "
+                   "can create or write into\n");
+    }
+    if (e.code() != chiprt::StatusCode::InvalidConfig) return kExitFailure;
+    // A CHIPRT_* variable's error names it; an option's names the field the option sets.
+    if (run->parsed() && std::string_view(e.what()).find("CHIPRT_") == std::string_view::npos) {
+      std::fprintf(stderr,
+                   "  the options behind these fields: --clusters N sets SimOptions.clusters (1 to "
+                   "24); --aicpu-threads N sets aicpu_thread_num and SimOptions.aicpu_threads (0 "
+                   "= auto, or 2 to 8); --ring-window, --ring-heap and --ring-dep-pool set rings; "
+                   "CHIPRT_* variables set others (docs/guide/configuration.md)\n");
+    }
+    return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
   }

@@ -212,8 +212,9 @@ def make_parser() -> argparse.ArgumentParser:
                      help="runtime variant (default: host_build_graph)")
     run.add_argument("--rounds", type=positive_int, default=1,
                      help="run the example N times (default 1)")
-    run.add_argument("--clusters", type=non_negative_int, default=0,
-                     help="clusters of the simulated chip (0: its default)")
+    run.add_argument("--clusters", type=positive_int, default=None,
+                     help="clusters of the simulated chip (1 AIC + 2 AIV each; default 8, at "
+                          "most 24)")
     run.add_argument("--aicpu-threads", type=non_negative_int, default=0,
                      help="AICPU threads the run uses (0: auto)")
     run.add_argument("--serial", action="store_true",

@@ -57,6 +57,27 @@ PYTHON_HINTS = {
 
 # C++ spellings in messages: Worker::reset() reads worker.reset() in Python.
 _CPP_WORKER_CALL = re.compile(r"\bWorker::(\w+)")
+# SimOptions.clusters reads "Worker keyword clusters": chiprt.Worker's keywords are its fields.
+_CPP_SIM_OPTION = re.compile(r"\bSimOptions\.(\w+)")
+# CallConfig's fields are the run keywords: CallConfig::rings.heap_bytes reads "rings={'heap_bytes':
+# ...}", CallConfig::output_heap_bytes "the run keyword output_heap_bytes=", and
+# diagnostics.output_dir "diagnostics_dir=". The limit constant's name is left out (the message
+# states its value).
+_CPP_RUN_KEYWORDS = (
+    (re.compile(r" \(CallConfig::kMax\w+\)"), ""),
+    (re.compile(r"\bCallConfig::rings\.(\w+)\b(?!\[)"), r"rings={'\1': ...}"),
+    (re.compile(r"\bCallConfig::rings\.(\w+)\["), r"rings['\1']["),
+    (re.compile(r"\bCallConfig::(\w+)"), r"the run keyword \1="),
+    (re.compile(r"\bdiagnostics\.output_dir\b"), "diagnostics_dir="),
+)
+
+
+def _python_terms(message: str) -> str:
+    """`message` with the C++ spellings of calls, fields and keywords in Python's terms."""
+    message = _CPP_SIM_OPTION.sub(r"Worker keyword \1", _CPP_WORKER_CALL.sub(r"worker.\1", message))
+    for pattern, replacement in _CPP_RUN_KEYWORDS:
+        message = pattern.sub(replacement, message)
+    return message
 
 
 def python_hint(code, native_hint: str = None) -> str:
@@ -190,7 +211,7 @@ def _from_native(code: int, message: str, hint: str) -> Error:
     terms."""
     cls = error_class(code)
     error = cls.__new__(cls)
-    Error.__init__(error, code, _CPP_WORKER_CALL.sub(r"worker.\1", message), _hint_override=hint)
+    Error.__init__(error, code, _python_terms(message), _hint_override=hint)
     if cls is BuildError:
         error.output = ""
     return error

@@ -36,7 +36,12 @@ uint64_t non_negative(py::handle value, const std::string& key) {
     throw_argument(key + " must be a non-negative integer, not " +
                    py::repr(value).cast<std::string>());
   }
-  return value.cast<uint64_t>();
+  const unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred() != nullptr) {
+    PyErr_Clear();  // beyond 64 bits: an argument error naming the key, not a cast error
+    throw_argument(key + "=" + py::repr(value).cast<std::string>() + " is too large");
+  }
+  return v;
 }
 
 int small_int(py::handle value, const std::string& key) {
@@ -702,7 +707,11 @@ void bind_worker(py::module_& m) {
              w.close();
              return false;
            })
-      .def("close", &PyWorker::close)
+      .def("close", &PyWorker::close,
+           "close(): finishes every admitted run (their RunHandles then hold their results), "
+           "waits for pending diagnostics writes (a failed one is only logged: call "
+           "flush_diagnostics() first to have it raised) and releases the device. Every later "
+           "call raises StateError AlreadyClosed; the end of a with block calls it.")
       .def(
           "register_callable",
           [](PyWorker& w, int32_t callable_id, py::object callable) {
@@ -733,7 +742,12 @@ void bind_worker(py::module_& m) {
             w.registered[callable_id] = callable;
             w.python_orchestration[callable_id] = python;
           },
-          py::arg("callable_id"), py::arg("callable"))
+          py::arg("callable_id"), py::arg("callable"),
+          "register_callable(callable_id, callable): registers a Callable (CallableBuilder's "
+          "build()), or the bytes or path of a built container, under an id in "
+          "[0, chiprt.MAX_CALLABLE_IDS); run() and submit() name it by that id. An id in use "
+          "raises StateError DuplicateCallable; a chip object that does not load (a kernel "
+          "without visibility(\"default\"), for one) raises LoadFailed.")
       .def(
           "unregister_callable",
           [](PyWorker& w, int32_t callable_id) {
@@ -744,28 +758,37 @@ void bind_worker(py::module_& m) {
             w.registered.erase(callable_id);
             w.python_orchestration.erase(callable_id);
           },
-          py::arg("callable_id"))
+          py::arg("callable_id"),
+          "unregister_callable(callable_id): frees the id (StateError UnknownCallable when "
+          "nothing is registered under it).")
       .def(
           "has_callable",
           [](PyWorker& w, int32_t callable_id) {
             py::gil_scoped_release release;
             return w.get().has_callable(callable_id);
           },
-          py::arg("callable_id"))
+          py::arg("callable_id"),
+          "has_callable(callable_id): whether a callable is registered under the id (False for "
+          "an id out of range).")
       .def(
           "malloc",
           [](PyWorker& w, uint64_t nbytes) {
             py::gil_scoped_release release;
             return w.get().malloc(nbytes);
           },
-          py::arg("nbytes"))
+          py::arg("nbytes"),
+          "malloc(nbytes): a new device Buffer of nbytes (at least 1) bytes; "
+          "OutOfDeviceMemory when the device cannot hold it (chiprt.Worker(memory_bytes=...) "
+          "sets the capacity). upload(array) allocates and copies in one call.")
       .def(
           "free",
           [](PyWorker& w, DeviceBuffer buffer) {
             py::gil_scoped_release release;
             w.get().free(buffer);
           },
-          py::arg("buffer"))
+          py::arg("buffer"),
+          "free(buffer): returns a Buffer from malloc or upload to the device; the buffer must "
+          "not be used afterwards.")
       .def(
           "copy_to",
           [](PyWorker& w, DeviceBuffer buffer, py::handle data, uint64_t offset) {
@@ -845,7 +868,9 @@ void bind_worker(py::module_& m) {
             py::gil_scoped_release release;
             w.get().memset(buffer, value, bytes);
           },
-          py::arg("buffer"), py::arg("value"), py::arg("nbytes") = py::none())
+          py::arg("buffer"), py::arg("value"), py::arg("nbytes") = py::none(),
+          "memset(buffer, value, nbytes=None): sets the first nbytes bytes of the buffer (all "
+          "of it by default) to value.")
       .def(
           "upload",
           [](PyWorker& w, py::handle data, py::object dtype) {
@@ -977,16 +1002,24 @@ void bind_worker(py::module_& m) {
           "The task graph a host_build_graph run of this call would launch, without launching "
           "it: tasks, kernels, resolved arguments, edges with their kinds; to_dot() for "
           "Graphviz. The keywords are run()'s.")
-      .def("reset",
-           [](PyWorker& w) {
-             py::gil_scoped_release release;
-             w.get().reset();
-           })
-      .def("flush_diagnostics",
-           [](PyWorker& w) {
-             py::gil_scoped_release release;
-             w.get().flush_diagnostics();
-           })
+      .def(
+          "reset",
+          [](PyWorker& w) {
+            py::gil_scoped_release release;
+            w.get().reset();
+          },
+          "reset(): replaces the device with a fresh one, between runs; needed after a device "
+          "fault (DeviceError: KernelCrashed, OpExecuteTimeout, DeviceFaulted). Callables stay "
+          "registered and the Worker's options are kept; device buffers are lost.")
+      .def(
+          "flush_diagnostics",
+          [](PyWorker& w) {
+            py::gil_scoped_release release;
+            w.get().flush_diagnostics();
+          },
+          "flush_diagnostics(): waits until the diagnostics directories of earlier runs with "
+          "background_write=True are written; raises DiagnosticsError naming each directory "
+          "whose write failed, with the reason.")
       .def_property_readonly("initialized",
                              [](PyWorker& w) { return !w.closed && w.get().initialized(); })
       .def_property_readonly("closed", [](PyWorker& w) { return w.closed; })
@@ -1008,11 +1041,14 @@ void bind_worker(py::module_& m) {
       .def_property_readonly(
           "runtime",
           [](PyWorker& w) { return enum_member("RuntimeVariant", int(w.options.runtime)); })
-      .def("registered_callables", [](PyWorker& w) {
-        py::list ids;
-        for (const auto& entry : w.registered) ids.append(entry.first);
-        return ids;
-      });
+      .def(
+          "registered_callables",
+          [](PyWorker& w) {
+            py::list ids;
+            for (const auto& entry : w.registered) ids.append(entry.first);
+            return ids;
+          },
+          "registered_callables(): the ids registered on this Worker, ascending.");
 
   m.def(
       "_close_all_workers",

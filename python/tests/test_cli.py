@@ -68,6 +68,8 @@ def test_unknown_case_is_a_usage_error_naming_the_valid_ones():
 @pytest.mark.parametrize("args", [
     ["run", "vector_example", "--runtime", "no_such_runtime"],
     ["run", "vector_example", "--rounds", "0"],
+    ["run", "vector_example", "--clusters", "0"],  # as the C++ CLI: at least 1
+    ["run", "vector_example", "--clusters", "99999999999999999999"],
     ["run", "vector_example", "--diag", "all"],  # --diag needs --diag-dir
     ["no_such_command"],
     [],

@@ -35,6 +35,28 @@ def test_a_native_error_reads_in_python_terms():
     assert "Worker::" not in str(e)
 
 
+@pytest.mark.parametrize("native, python", [
+    ("raise CallConfig::rings.task_window[1] or CHIPRT_RING_TASK_WINDOW",
+     "raise rings['task_window'][1] or CHIPRT_RING_TASK_WINDOW"),
+    ("the heap (or CallConfig::output_heap_bytes)",
+     "the heap (or the run keyword output_heap_bytes=)"),
+    ("65536 bytes (CallConfig::kMaxUserDataBytes); pass", "65536 bytes; pass"),
+    ("set diagnostics.output_dir to the directory", "set diagnostics_dir= to the directory"),
+])
+def test_run_config_fields_read_as_run_keywords(native, python):
+    with pytest.raises(chiprt.ArgumentError) as info:
+        chiprt._chiprt._raise_error(int(chiprt.StatusCode.InvalidConfig), native)
+    assert info.value.message == python
+    assert "CallConfig" not in str(info.value)
+
+
+def test_a_simulated_chip_field_reads_as_the_worker_keyword():
+    with pytest.raises(chiprt.ArgumentError) as info:
+        chiprt.Worker(clusters=0)
+    assert "Worker keyword clusters must be in [1, 24] (got 0)" in str(info.value)
+    assert "SimOptions" not in str(info.value)
+
+
 def test_a_kernel_that_does_not_compile_is_build_failed(tmp_path):
     with pytest.raises(chiprt.BuildError) as info:
         chiprt.build_chip_object(["int broken("], name="broken", cache_dir=tmp_path)

@@ -265,3 +265,14 @@ def test_bf16_of_float64_rounds_once():
     assert chiprt.float32_to_bf16(np.array([1 + 2**-8]))[0] == 0x3F80  # a tie: to even
     assert chiprt.float32_to_bf16(np.array([1e39, -1e39, np.inf]))[:3].tolist() == [0x7F80, 0xFF80, 0x7F80]
     assert chiprt.float32_to_bf16(np.array([np.nan]))[0] & 0x7FC0 == 0x7FC0
+
+
+@pytest.mark.parametrize("option", ["clusters", "aicpu_threads", "host_threads", "memory_bytes"])
+def test_worker_option_beyond_64_bits_is_an_argument_error(option):
+    with pytest.raises(chiprt.ArgumentError, match=f"{option}=.* is too large"):
+        chiprt.Worker(**{option: 2**70})
+
+
+def test_run_keyword_beyond_64_bits_is_an_argument_error(worker):
+    with pytest.raises(chiprt.ArgumentError, match="max_tasks=.* is too large"):
+        worker.run(0, chiprt.TaskArgs(), max_tasks=2**65)

@@ -109,6 +109,16 @@ bool parse_diagnostics_list(std::string_view list, DiagnosticsConfig* out, std::
       config.scope_stats = true;
     } else if (!has_value && name == "counters") {
       config.hardware_counters = true;
+    } else if (item == "all") {
+      *error =
+          "'all' stands alone: give 'all' by itself, or a comma-separated list of "
+          "swimlane[=1-4], tasks, deps, scopes, args[=1-3], counters without it";
+      ok = false;
+    } else if (item.empty()) {
+      *error = "an empty entry in '" + std::string(list) +
+               "' (two commas in a row, or a comma at an end); give a comma-separated list of "
+               "swimlane[=1-4], tasks, deps, scopes, args[=1-3], counters, or 'all'";
+      ok = false;
     } else {
       *error = "'" + std::string(item) +
                "' is not a diagnostics switch; give 'all' or a comma-separated list of "

@@ -84,6 +84,13 @@ Status parse_ring_sizes(RingField field, std::string_view source, std::string_vi
                         " values (one per scope depth 0..3; deeper depths share the last)");
     }
     uint64_t value = 0;
+    if (!item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos &&
+        item.find_first_not_of('0') != std::string_view::npos && !parse_positive(item, &value)) {
+      return Status(StatusCode::InvalidConfig, prefix + "\"" + std::string(item) +
+                                                   "\" is too large (entry " +
+                                                   std::to_string(out->size()) + " must be " +
+                                                   std::string(ring_field_rule(field)) + ")");
+    }
     if (!parse_positive(item, &value)) {
       return Status(StatusCode::InvalidConfig,
                     prefix + "\"" + std::string(item) +

@@ -403,8 +403,8 @@ void DeviceRunner::abandon_after_fault(std::string what_faulted) noexcept {
   }
   // Streams are left as they are: stopping them would wait for the stuck launch.
   CHIPRT_LOG_WARN(
-      "device %d faulted: resources abandoned without device calls; runs refused until "
-      "Worker::reset()",
+      "device %d faulted: resources abandoned without device calls; runs refused until the "
+      "Worker is reset (reset())",
       device_id_);
 }
 

@@ -167,6 +167,24 @@ TEST_F(ChiprtCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(run_chiprt("run vector_example --no-such-flag").exit_code, 2);
 }
 
+// An empty value would read as an option not given; an option before the subcommand, or a number
+// too large for an int, is named as what it is.
+TEST_F(ChiprtCli, EmptyValuesLeadingOptionsAndHugeNumbersAreNamed) {
+  CommandResult r = run_chiprt("run bgemm --case ''");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--case is empty")) << r.output;
+  r = run_chiprt("run ''");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "the example argument is empty")) << r.output;
+  r = run_chiprt("--serial run vector_example");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "'--serial' is not an option of chiprt itself")) << r.output;
+  EXPECT_FALSE(contains(r.output, "A subcommand is required")) << r.output;
+  r = run_chiprt("run vector_example --rounds 99999999999");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "'99999999999' is too large")) << r.output;
+}
+
 TEST_F(ChiprtCli, UnknownSubcommandIsNamedWithTheClosest) {
   CommandResult r = run_chiprt("rnu vector_example");
   EXPECT_EQ(r.exit_code, 2) << r.output;

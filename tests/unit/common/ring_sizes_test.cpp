@@ -39,7 +39,8 @@ TEST(RingSizesTest, ParseRefusesWithTheSourceTheTextAndTheRule) {
       {RingField::TaskWindow, "-64", "\"-64\" is not a positive decimal"},
       {RingField::TaskWindow, "64 ", "\"64 \" is not a positive decimal"},
       {RingField::TaskWindow, "0x40", "\"0x40\" is not a positive decimal"},
-      {RingField::TaskWindow, "18446744073709551616", "is not a positive decimal"},  // 2^64
+      {RingField::TaskWindow, "18446744073709551616",
+       "\"18446744073709551616\" is too large (entry 0 must be"},  // 2^64
       {RingField::TaskWindow, "0", "\"0\" is not a positive decimal"},
       {RingField::TaskWindow, "64,,64", "\"\" is not a positive decimal"},
       {RingField::TaskWindow, "16,16,16,16,16", "more than 4 values"},

@@ -394,6 +394,11 @@ TEST(DiagnosticsConfigCheck, TheSwitchListParses) {
     EXPECT_FALSE(error.empty()) << bad;
     EXPECT_FALSE(untouched.any()) << bad;
   }
+  // 'all' inside a list, and an empty entry, are named as what they are.
+  EXPECT_FALSE(parse_diagnostics_list("all,tasks", &config, &error));
+  EXPECT_NE(error.find("'all' stands alone"), std::string::npos) << error;
+  EXPECT_FALSE(parse_diagnostics_list("tasks,,deps", &config, &error));
+  EXPECT_NE(error.find("an empty entry in 'tasks,,deps'"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ TEST(RingSizingTest, InvalidEnvironmentNamesTheVariableTheValueAndTheRule) {
       {kRingTaskWindowEnv, "64,", "\"\" is not a positive decimal"},
       {kRingTaskWindowEnv, "-64", "\"-64\" is not a positive decimal"},
       {kRingTaskWindowEnv, " 64", "\" 64\" is not a positive decimal"},
-      {kRingTaskWindowEnv, "99999999999999999999999", "is not a positive decimal"},
+      {kRingTaskWindowEnv, "99999999999999999999999",
+       "\"99999999999999999999999\" is too large (entry 0 must be a power of two"},
       {kRingHeapBytesEnv, "4100",
        "CHIPRT_RING_HEAP_BYTES=\"4100\": value 4100 (entry 0) must be a multiple of 64 in "
        "[4096, 1099511627776]"},

@@ -322,14 +322,14 @@ std::string decide_verdict(const RunModel& model, Analysis& analysis) {
     }
     case Bound::Scheduling: {
       // More scheduler threads help only where the host has CPUs to run them.
-      const uint32_t threads = model.shape.aicpu_threads + model.shape.kernel_threads;
+      const uint32_t threads = model.shape.chip_host_threads();
       const uint32_t hardware = model.host_load.hardware_threads;
       const bool cpus_full = model.host_load.loaded() || (hardware > 0 && threads >= hardware);
       std::string advice = "use fewer, larger tasks or more scheduler threads (aicpu_thread_num)";
       if (cpus_full) {
         advice =
             "the run's " + std::to_string(threads) +
-            " host threads (AICPU threads and kernel threads) " +
+            " host threads (AICPU threads and the threads that ran kernels) " +
             (model.host_load.loaded() ? "shared a loaded host's " : "already reach the host's ") +
             std::to_string(hardware) +
             " hardware threads, so more scheduler threads would not help: use fewer, larger "

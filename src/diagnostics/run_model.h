@@ -37,6 +37,13 @@ struct ChipShape {
   // serial, the AICPU threads when kicks run kernels, else the executor pool); 0 where the
   // cores are the chip's own (nothing to count) or it was not recorded.
   uint32_t kernel_threads = 0;
+  // Every host thread the simulated chip ran: the AICPU threads, plus the executor pool where
+  // kernels do not run on the AICPU threads (1 serial); 0 where not recorded (then the sum of the
+  // two above, which counts AICPU threads that ran kernels twice).
+  uint32_t host_threads = 0;
+  uint32_t chip_host_threads() const noexcept {
+    return host_threads != 0 ? host_threads : aicpu_threads + kernel_threads;
+  }
 };
 // How busy the host was while the run ran: the 1-minute load average when the chip started and
 // when it stopped (negative: not known), and the host's hardware threads (0: not known).

@@ -388,6 +388,10 @@ diagnostics::RunModel DiagCollector::describe_run() const {
   model.shape.kernel_threads = plan_.shape.serial            ? 1
                                : geometry_.kicks_run_kernels ? plan_.shape.aicpu_threads
                                                              : geometry_.kernel_threads;
+  model.shape.host_threads = plan_.shape.serial ? 1
+                             : geometry_.kicks_run_kernels
+                                 ? plan_.shape.aicpu_threads
+                                 : plan_.shape.aicpu_threads + geometry_.kernel_threads;
   model.host_load = host_load_;
   model.kernels = kernels_;
   model.clock_hz = geometry_.clock_hz;

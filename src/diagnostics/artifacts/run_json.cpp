@@ -27,7 +27,8 @@ json run_json(const RunModel& model, const std::vector<std::string>& files) {
                   {"clusters", s.clusters},
                   {"device_clusters", s.device_clusters},
                   {"cores", s.cores},
-                  {"kernel_threads", s.kernel_threads}};
+                  {"kernel_threads", s.kernel_threads},
+                  {"host_threads", s.host_threads}};
   json kernels = json::array();
   for (const KernelName& k : model.kernels) {
     kernels.push_back({{"func_id", k.func_id},
@@ -101,6 +102,7 @@ void read_run_json(const std::string& path, RunModel& model) {
     model.shape.device_clusters = s.at("device_clusters").get<uint32_t>();
     model.shape.cores = s.at("cores").get<uint32_t>();
     model.shape.kernel_threads = s.value("kernel_threads", 0u);
+    model.shape.host_threads = s.value("host_threads", 0u);
     for (const json& k : run.at("kernels")) {
       KernelName name;
       name.func_id = k.at("func_id").get<int32_t>();

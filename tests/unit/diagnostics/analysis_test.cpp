@@ -356,6 +356,32 @@ TEST(DiagnosticsAnalysis, TheVerdictNamesItsEvidenceThresholdAndTheHostsLoad) {
   EXPECT_NE(format_summary(model, a, "d").find("the host was loaded"), std::string::npos);
 }
 
+// Kernels on the AICPU threads: the chip ran 4 host threads, not 4 AICPU + 4 kernel threads, so
+// an unloaded 8-thread host still has CPUs for more scheduler threads; 8 host threads (kernels on
+// an executor pool of their own) do not.
+TEST(DiagnosticsAnalysis, SchedulerThreadAdviceCountsEachHostThreadOnce) {
+  RunModel model = make_model(2);
+  model.shape.aicpu_threads = 4;
+  model.shape.kernel_threads = 4;
+  model.shape.host_threads = 4;
+  add_task(model, 0, 1, CoreType::AIV, 0, 0);
+  add_task(model, 1, 1, CoreType::AIV, 0, 10);
+  add_block(model, 0, 0, 2, 0, 0, 10);
+  add_block(model, 1, 0, 2, 100, 105, 115);
+  model.edges = {{0, 1}};
+  model.host_load = {0.5, 0.7, 8};
+  Analysis a = analyze(model);
+  ASSERT_EQ(a.bound, Bound::Scheduling);
+  EXPECT_NE(a.verdict.find("more scheduler threads (aicpu_thread_num)"), std::string::npos)
+      << a.verdict;
+  model.shape.host_threads = 8;
+  a = analyze(model);
+  EXPECT_NE(a.verdict.find("the run's 8 host threads (AICPU threads and the threads that ran "
+                           "kernels) already reach the host's 8 hardware threads"),
+            std::string::npos)
+      << a.verdict;
+}
+
 // Parallelism is the cores' busy time over the chip span: 60 independent tasks on 3 cores reach
 // 3, never more (task time over the critical path's task time would be 60).
 TEST(DiagnosticsAnalysis, ParallelismNeverExceedsTheCores) {

@@ -203,7 +203,7 @@ def test_kernel_symbols_and_names_are_checked(tmp_path):
             w.register_callable(0, builder().build())
         assert info.value.code is chiprt.StatusCode.LoadFailed
         assert "symbol 'kernel_entry' not found" in info.value.message
-        assert 'extern "C"' in info.value.message
+        assert 'extern "C"' in info.value.hint
         assert not w.has_callable(0)
         w.register_callable(0, builder(symbol="py_negate").build())
         assert w.has_callable(0)

@@ -513,7 +513,7 @@ static void named_kernel_checks(Device* d, const char* dir) {
   expect_code(chiprt_worker_register_callable(d->worker, kNamedCallable, container, container_size),
               CHIPRT_LOAD_FAILED, "register a callable naming a symbol the object lacks");
   check(strstr(chiprt_last_error_message(), "symbol 'named_triple' not found") != NULL &&
-            strstr(chiprt_last_error_message(), "extern \"C\"") != NULL,
+            strstr(chiprt_last_error_hint(), "extern \"C\"") != NULL,
         "the error names the symbol and the fix: %s", chiprt_last_error_message());
   expect_ok(chiprt_worker_has_callable(d->worker, kNamedCallable, &flag), "has_callable");
   check(!flag, "nothing stays registered");

@@ -178,8 +178,11 @@ TEST_P(KernelNames, ASymbolTheObjectDoesNotExportFailsTheRegistrationNamingIt) {
     EXPECT_THAT(e.message(), HasSubstr("callable id 3 kernel func_id 1 ('triple'): symbol "
                                        "'named_triple' not found in its "));
     EXPECT_THAT(e.message(), HasSubstr("-byte shared object (checksum 0x"));
-    EXPECT_THAT(e.message(), HasSubstr("export it from the object as extern \"C\" "
-                                       "__attribute__((visibility(\"default\")))"));
+    // The fix is the hint's.
+    EXPECT_THAT(e.hint(),
+                HasSubstr("declare it extern \"C\" __attribute__((visibility(\"default\"))) "
+                          "void named_triple(int64_t* args)"));
+    EXPECT_THAT(e.hint(), HasSubstr("or name the symbol the object exports"));
   }
   // Nothing stays registered or loaded.
   EXPECT_FALSE(worker_.has_callable(kCallable));

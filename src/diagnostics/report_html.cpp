@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chiprt/run_report.h"
+#include "diagnostics/artifacts/files.h"
 
 namespace chiprt::diagnostics {
 namespace {
@@ -310,18 +311,7 @@ json build_json(const RunModel& m, const Analysis& a, Chunks& out) {
                    {"per_kernel", std::move(ck)},
                    {"note", m.counters_note}};
 
-  if (m.error) {
-    const RunError& e = *m.error;
-    d["error"] = {{"code", e.code},
-                  {"name", e.name},
-                  {"message", e.message},
-                  {"hint", e.hint},
-                  {"stall", e.stall},
-                  {"stuck_task", e.stuck_task},
-                  {"stuck_core", e.stuck_core}};
-  } else {
-    d["error"] = nullptr;
-  }
+  d["error"] = artifact::run_error_json(m);
 
   json ks = json::array();
   for (const KernelStat& k : a.kernels) {

@@ -223,6 +223,12 @@ class DeviceRunner {
   void reset_device();
   // How many times reset_device() replaced the device.
   uint64_t reset_count() const noexcept { return reset_count_; }
+  // host_build_graph graphs built on the host (the orchestration function returned, its span
+  // recorded). Readable from any thread: a test waits on it to know that a run prepared while
+  // another executes has finished its orchestration.
+  uint64_t host_graphs_built() const noexcept {
+    return host_graphs_built_.load(std::memory_order_acquire);
+  }
   // What faulted the device (empty while it is usable).
   const std::string& fault_description() const noexcept { return fault_description_; }
 
@@ -342,6 +348,7 @@ class DeviceRunner {
   uint64_t kernel_table_addr_ = 0;
 
   std::atomic<bool> run_active_{false};
+  std::atomic<uint64_t> host_graphs_built_{0};
   uint64_t replayed_runs_ = 0;
   uint64_t diag_stream_records_ = 0;  // set_diag_stream_records
   uint64_t prevalidated_launches_ = 0;

@@ -184,6 +184,7 @@ void DeviceRunner::prepare_host_graph(PreparedLaunch& prepared, const Registered
       prepared.diag->host_span("orchestration", built.t_build,
                                built.t_build + std::chrono::nanoseconds(build_ns));
     }
+    host_graphs_built_.fetch_add(1, std::memory_order_release);
   }
 
   const uint64_t shared_bytes = common::shared_state_bytes(task_count);

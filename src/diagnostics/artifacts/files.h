@@ -15,6 +15,8 @@ namespace chiprt::diagnostics::artifact {
 
 // run.json (run_json.cpp)
 json run_json(const RunModel& model, const std::vector<std::string>& files);
+// run.json's "error" (null when the run succeeded); report.html embeds the same object.
+json run_error_json(const RunModel& model);
 void read_run_json(const std::string& path, RunModel& model);
 
 // trace.json (trace_json.cpp); the reader takes blocks (and nodes, when there are none yet) from

@@ -60,20 +60,21 @@ json run_json(const RunModel& model, const std::vector<std::string>& files) {
   run["drop_reason"] = model.drop_reason;
   run["notes"] = model.notes;
   run["counters_note"] = model.counters_note;
-  if (model.error) {
-    const RunError& e = *model.error;
-    run["error"] = {{"code", e.code},
-                    {"name", e.name},
-                    {"message", e.message},
-                    {"hint", e.hint},
-                    {"stall", e.stall},
-                    {"stuck_task", e.stuck_task},
-                    {"stuck_core", e.stuck_core}};
-  } else {
-    run["error"] = nullptr;
-  }
+  run["error"] = run_error_json(model);
   run["files"] = files;
   return run;
+}
+
+json run_error_json(const RunModel& model) {
+  if (!model.error) return nullptr;
+  const RunError& e = *model.error;
+  return {{"code", e.code},
+          {"name", e.name},
+          {"message", e.message},
+          {"hint", e.hint},
+          {"stall", e.stall},
+          {"stuck_task", e.stuck_task},
+          {"stuck_core", e.stuck_core}};
 }
 
 void read_run_json(const std::string& path, RunModel& model) {

@@ -322,17 +322,24 @@ TEST(DiagnosticsAnalysis, ABalancedRunHasNoDominantCause) {
   EXPECT_EQ(bound_name(a.bound), std::string("no_dominant_cause"));
 }
 
-// The verdict names its evidence (share and times) and the threshold; on a loaded host it says
-// so, and does not ask for more scheduler threads.
-TEST(DiagnosticsAnalysis, TheVerdictNamesItsEvidenceThresholdAndTheHostsLoad) {
+// Two tasks in a chain, the second ready 90 ns after the first ended: scheduling latency is
+// 83% of the critical path.
+RunModel scheduling_bound_model(uint32_t aicpu_threads, uint32_t kernel_threads) {
   RunModel model = make_model(2);
-  model.shape.aicpu_threads = 3;
-  model.shape.kernel_threads = 4;
+  model.shape.aicpu_threads = aicpu_threads;
+  model.shape.kernel_threads = kernel_threads;
   add_task(model, 0, 1, CoreType::AIV, 0, 0);
   add_task(model, 1, 1, CoreType::AIV, 0, 10);
   add_block(model, 0, 0, 2, 0, 0, 10);
   add_block(model, 1, 0, 2, 100, 105, 115);
   model.edges = {{0, 1}};
+  return model;
+}
+
+// The verdict names its evidence (share and times) and the threshold; on a loaded host it says
+// so, and does not ask for more scheduler threads.
+TEST(DiagnosticsAnalysis, TheVerdictNamesItsEvidenceThresholdAndTheHostsLoad) {
+  RunModel model = scheduling_bound_model(3, 4);
   model.host_load = {0.5, 0.7, 16};
   Analysis a = analyze(model);
   EXPECT_EQ(a.bound, Bound::Scheduling);
@@ -360,15 +367,8 @@ TEST(DiagnosticsAnalysis, TheVerdictNamesItsEvidenceThresholdAndTheHostsLoad) {
 // an unloaded 8-thread host still has CPUs for more scheduler threads; 8 host threads (kernels on
 // an executor pool of their own) do not.
 TEST(DiagnosticsAnalysis, SchedulerThreadAdviceCountsEachHostThreadOnce) {
-  RunModel model = make_model(2);
-  model.shape.aicpu_threads = 4;
-  model.shape.kernel_threads = 4;
+  RunModel model = scheduling_bound_model(4, 4);
   model.shape.host_threads = 4;
-  add_task(model, 0, 1, CoreType::AIV, 0, 0);
-  add_task(model, 1, 1, CoreType::AIV, 0, 10);
-  add_block(model, 0, 0, 2, 0, 0, 10);
-  add_block(model, 1, 0, 2, 100, 105, 115);
-  model.edges = {{0, 1}};
   model.host_load = {0.5, 0.7, 8};
   Analysis a = analyze(model);
   ASSERT_EQ(a.bound, Bound::Scheduling);

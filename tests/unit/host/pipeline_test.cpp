@@ -564,15 +564,20 @@ TEST_P(PipelineTest, TheTraceShowsWhatOverlapsTheExecutingRun) {
   const DeviceBuffer second = zeroed();
   CallConfig with_diag = config();
   with_diag.diagnostics = DiagnosticsConfig::all(dir.string());
+  const host::DeviceRunner& runner = host::runner_of(worker_);
+  const uint64_t graphs_before = runner.host_graphs_built();
   RunHandle one = worker_.submit(0, args_for(first, kGatedAddOne, 1), with_diag);
   ASSERT_TRUE(gated_started(1));
   RunHandle two = worker_.submit(0, args_for(second, kAddOne, 2), with_diag);
   const bool host_orchestration = GetParam() == RuntimeVariant::HostBuildGraph;
   if (host_orchestration) {
-    for (int i = 0; i < 10000 && orchestrated().size() < 2; ++i) std::this_thread::sleep_for(1ms);
-    // The function has been called; its host span ends when it returns and the graph is built,
-    // which under ThreadSanitizer took longer than the kernel's release (0.9 ms late once).
-    std::this_thread::sleep_for(50ms);
+    // Run 2's graph built, its orchestration span ended: not merely its function called (the
+    // span ends after the graph is finished, which under ThreadSanitizer outlasted a release
+    // that followed the call).
+    for (int i = 0; i < 10000 && runner.host_graphs_built() < graphs_before + 2; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_EQ(runner.host_graphs_built(), graphs_before + 2) << "run 2 was not built under run 1";
   } else {
     std::this_thread::sleep_for(20ms);  // time for run 2 to be prepared (nothing to wait for)
   }

@@ -198,13 +198,6 @@ CLI::Validator at_least(int minimum) {
       "INT>=" + std::to_string(minimum));
 }
 
-// `n` with thousands separated by commas, as the task counts are stated ("1,984").
-std::string thousands(uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
-  return digits;
-}
-
 // Prints the exported graph's shape and writes its DOT to `out` (opened on `path` before the run,
 // so a bad path fails before any work); false (after a message) when the write fails.
 bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std::ofstream& out) {
@@ -213,13 +206,15 @@ bool write_graph(const chiprt::GraphExport& graph, const std::string& path, std:
   const std::string tasks = chiprt::format_task_count(
       shape.kernel_tasks, shape.dependency_only_tasks - shape.scope_fences);
   const std::string fences =
-      shape.scope_fences == 0 ? "" : ", " + thousands(shape.scope_fences) + " runtime scope fences";
+      shape.scope_fences == 0
+          ? ""
+          : ", " + chiprt::format_count(shape.scope_fences) + " runtime scope fences";
   std::printf(
       "graph: %s%s, %s edges, %s sources, %s sinks, depth %s (tasks on the longest dependency "
       "chain), widest level %s tasks\n",
-      tasks.c_str(), fences.c_str(), thousands(shape.edges).c_str(),
-      thousands(shape.sources).c_str(), thousands(shape.sinks).c_str(),
-      thousands(shape.depth).c_str(), thousands(shape.max_width).c_str());
+      tasks.c_str(), fences.c_str(), chiprt::format_count(shape.edges).c_str(),
+      chiprt::format_count(shape.sources).c_str(), chiprt::format_count(shape.sinks).c_str(),
+      chiprt::format_count(shape.depth).c_str(), chiprt::format_count(shape.max_width).c_str());
   out << graph.to_dot();
   out.close();
   if (!out) {

@@ -74,5 +74,7 @@ struct RunReport {
 // only when there are some ("20 kernel tasks"). Kernel tasks run on cores; dependency-only tasks
 // (submit_dummy, allocate) only order others.
 std::string format_task_count(uint64_t kernel_tasks, uint64_t dependency_only_tasks);
+// A count with its thousands separated by commas, as chiprt states counts: "1,984".
+std::string format_count(uint64_t count);
 
 }  // namespace chiprt

@@ -22,23 +22,19 @@ std::string_view phase_name(Phase phase) noexcept {
   return "invalid";
 }
 
-namespace {
-
-std::string thousands(uint64_t value) {
-  std::string digits = std::to_string(value);
+std::string format_count(uint64_t count) {
+  std::string digits = std::to_string(count);
   for (std::ptrdiff_t at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > 0; at -= 3) {
     digits.insert(static_cast<std::size_t>(at), 1, ',');
   }
   return digits;
 }
 
-}  // namespace
-
 std::string format_task_count(uint64_t kernel_tasks, uint64_t dependency_only_tasks) {
   std::string text =
-      thousands(kernel_tasks) + (kernel_tasks == 1 ? " kernel task" : " kernel tasks");
+      format_count(kernel_tasks) + (kernel_tasks == 1 ? " kernel task" : " kernel tasks");
   if (dependency_only_tasks > 0)
-    text += " + " + thousands(dependency_only_tasks) + " dependency-only";
+    text += " + " + format_count(dependency_only_tasks) + " dependency-only";
   return text;
 }
 

@@ -55,12 +55,6 @@ bool is_ring(ChiprtMode mode) {
   return mode == ChiprtMode::Ringbuffer || mode == ChiprtMode::RingbufferSerial;
 }
 
-std::string with_thousands(uint64_t value) {
-  std::string digits = std::to_string(value);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return digits;
-}
-
 std::string format_bytes(double bytes) {
   char text[32];
   if (std::abs(bytes) >= 100 || bytes == 0) {
@@ -428,7 +422,7 @@ std::string format_scaling_table(const ScalingResult& result) {
     out +=
         "  output-heap arena, outside dev (for runtime-allocated outputs; these graphs have "
         "none): " +
-        with_thousands(output_heap) + " bytes\n\n";
+        chiprt::format_count(output_heap) + " bytes\n\n";
     out += layout_table(memory, 3);
   }
 

@@ -18,5 +18,13 @@ TEST(TaskCountText, TheDependencyOnlyPartOnlyWhenThereAreSome) {
   EXPECT_EQ(format_task_count(999, 0), "999 kernel tasks");
 }
 
+TEST(TaskCountText, CountsSeparateTheirThousands) {
+  EXPECT_EQ(format_count(0), "0");
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1000), "1,000");
+  EXPECT_EQ(format_count(1984), "1,984");
+  EXPECT_EQ(format_count(18446744073709551615ull), "18,446,744,073,709,551,615");
+}
+
 }  // namespace
 }  // namespace chiprt

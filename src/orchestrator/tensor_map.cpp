@@ -728,6 +728,7 @@ uint32_t TensorMap::record_read_at(const Tensor& tensor, TaskId reader, uint32_t
       Entry& entry = entries_[shared];
       if (entry.tasks[entry.task_count - 1] != reader) {
         entry.tasks[entry.task_count++] = reader;
+        entry.seq = recorded_;  // writes made before this reader do not count for it
         ++live_readers_;
       }
       return shared;
@@ -755,9 +756,10 @@ uint32_t TensorMap::shared_reader_entry(const Tensor& tensor, TaskId reader, uin
     if (entry.lo == query.lo && entry.hi == query.hi && entry.rect.row0 == q.row0 &&
         entry.rect.row_last == q.row_last && entry.rect.col0 == q.col0 &&
         entry.rect.col_end == q.col_end && same_view(tensor, eb, regions_[e])) {
-      // The newest entry of the view: older ones are full (or were when it was made).
-      return entry.task_count < kEntryReaders || entry.tasks[entry.task_count - 1] == reader ? e
-                                                                                             : kNil;
+      // The newest entry of the view: older ones are full (or were when it was made). One that
+      // later writes partly overwrote takes no new reader (they did not wait for it).
+      if (entry.tasks[entry.task_count - 1] == reader) return e;
+      return entry.task_count < kEntryReaders && entry.overwritten == 0 ? e : kNil;
     }
     e = entry.cell_next;
   }
@@ -771,6 +773,8 @@ uint32_t TensorMap::add_entry(const Tensor& tensor, TaskId task, uint32_t buffer
   live_readers_ += reads;
   entries_[fresh].tasks[0] = task;
   entries_[fresh].task_count = 1;
+  entries_[fresh].seq = recorded_;
+  entries_[fresh].overwritten = 0;
   ++buffers_[buffer].entries;
   if (!query.bounded) {
     // Overlaps everything and covers nothing provably: kept aside, reported by every lookup of
@@ -828,10 +832,22 @@ uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buff
     note_operation(0);
   } else {
     std::optional<TensorRegion> whole;  // the tensor's region, built on first need
+    // Reader entries this exact write lies inside (they may be overwritten piece by piece), and
+    // the newest writer entry the write may overlap.
+    std::array<uint32_t, kMaxPieceReaders> containing;
+    uint32_t containing_count = 0;
+    uint64_t newest_writer = 0;
     const uint64_t examined =
         for_each_candidate(buffer, query, buffers_[buffer].group_mask, [&](uint32_t e) {
           const Entry& old = entries_[e];
-          if (old.lo < query.lo || old.hi > query.hi) return;
+          if (!old.reads) newest_writer = std::max(newest_writer, old.seq);
+          if (old.lo < query.lo || old.hi > query.hi) {
+            if (old.reads && query.exact && old.exact && rect_inside(query.rect, old.rect) &&
+                containing_count < containing.size()) {
+              containing[containing_count++] = e;
+            }
+            return;
+          }
           const bool identical =
               old.lo == query.lo && old.hi == query.hi && same_view(tensor, eb, regions_[e]);
           if (identical && same == kNil && !old.reads) {
@@ -846,12 +862,32 @@ uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buff
           }
         });
     note_operation(examined);
+    if (buffers_[buffer].unbounded_head[kWriterKind] == kNil) {
+      count_overwritten(buffer, query.rect, newest_writer, containing.data(), containing_count);
+    }
   }
   if (same != kNil) {
     entries_[same].tasks[0] = writer;
+    entries_[same].seq = recorded_;
     return same;
   }
   return add_entry(tensor, writer, buffer, query, false);
+}
+
+void TensorMap::count_overwritten(uint32_t buffer, const Rect& write, uint64_t newest_writer,
+                                  const uint32_t* readers, uint32_t count) noexcept {
+  const uint64_t bytes = rect_bytes(write);
+  for (uint32_t k = 0; k < count; ++k) {
+    Entry& entry = entries_[readers[k]];
+    // A writer entry made after the readers that this write may overlap: the bytes may have
+    // been counted already.
+    if (newest_writer > entry.seq) continue;
+    entry.overwritten += bytes;
+    if (entry.overwritten < rect_bytes(entry.rect)) continue;
+    unindex_entry(readers[k]);
+    --buffers_[buffer].entries;
+    free_entry(readers[k]);
+  }
 }
 
 bool TensorMap::erase_entry(uint32_t entry, TaskId task) noexcept {

@@ -11,7 +11,12 @@
 // per buffer, and a write covering a tile drops all the tile's readers; rewriting the identical
 // view keeps that writer entry (same id) and gives it the new writer. `record_read` adds a reader
 // and drops nothing: readers are concurrent, so a reader orders no one and every reader of a
-// region stays until a write covers it (or, in the ring variant, its task retires). Readers of
+// region stays until writes cover it (or, in the ring variant, its task retires). A reader entry
+// is also dropped when several later writes, none covering it alone, together overwrite all of
+// it (e.g. a task reading a whole vector, then one task per element writing it): each of those
+// writes waited for its readers, and every later access overlaps one of them. Only writes whose
+// bytes lie inside the entry and overlap no newer write are counted, so the count never exceeds
+// the bytes really overwritten; the entry then takes no further readers. Readers of
 // the identical view share one reader entry (up to kEntryReaders of them, then a new entry of the
 // same view): a region written once and read by several tasks costs one entry, not one per read.
 //
@@ -253,6 +258,14 @@ class TensorMap {
     // The writer (tasks[0]) or the readers, oldest first. After the index fields, which the
     // searches read.
     std::array<TaskId, kEntryReaders> tasks{};
+    // recorded_ when the entry began naming its current tasks (a reused writer entry, a reader
+    // joining a reader entry restart it): a writer entry with a larger seq records a write made
+    // after every task of an entry with a smaller one.
+    uint64_t seq = 0;
+    // Reader entries: bytes of the region that later writes have overwritten, counted only for
+    // writes inside the region that no writer entry newer than this entry overlapped (so the
+    // counted writes are disjoint). At the region's size the entry is dropped (see record_at).
+    uint64_t overwritten = 0;
   };
   // One size group of a buffer: a hash grid of cells of 2^row_shift rows x 2^col_shift columns
   // (an entry sits in the cell of its rectangle's origin) plus a list of all its entries.
@@ -309,6 +322,15 @@ class TensorMap {
       if (cell.head == kNil) return kNil;
       if (cell.row == row && cell.col == col && cell.key == key) return cell.head;
     }
+  }
+  // Whether `inner` lies inside `outer`.
+  static bool rect_inside(const Rect& inner, const Rect& outer) noexcept {
+    return outer.row0 <= inner.row0 && inner.row_last <= outer.row_last &&
+           outer.col0 <= inner.col0 && inner.col_end <= outer.col_end;
+  }
+  // The bytes of an exact region's rectangle.
+  static uint64_t rect_bytes(const Rect& r) noexcept {
+    return (r.row_last - r.row0 + 1) * (r.col_end - r.col0);
   }
   static bool rects_meet(const Rect& a, const Rect& b) noexcept {
     return a.row0 <= b.row_last && b.row0 <= a.row_last && a.col0 < b.col_end && b.col0 < a.col_end;
@@ -450,6 +472,15 @@ class TensorMap {
   // rectangle and extent (known from a Prepared), so there is nothing to drop or reuse.
   uint32_t record_at(const Tensor& tensor, TaskId writer, uint32_t buffer, const Query& query,
                      bool none_met = false);
+  // Reader entries a write may overwrite piece by piece, at most this many per write (more are
+  // left alone: they keep their readers, which is never wrong).
+  static constexpr uint32_t kMaxPieceReaders = 8;
+  // After an exact write of rectangle `write` that lies inside the exact reader entries
+  // `readers`: adds its bytes to each entry no writer entry newer than it overlapped
+  // (`newest_writer`: the largest seq of the writer entries the write met) and drops the entries
+  // now wholly overwritten.
+  void count_overwritten(uint32_t buffer, const Rect& write, uint64_t newest_writer,
+                         const uint32_t* readers, uint32_t count) noexcept;
   // record_read once the buffer index exists as for record_at.
   uint32_t record_read_at(const Tensor& tensor, TaskId reader, uint32_t buffer, const Query& query);
   // A reader entry of exactly `tensor`'s view (bounded, described by `query`) that can take

@@ -9,7 +9,7 @@
 //   chiprt bench [--quick] [--json FILE] [--threads N] [--tasks N] [--repetitions N] [--no-peers]
 //                [--workloads NAME[,NAME...]] [--isolation none|process|both]
 //                [--scaling [--scaling-sizes N,N[,N...]]]
-//                [--diagnostics [--diag-switches SWITCH[,SWITCH...]]] [--pipeline]
+//                [--diagnostics [--diag-switches SWITCH[,SWITCH...]]] [--pipeline] [--latency]
 //
 // --graph exports the first round's task graph (Worker::export_graph: the host_build_graph build
 // of the same call, whatever the runtime), prints its shape and writes it as Graphviz DOT.
@@ -39,6 +39,8 @@
 // `bench --diagnostics` measures instead what each diagnostics switch costs
 // (tools/perf/diagnostics_cost.h): the empty-task graph rows with each switch on alone and with
 // all, and the real-kernel rows with all, each against diagnostics off, interleaved.
+// `bench --latency` times instead a small run (tools/perf/latency_bench.h): an empty run and a
+// one-task run on every chiprt column, in process and isolated, as p50 / p99 over many runs.
 //
 // Exit codes: 0 every round passed (bench: every available cell measured), 1 a round failed or
 // the runtime reported an error, 2 usage error (bad option or value, unknown subcommand, example
@@ -67,6 +69,7 @@
 #include "diagnostics_cost.h"
 #include "example.h"
 #include "isolation_compare.h"
+#include "latency_bench.h"
 #include "pipeline_bench.h"
 #include "round_states.h"
 #include "scaling.h"
@@ -437,6 +440,7 @@ struct BenchOptions {
   bool diagnostics = false;
   std::vector<std::string> diag_switches;  // --diag-switches: empty = every switch and all
   bool pipeline = false;                   // --pipeline: sequential runs against submit
+  bool latency = false;                    // --latency: p50 / p99 of a small run
 };
 
 bool write_json(const std::string& path, const nlohmann::json& json) {
@@ -548,7 +552,20 @@ int run_bench_pipeline(const BenchOptions& options) {
                              chiprt::perf::all_pipeline_rows_measured(result));
 }
 
+// --latency: an empty and a one-task run on every chiprt column, in process and isolated.
+int run_bench_latency(const BenchOptions& options) {
+  chiprt::perf::LatencyOptions latency;
+  latency.threads = static_cast<unsigned>(options.threads);
+  latency.runs = options.repetitions > 0 ? options.repetitions : (options.quick ? 200 : 1000);
+  latency.batch = std::min(latency.batch, latency.runs);
+  const chiprt::perf::LatencyResult result = chiprt::perf::run_latency_bench(latency, stderr);
+  return finish_bench_report(options, chiprt::perf::format_latency_table(result),
+                             chiprt::perf::latency_to_json(result),
+                             chiprt::perf::all_latency_rows_measured(result));
+}
+
 int run_bench(const BenchOptions& options) {
+  if (options.latency) return run_bench_latency(options);
   if (options.scaling) return run_bench_scaling(options);
   if (options.pipeline) return run_bench_pipeline(options);
   chiprt::perf::SuiteOptions suite;
@@ -796,15 +813,27 @@ int main(int argc, char** argv) {
                    "swimlane=3,swimlane=4,tasks,deps,scopes,args=1,counters,all)")
       ->delimiter(',')
       ->needs(diagnostics_option);
+  CLI::Option* pipeline_option =
+      bench
+          ->add_flag(
+              "--pipeline", bench_options.pipeline,
+              "instead of the suite: streams of 200 runs (bgemm and paged_attention case "
+              "small on both variants, a host-heavy graph on host_build_graph) one after the "
+              "other against two in flight (Worker::submit), interleaved: runs per second and "
+              "their ratio")
+          ->excludes(scaling_option)
+          ->excludes(isolation_option)
+          ->excludes(diagnostics_option)
+          ->excludes(tasks_option);
   bench
-      ->add_flag("--pipeline", bench_options.pipeline,
-                 "instead of the suite: streams of 200 runs (bgemm and paged_attention case "
-                 "small on both variants, a host-heavy graph on host_build_graph) one after the "
-                 "other against two in flight (Worker::submit), interleaved: runs per second and "
-                 "their ratio")
+      ->add_flag("--latency", bench_options.latency,
+                 "instead of the suite: the latency of a small run (an empty run and a one-task "
+                 "run) on every chiprt column, in process and isolated, interleaved: p50 and p99 "
+                 "over 1000 runs per cell (--quick 200, --repetitions N), and p99/p50")
       ->excludes(scaling_option)
       ->excludes(isolation_option)
       ->excludes(diagnostics_option)
+      ->excludes(pipeline_option)
       ->excludes(tasks_option);
 
   if (!check_subcommand_name(app, argc, argv)) return kExitUsage;

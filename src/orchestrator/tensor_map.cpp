@@ -411,6 +411,7 @@ std::size_t TensorMap::insert_slot(uint64_t key, bool* inserted) {
   while (slots_[i].buffer != kNil) i = (i + 1) & mask;
   slots_[i].key = key;
   ++live_buffers_;
+  peak_buffers_ = std::max(peak_buffers_, live_buffers_);
   return i;  // buffer stays kNil until the caller assigns one
 }
 
@@ -464,6 +465,7 @@ std::size_t TensorMap::cell_slot(uint32_t key, uint64_t row, uint64_t col) {
     cells_[i].col = col;
     cells_[i].key = key;
     ++live_cells_;
+    peak_cells_ = std::max(peak_cells_, live_cells_);
   }
   return i;
 }
@@ -959,7 +961,28 @@ void TensorMap::erase_buffer(uint64_t buffer_addr) noexcept {
   erase_slot(static_cast<std::size_t>(slot));
 }
 
+namespace {
+
+// The table size clear() keeps for a build that held at most `peak` items at `load_inverse` slots
+// per item: the table as it is unless it is more than kShrinkFactor times what that build needed.
+constexpr std::size_t kShrinkFactor = 8;
+constexpr std::size_t kMinTableSize = 64;
+std::size_t table_size_after(std::size_t size, std::size_t peak, std::size_t load_inverse) {
+  const std::size_t needed = std::bit_ceil(std::max(kMinTableSize, (peak + 1) * load_inverse));
+  return size > kShrinkFactor * needed ? needed : size;
+}
+
+}  // namespace
+
 void TensorMap::clear() noexcept {
+  // Clearing costs the tables' size, not the graph's: after one large graph, every later small
+  // build would pay for it (a one-task build took ~0.5 ms after a 20k-task one). A table much
+  // larger than the build that ends needed is cut down to that build's size (a smaller resize
+  // keeps the capacity and allocates nothing); a larger build grows it again.
+  slots_.resize(table_size_after(slots_.size(), peak_buffers_, 2));
+  cells_.resize(table_size_after(cells_.size(), peak_cells_, kCellLoadInverse));
+  peak_buffers_ = 0;
+  peak_cells_ = 0;
   for (Slot& s : slots_) s = Slot{};
   for (Cell& c : cells_) c = Cell{};
   entries_.clear();

@@ -568,6 +568,10 @@ class TensorMap {
   std::size_t live_readers_ = 0;
   std::size_t live_buffers_ = 0;
   std::size_t live_cells_ = 0;
+  // The most buffers and cells live at once since the last clear() (which sizes the tables by
+  // them).
+  std::size_t peak_buffers_ = 0;
+  std::size_t peak_cells_ = 0;
   // buffer_of's last answer; invalidated whenever a buffer index is created or released.
   mutable uint64_t cached_addr_ = 0;
   mutable uint32_t cached_buffer_ = kNil;

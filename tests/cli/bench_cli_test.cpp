@@ -708,6 +708,59 @@ TEST(ChiprtBenchCli, DiagSwitchesSelectsTheMeasuredSwitches) {
   EXPECT_EQ(j.at("rows").size(), 4u);
 }
 
+// --latency: every chiprt column, an empty and a one-task run, both platforms, each cell with
+// its samples and p50 / p99 in order (nothing about their size is checked).
+TEST(ChiprtBenchCli, LatencyReportsPercentilesOfEveryColumnOnBothPlatforms) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-latency");
+  const CommandResult r = run_bench("--latency --repetitions 20 --json " + json_path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("chiprt bench --latency: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("in process p50"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("isolated p50"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("p99/p50"), std::string::npos) << r.output;
+  for (const char* label : {"hbg", "hbg/ser", "hbg/replay", "ring", "ring/ser"}) {
+    for (const char* run : {"empty", "1 task"}) {
+      const std::regex row("\\n" + std::string(label) + " +" + run + " ");
+      EXPECT_TRUE(std::regex_search(r.output, row)) << label << " " << run << "\n" << r.output;
+    }
+  }
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << r.output;
+  EXPECT_EQ(j.at("comparison"), "latency");
+  EXPECT_EQ(j.at("runs").get<int>(), 20);
+  EXPECT_EQ(j.at("unit"), "ns_per_run");
+  expect_host_load(j, r.output);
+  std::set<std::pair<std::string, uint64_t>> seen;
+  for (const nlohmann::json& row : j.at("rows")) {
+    const std::string where = row.dump().substr(0, 200);
+    ASSERT_EQ(row.at("status"), "measured") << where;
+    EXPECT_TRUE(kChiprtColumns.count(row.at("column").get<std::string>())) << where;
+    const uint64_t tasks = row.at("tasks").get<uint64_t>();
+    EXPECT_EQ(row.at("run"), tasks == 0 ? "empty" : "one_task") << where;
+    seen.insert({row.at("column").get<std::string>(), tasks});
+    for (const char* platform : {"in_process", "isolated"}) {
+      const nlohmann::json& cell = row.at(platform);
+      const double p50 = cell.at("p50_ns").get<double>();
+      const double p99 = cell.at("p99_ns").get<double>();
+      EXPECT_GT(p50, 0.0) << platform << " " << where;
+      EXPECT_GE(p99, p50) << platform << " " << where;
+      EXPECT_DOUBLE_EQ(cell.at("p99_over_p50").get<double>(), p99 / p50) << where;
+      EXPECT_EQ(cell.at("samples").size(), 20u) << platform << " " << where;
+    }
+  }
+  EXPECT_EQ(seen.size(), 2 * kChiprtColumns.size()) << j.at("rows").size();
+}
+
+TEST(ChiprtBenchCli, LatencyExcludesTheOtherModes) {
+  for (const char* args :
+       {"--latency --scaling", "--latency --isolation both", "--latency --diagnostics",
+        "--latency --pipeline", "--latency --tasks 10"}) {
+    const CommandResult r = run_bench(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("excludes"), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
 TEST(ChiprtBenchCli, DiagnosticsRejectsBadSwitchesAndModesItCannotCombineWith) {
   struct Case {
     const char* args;

@@ -4,8 +4,9 @@
 // The host (IsolatedPlatform) writes one command at a time into the mailbox and publishes it by
 // bumping `command_seq`; the device process (device_process.h) runs it and answers by setting
 // `reply_seq` to the same number, both words waited on and woken with shared futexes
-// (futex.h, FutexScope::Shared); each side polls briefly before it sleeps and wakes the other only
-// when it sleeps, since commands come in bursts (launch, wait_aicpu, wait). The device publishes
+// (futex.h, FutexScope::Shared); each side sleeps as soon as it finds nothing (no sched_yield
+// polling: a yielding thread stays runnable and, on a loaded host, waits for a scheduler tick
+// where a woken one runs at once) and wakes the other only when it sleeps. The device publishes
 // its ChipServices once at start (`ready`), and its fault handlers write the fault record (first
 // fault wins) and wake `reply_seq`, so a host waiting for a reply sees the death at once. The
 // device's init (the process between the host and the device, device_process.h) writes how the

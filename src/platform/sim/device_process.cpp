@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -40,9 +39,6 @@ constexpr std::size_t kAltStackBytes = 64 * 1024;
 // How often the idle server looks whether the host still lives (watch_host does the work; this
 // covers a system without pidfds).
 constexpr int64_t kIdleCheckNs = 1'000'000'000;
-// How long the idle server polls for the next command before it sleeps: a run's commands follow
-// each other within microseconds.
-constexpr auto kServerPoll = std::chrono::microseconds(50);
 
 // Async-signal-safe: atomics, plain stores, raw system calls.
 void record_end(DeviceEndKind kind, int signal, int code, uint64_t addr, int exit_code) noexcept {
@@ -150,17 +146,14 @@ void reply(DeviceChannel* channel, uint32_t seq, const Status& status, uint64_t 
   }
 }
 
-// The next command's sequence number (!= seen): polled for a moment, then slept for. The device
-// ends once its parent (the init) is no longer `parent`.
+// The next command's sequence number (!= seen), slept for on the futex at once: polling with
+// sched_yield would keep the server runnable, so on a loaded host the host's command would wait
+// for the next scheduler tick (4 ms) instead of waking it. The device ends once its parent (the
+// init) is no longer `parent`.
 uint32_t next_command(DeviceChannel* channel, uint32_t seen, pid_t parent) {
-  const auto poll_until = std::chrono::steady_clock::now() + kServerPoll;
   for (;;) {
     uint32_t seq = channel->command_seq.load(std::memory_order_acquire);
     if (seq != seen) return seq;
-    if (std::chrono::steady_clock::now() < poll_until) {
-      std::this_thread::yield();
-      continue;
-    }
     channel->server_parked.store(1, std::memory_order_seq_cst);
     seq = channel->command_seq.load(std::memory_order_seq_cst);
     if (seq == seen) futex_wait(&channel->command_seq, seen, kIdleCheckNs, FutexScope::Shared);

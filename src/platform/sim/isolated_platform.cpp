@@ -191,8 +191,6 @@ constexpr uint64_t kCommandBudgetMs = 10'000;
 constexpr uint64_t kReplyMarginMs = 5'000;
 // The host waits for a reply in slices this long, checking between them that the device lives.
 constexpr int64_t kReplySliceNs = 2'000'000;
-// Polls of the reply word before the first futex wait (an answer usually comes that fast).
-constexpr int kReplySpins = 64;
 // A device that recorded a fault is dying; how long it may take before it is killed.
 constexpr uint64_t kDyingGraceMs = 2'000;
 // How long the output of a dead device may take to reach the host's streams.
@@ -613,10 +611,6 @@ Status IsolatedPlatform::call(DeviceCommand command, const char* operation, uint
   ch->command_seq.store(seq, std::memory_order_seq_cst);
   if (ch->server_parked.load(std::memory_order_seq_cst) != 0) {
     futex_wake(&ch->command_seq, INT_MAX, FutexScope::Shared);
-  }
-  for (int spin = 0; spin < kReplySpins; ++spin) {
-    if (ch->reply_seq.load(std::memory_order_acquire) == seq) break;
-    std::this_thread::yield();
   }
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::min<uint64_t>(budget_ms, INT32_MAX));

@@ -135,7 +135,12 @@ void LaunchEngine::aicpu_main(uint32_t index, uint64_t seen_generation, HostThre
         lock.unlock();
         programs.aicpu_entry(programs.ctx, index, programs.aicpu_threads);
         lock.lock();
-        if (--aicpu_running_ == 0) host_cv_.notify_all();
+        if (--aicpu_running_ == 0) {
+          // Notified after unlocking: a waiter woken under the lock would only block on it.
+          lock.unlock();
+          host_cv_.notify_all();
+          lock.lock();
+        }
       }
       continue;
     }
@@ -284,7 +289,7 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
                   "(got " +
                       std::to_string(programs.aicpu_threads) + ")");
   }
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (faulted_) {
     return Status(StatusCode::DeviceFaulted,
                   "launch: threads of an earlier launch were stuck and abandoned");
@@ -320,6 +325,8 @@ Status LaunchEngine::launch(const LaunchPrograms& programs) {
   wake_requested_ = false;  // a wake meant for an earlier launch
   launch_abandoned_ = false;
   ++launch_generation_;
+  lock.unlock();
+  // After unlocking: AICPU threads woken under the lock would only block on it.
   aicpu_cv_.notify_all();
   return Status::ok();
 }

@@ -167,6 +167,16 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
     EXPECT_TRUE(kChiprtColumns.count(row.at("best_chiprt").get<std::string>())) << workload;
     const bool real_kernels = kKernelWorkloads.count(workload) != 0;
     EXPECT_EQ(row.at("kind"), real_kernels ? "real_kernels" : "graph") << workload;
+    if (!real_kernels) {
+      // chiprt's graph has at least the edges a peer needs (it orders the same accesses) and no
+      // redundant ones on the rows whose tensor regions say exactly the hand-written order.
+      const uint64_t edges = row.at("edges").at("chiprt");
+      const uint64_t given = row.at("edges").at("given");
+      EXPECT_GE(edges, given) << workload;
+      if (workload != "fan") {
+        EXPECT_EQ(edges, given) << workload;
+      }
+    }
     for (const std::string& id : chiprt_ids) {
       if (real_kernels) {
         EXPECT_EQ(row.at("case"), "bench") << workload;

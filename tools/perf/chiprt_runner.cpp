@@ -8,6 +8,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/callable.h"
+#include "chiprt/graph_export.h"
 #include "chiprt/orchestration.h"
 #include "chiprt/run_report.h"
 #include "chiprt/task_args.h"
@@ -119,7 +120,7 @@ ChiprtDevice::ChiprtDevice(unsigned threads, uint64_t max_tasks, SimIsolation is
   worker_.memset(buffer_, 0, elements_ * sizeof(float));
 }
 
-RunReport ChiprtDevice::run(const Workload& workload, const CallConfig& config) {
+TaskArgs ChiprtDevice::arguments(const Workload& workload) const {
   TaskArgs args;
   args.in(Tensor::make(buffer_, {elements_}, DataType::F32));
   // Shape and task count make the arguments differ between workloads, so a replay never reuses
@@ -127,8 +128,18 @@ RunReport ChiprtDevice::run(const Workload& workload, const CallConfig& config) 
   args.scalar(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&workload)))
       .scalar(static_cast<uint64_t>(workload.shape))
       .scalar(workload.tasks);
-  last_report_ = worker_.run(kSuiteCallable, args, config);
+  return args;
+}
+
+RunReport ChiprtDevice::run(const Workload& workload, const CallConfig& config) {
+  last_report_ = worker_.run(kSuiteCallable, arguments(workload), config);
   return last_report_;
+}
+
+uint64_t ChiprtDevice::dependency_edges(const Workload& workload) {
+  CallConfig config;
+  config.max_tasks = std::max<uint64_t>(max_tasks_, CallConfig::kDefaultMaxTasks);
+  return worker_.export_graph(kSuiteCallable, arguments(workload), config).consumers.size();
 }
 
 ChiprtDeviceMemory ChiprtDevice::memory() {

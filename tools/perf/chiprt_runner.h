@@ -40,12 +40,17 @@ class ChiprtDevice {
   ChiprtDevice& operator=(const ChiprtDevice&) = delete;
 
   RunReport run(const Workload& workload, const CallConfig& config);
+  // The dependency edges chiprt derives for the workload's graph (Worker::export_graph: the
+  // graph the scheduler runs, redundant edges pruned), each producer-consumer pair once.
+  uint64_t dependency_edges(const Workload& workload);
   uint64_t max_tasks() const noexcept { return max_tasks_; }
   ChiprtDeviceMemory memory();
   // Worker::flush_diagnostics: waits for run directories written in the background.
   void flush_diagnostics() { worker_.flush_diagnostics(); }
 
  private:
+  TaskArgs arguments(const Workload& workload) const;
+
   Worker worker_;
   uint64_t max_tasks_;
   uint64_t elements_;

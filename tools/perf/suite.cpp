@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "chiprt_options.h"
+#include "chiprt_runner.h"
 #include "runners.h"
 
 namespace chiprt::perf {
@@ -254,8 +255,18 @@ SuiteResult run_suite(const SuiteOptions& requested, std::FILE* progress) {
     Row row;
     row.workload = std::string(shape_name(workload.shape));
     row.tasks = workload.tasks;
+    row.given_edges = given_edges(workload);
     row.cells.resize(runners.size());
     result.rows.push_back(std::move(row));
+  }
+  // The edges of chiprt's graph, from the chip the chiprt columns share (not timed).
+  for (const RunnerColumn& column : runners) {
+    auto* chiprt = dynamic_cast<ChiprtRunner*>(column.runner.get());
+    if (chiprt == nullptr) continue;
+    for (std::size_t w = 0; w < workloads.size(); ++w) {
+      result.rows[w].edges = chiprt->device().dependency_edges(workloads[w]);
+    }
+    break;
   }
 
   // Column by column: a peer's threads exist only while its own column runs (some peers keep
@@ -388,15 +399,18 @@ std::string format_table(const SuiteResult& result) {
   out += result.host_load.describe();
   out +=
       "peer cells end with their ratio to the best chiprt cell of the row (x > 1: chiprt "
-      "faster); * marks that best cell\n\n";
+      "faster); * marks that best cell; edges: the dependency edges chiprt derived from the "
+      "tensor regions / the edges the peers are given by hand\n\n";
 
   // Cell texts first, then column widths.
   std::vector<std::vector<std::string>> grid;
-  std::vector<std::string> heading = {"workload", "tasks"};
+  std::vector<std::string> heading = {"workload", "tasks", "edges"};
   for (const ColumnInfo& c : result.columns) heading.push_back(c.label);
   grid.push_back(heading);
   for (const Row& row : result.rows) {
-    std::vector<std::string> texts = {row.workload, std::to_string(row.tasks)};
+    std::vector<std::string> texts = {
+        row.workload, std::to_string(row.tasks),
+        row.real_kernels ? "" : std::to_string(row.edges) + "/" + std::to_string(row.given_edges)};
     for (std::size_t c = 0; c < result.columns.size(); ++c) {
       const Cell& cell = row.cells[c];
       std::string text;
@@ -509,6 +523,7 @@ nlohmann::json to_json(const SuiteResult& result) {
     r["workload"] = row.workload;
     r["tasks"] = row.tasks;
     r["kind"] = row.real_kernels ? "real_kernels" : "graph";
+    if (!row.real_kernels) r["edges"] = {{"chiprt", row.edges}, {"given", row.given_edges}};
     if (row.real_kernels) r["case"] = row.example_case;
     r["best_chiprt"] = row.best_chiprt >= 0 ? nlohmann::json(result.columns[row.best_chiprt].id)
                                             : nlohmann::json(nullptr);

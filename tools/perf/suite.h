@@ -79,6 +79,10 @@ struct Row {
   bool real_kernels = false;  // a kernel_workloads.h row (cells: wall time and efficiency)
   std::string example_case;   // real-kernel rows: the example case run
   uint64_t tasks = 0;
+  // Graph rows: the dependency edges chiprt derives from the tensor regions (0 when no chiprt
+  // column ran) and the edges the peers are given by hand (given_edges).
+  uint64_t edges = 0;
+  uint64_t given_edges = 0;
   // Column index of the lowest chiprt median (real-kernel rows: wall time), -1 if none measured.
   int best_chiprt = -1;
   std::vector<Cell> cells;  // one per column

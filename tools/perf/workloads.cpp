@@ -97,4 +97,20 @@ Workload make_workload(Shape shape, uint64_t requested_tasks) {
   return w;
 }
 
+uint64_t given_edges(const Workload& w) noexcept {
+  switch (w.shape) {
+    case Shape::Independent:
+      return 0;
+    case Shape::Chain:
+      return w.tasks > 0 ? w.tasks - 1 : 0;
+    case Shape::Fan:  // source -> each middle task -> sink, sink -> the next stage's source
+      return w.fan_stages * 2 * kFanWidth + (w.fan_stages > 0 ? w.fan_stages - 1 : 0);
+    case Shape::Wavefront:
+      return w.rows * (w.columns - 1) + (w.rows - 1) * w.columns;
+    case Shape::RandomDag:
+      return w.dag_preds.size();
+  }
+  return 0;
+}
+
 }  // namespace chiprt::perf

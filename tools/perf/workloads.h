@@ -51,5 +51,8 @@ TaskDag random_dag_of(const Workload& workload) noexcept;
 
 // The workload of `shape` closest to `requested_tasks` (at least one stage / row / task).
 Workload make_workload(Shape shape, uint64_t requested_tasks);
+// The dependency edges of the workload's graph as the peers are given them by hand (oneTBB's
+// make_edge calls): the fewest that order it. chiprt infers its own from the tensor regions.
+uint64_t given_edges(const Workload& workload) noexcept;
 
 }  // namespace chiprt::perf

@@ -217,37 +217,38 @@ TaskBenchResult run_task_bench(const TaskBenchOptions& requested, std::FILE* pro
     const std::size_t c = first_peer + k;
     ColumnInfo& column = result.columns[c];
     if (!column.available) continue;
-    std::string not_run;
     std::unique_ptr<Runner> started;
-    DagRunner* peer = nullptr;
-    if (!peers[k].kernel_rows_note.empty()) {
-      not_run = peers[k].kernel_rows_note;
-    } else {
-      try {
-        started = peers[k].start(o.threads);
-        peer = dynamic_cast<DagRunner*>(started.get());
-        if (peer == nullptr) not_run = "does not run task DAGs (tools/perf/runners.h DagRunner)";
-      } catch (const std::exception& e) {
-        column.available = false;
-        column.note = std::string("failed to start: ") + e.what();
-        continue;
-      }
-    }
-    if (peer == nullptr) {
-      for (TbPatternResult& r : result.results) r.curves[c].not_run = not_run;
+    try {
+      started = peers[k].start(o.threads);
+    } catch (const std::exception& e) {
+      column.available = false;
+      column.note = std::string("failed to start: ") + e.what();
       continue;
     }
-    // The predecessor lists are the graph's description (as a Workload's are): built untimed.
-    const RunGraph run = [peer](const TbGraph& graph, uint64_t iterations) {
-      const TbTaskLists lists = tb_task_lists(graph);
-      TaskDag dag;
-      dag.tasks = lists.offsets.size() - 1;
-      dag.offsets = lists.offsets.data();
-      dag.preds = lists.preds.data();
-      dag.body = spin_body;
-      dag.context = &iterations;
-      return peer->run_dag(dag);
-    };
+    RunGraph run;
+    if (auto* peer = dynamic_cast<DagRunner*>(started.get()); peer != nullptr) {
+      // The predecessor lists are the graph's description (as a Workload's are): built untimed.
+      run = [peer](const TbGraph& graph, uint64_t iterations) {
+        const TbTaskLists lists = tb_task_lists(graph);
+        TaskDag dag;
+        dag.tasks = lists.offsets.size() - 1;
+        dag.offsets = lists.offsets.data();
+        dag.preds = lists.preds.data();
+        dag.body = spin_body;
+        dag.context = &iterations;
+        return peer->run_dag(dag);
+      };
+    } else if (auto* child = dynamic_cast<TaskBenchGraphRunner*>(started.get()); child != nullptr) {
+      run = [child](const TbGraph& graph, uint64_t iterations) {
+        return child->run_task_bench(static_cast<uint8_t>(graph.pattern), graph.width, graph.height,
+                                     iterations);
+      };
+    } else {
+      for (TbPatternResult& r : result.results) {
+        r.curves[c].not_run = "does not run task DAGs (tools/perf/runners.h DagRunner)";
+      }
+      continue;
+    }
     run_column(c, column, o.threads, run, false, result, progress, &result.results);
   }
 

@@ -10,6 +10,7 @@
 //                [--workloads NAME[,NAME...]] [--isolation none|process|both]
 //                [--scaling [--scaling-sizes N,N[,N...]]]
 //                [--diagnostics [--diag-switches SWITCH[,SWITCH...]]] [--pipeline] [--latency]
+//                [--task-bench [--svg FILE] [--granularities US,US[,US...]]]
 //
 // --graph exports the first round's task graph (Worker::export_graph: the host_build_graph build
 // of the same call, whatever the runtime), prints its shape and writes it as Graphviz DOT.
@@ -42,6 +43,9 @@
 // `bench --latency` times instead a small run (tools/perf/latency_bench.h): an empty run and a
 // one-task run on every chiprt column, in process and isolated, as p50 / p99 over many runs.
 //
+// `bench --task-bench` runs the Task Bench dependence patterns instead (tools/perf/task_bench.h),
+// swept over task granularity: METG(50%) per pattern and column, efficiency curves as SVG.
+//
 // Exit codes: 0 every round passed (bench: every available cell measured), 1 a round failed or
 // the runtime reported an error, 2 usage error (bad option or value, unknown subcommand, example
 // or case, a configuration the runtime refuses as invalid: InvalidConfig). docs/cli.md has it all.
@@ -53,6 +57,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -74,6 +79,7 @@
 #include "round_states.h"
 #include "scaling.h"
 #include "suite.h"
+#include "task_bench.h"
 
 namespace {
 
@@ -441,6 +447,9 @@ struct BenchOptions {
   std::vector<std::string> diag_switches;  // --diag-switches: empty = every switch and all
   bool pipeline = false;                   // --pipeline: sequential runs against submit
   bool latency = false;                    // --latency: p50 / p99 of a small run
+  bool task_bench = false;                 // --task-bench: Task Bench patterns and METG
+  std::string svg_path;                    // --svg: the task bench curves (default: by --json)
+  std::vector<double> granularities;       // --granularities: task durations in us
 };
 
 bool write_json(const std::string& path, const nlohmann::json& json) {
@@ -564,8 +573,50 @@ int run_bench_latency(const BenchOptions& options) {
                              chiprt::perf::all_latency_rows_measured(result));
 }
 
+// --svg FILE, else --json FILE with .svg for its extension, else none.
+std::string task_bench_svg_path(const BenchOptions& options) {
+  if (!options.svg_path.empty() || options.json_path.empty()) return options.svg_path;
+  std::filesystem::path path(options.json_path);
+  return path.replace_extension(".svg").string();
+}
+
+int run_bench_task_bench(const BenchOptions& options) {
+  chiprt::perf::TaskBenchOptions tb =
+      options.quick ? chiprt::perf::quick_task_bench_options() : chiprt::perf::TaskBenchOptions{};
+  tb.threads = static_cast<unsigned>(options.threads);
+  tb.peers = !options.no_peers;
+  if (options.repetitions > 0) tb.repetitions = options.repetitions;
+  if (!options.granularities.empty()) {
+    tb.granularities_us = options.granularities;
+    std::sort(tb.granularities_us.begin(), tb.granularities_us.end(), std::greater<>());
+    tb.granularities_us.erase(std::unique(tb.granularities_us.begin(), tb.granularities_us.end()),
+                              tb.granularities_us.end());
+  }
+  std::string error;
+  if (!options.workloads.empty() &&
+      !chiprt::perf::select_tb_patterns(options.workloads, &tb, &error)) {
+    std::fprintf(stderr, "error: --workloads: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  const chiprt::perf::TaskBenchResult result = chiprt::perf::run_task_bench(tb, stderr);
+  const std::string svg_path = task_bench_svg_path(options);
+  if (!svg_path.empty()) {
+    std::ofstream out(svg_path);
+    out << chiprt::perf::task_bench_svg(result);
+    if (!out) {
+      std::fprintf(stderr, "error: cannot write the SVG curves to '%s'\n", svg_path.c_str());
+      return kExitFailure;
+    }
+    std::fprintf(stderr, "bench: task-bench efficiency curves written to %s\n", svg_path.c_str());
+  }
+  return finish_bench_report(options, chiprt::perf::format_task_bench_table(result),
+                             chiprt::perf::task_bench_to_json(result),
+                             chiprt::perf::all_task_bench_cells_measured(result));
+}
+
 int run_bench(const BenchOptions& options) {
   if (options.latency) return run_bench_latency(options);
+  if (options.task_bench) return run_bench_task_bench(options);
   if (options.scaling) return run_bench_scaling(options);
   if (options.pipeline) return run_bench_pipeline(options);
   chiprt::perf::SuiteOptions suite;
@@ -825,16 +876,44 @@ int main(int argc, char** argv) {
           ->excludes(isolation_option)
           ->excludes(diagnostics_option)
           ->excludes(tasks_option);
+  CLI::Option* latency_option =
+      bench
+          ->add_flag(
+              "--latency", bench_options.latency,
+              "instead of the suite: the latency of a small run (an empty run and a one-task "
+              "run) on every chiprt column, in process and isolated, interleaved: p50 and p99 "
+              "over 1000 runs per cell (--quick 200, --repetitions N), and p99/p50")
+          ->excludes(scaling_option)
+          ->excludes(isolation_option)
+          ->excludes(diagnostics_option)
+          ->excludes(pipeline_option)
+          ->excludes(tasks_option);
+  CLI::Option* task_bench_option =
+      bench
+          ->add_flag("--task-bench", bench_options.task_bench,
+                     "instead of the suite: the Task Bench dependence patterns (--workloads "
+                     "selects them: " +
+                         chiprt::perf::tb_pattern_names() +
+                         ") swept over task granularity on every column: METG(50%) in us per "
+                         "pattern and column, efficiency curves as SVG (--quick: trivial, "
+                         "stencil_1d, fft at width = threads, a few granularities)")
+          ->excludes(scaling_option)
+          ->excludes(isolation_option)
+          ->excludes(diagnostics_option)
+          ->excludes(tasks_option);
+  task_bench_option->excludes(pipeline_option)->excludes(latency_option);
   bench
-      ->add_flag("--latency", bench_options.latency,
-                 "instead of the suite: the latency of a small run (an empty run and a one-task "
-                 "run) on every chiprt column, in process and isolated, interleaved: p50 and p99 "
-                 "over 1000 runs per cell (--quick 200, --repetitions N), and p99/p50")
-      ->excludes(scaling_option)
-      ->excludes(isolation_option)
-      ->excludes(diagnostics_option)
-      ->excludes(pipeline_option)
-      ->excludes(tasks_option);
+      ->add_option("--svg", bench_options.svg_path,
+                   "--task-bench: write the efficiency curves to FILE (default: next to --json "
+                   "FILE, with .svg for its extension)")
+      ->needs(task_bench_option);
+  bench
+      ->add_option("--granularities", bench_options.granularities,
+                   "--task-bench: the task durations to sweep in us, comma separated (default "
+                   "1024,256,64,16,4,1; --quick 256,32,4,1)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->needs(task_bench_option);
 
   if (!check_subcommand_name(app, argc, argv)) return kExitUsage;
   try {

@@ -792,3 +792,128 @@ TEST(ChiprtBenchCli, DiagnosticsRejectsBadSwitchesAndModesItCannotCombineWith) {
 }
 
 }  // namespace
+
+// The tags of `svg` nest properly: every opened element is closed, in order (a minimal
+// well-formedness check; attributes and text are not parsed).
+bool svg_tags_balanced(const std::string& svg, std::string* why) {
+  std::vector<std::string> open;
+  for (std::size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
+    const std::size_t end = svg.find('>', at);
+    if (end == std::string::npos) {
+      *why = "unterminated tag at " + std::to_string(at);
+      return false;
+    }
+    const std::string tag = svg.substr(at + 1, end - at - 1);
+    if (tag.starts_with("?") || tag.ends_with("/")) continue;
+    const std::string name = tag.substr(
+        tag.starts_with("/") ? 1 : 0, tag.find_first_of(" \n", 0) - (tag.starts_with("/") ? 1 : 0));
+    if (!tag.starts_with("/")) {
+      open.push_back(name);
+    } else if (open.empty() || open.back() != name) {
+      *why = "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+      return false;
+    } else {
+      open.pop_back();
+    }
+  }
+  if (!open.empty()) *why = "<" + open.back() + "> never closed";
+  return open.empty();
+}
+
+// --task-bench: a row per selected pattern (Task Bench order) at width = threads (--quick), a
+// column per runtime; per cell a METG that is a positive number or "not reached", and one point
+// per granularity; the SVG lands next to the JSON.
+TEST(ChiprtBenchCli, TaskBenchWritesMetgTableJsonAndSvg) {
+  const std::filesystem::path json_path = temp_json("chiprt-bench-task-bench");
+  std::filesystem::path svg_path = json_path;
+  svg_path.replace_extension(".svg");
+  const CommandResult r = run_bench(
+      "--task-bench --quick --threads 2 --workloads fft,trivial --granularities 20,200 --json " +
+      json_path.string());
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  const nlohmann::json j = take_json(json_path);
+  ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path << "\n" << r.output;
+  EXPECT_EQ(j.at("quick"), true);
+  EXPECT_GT(j.at("ns_per_iteration").get<double>(), 0.0);
+  EXPECT_EQ(j.at("granularities_us"), nlohmann::json({200.0, 20.0}));
+  expect_host_load(j, r.output);
+  std::set<std::string> ids;
+  for (const nlohmann::json& column : j.at("columns")) ids.insert(column.at("id"));
+  std::set<std::string> expected = kChiprtColumns;
+  expected.insert(kPeerColumns.begin(), kPeerColumns.end());
+  EXPECT_EQ(ids, expected);
+  ASSERT_EQ(j.at("patterns").size(), 2u) << j.dump(1);
+  EXPECT_EQ(j.at("patterns")[0].at("pattern"), "trivial");
+  EXPECT_EQ(j.at("patterns")[1].at("pattern"), "fft");
+  for (const nlohmann::json& row : j.at("patterns")) {
+    EXPECT_EQ(row.at("width"), 2);
+    EXPECT_TRUE(row.at("best").is_null() || ids.count(row.at("best").get<std::string>()) == 1);
+    for (const std::string& id : kChiprtColumns) {
+      const std::string where = row.at("pattern").get<std::string>() + "/" + id;
+      const nlohmann::json& cell = row.at("cells").at(id);
+      ASSERT_EQ(cell.at("status"), "measured") << where << ": " << cell.dump();
+      EXPECT_EQ(cell.at("threads").get<unsigned>() == 1, id.ends_with("_serial")) << where;
+      const nlohmann::json& metg = cell.at("metg");
+      if (metg.at("reached").get<bool>()) {
+        EXPECT_GT(metg.at("us").get<double>(), 0.0) << where;
+        EXPECT_TRUE(metg.at("method") == "interpolated" ||
+                    metg.at("method") == "smallest_measured_upper_bound")
+            << where;
+      } else {
+        EXPECT_TRUE(metg.at("us").is_null()) << where;
+      }
+      ASSERT_EQ(cell.at("points").size(), 2u) << where;
+      for (const nlohmann::json& p : cell.at("points")) {
+        EXPECT_GT(p.at("task_ns").get<double>(), 0.0) << where;
+        EXPECT_GT(p.at("tasks").get<uint64_t>(), 0u) << where;
+        if (p.at("status") == "measured") {
+          EXPECT_GT(p.at("wall_ns").get<double>(), 0.0) << where;
+          EXPECT_GT(p.at("efficiency").get<double>(), 0.0) << where;
+        } else {
+          EXPECT_EQ(p.at("status"), "skipped") << where << ": " << p.dump();
+        }
+      }
+    }
+  }
+  // The table: a heading with every column label and one row per pattern and width.
+  for (const char* label : {"hbg", "hbg/ser", "hbg/replay", "ring", "ring/ser", "omp", "tbb"}) {
+    EXPECT_NE(r.output.find(std::string("  ") + label), std::string::npos) << label;
+  }
+  EXPECT_NE(r.output.find("\ntrivial w=2 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nfft w=2 "), std::string::npos) << r.output;
+  std::ifstream in(svg_path);
+  ASSERT_TRUE(in.good()) << "no SVG at " << svg_path << "\n" << r.output;
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(svg_path);
+  EXPECT_TRUE(svg.starts_with("<?xml")) << svg.substr(0, 80);
+  EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("fft (width 2)"), std::string::npos);
+  std::string why;
+  EXPECT_TRUE(svg_tags_balanced(svg, &why)) << why;
+}
+
+TEST(ChiprtBenchCli, TaskBenchSvgOptionAndUsageErrors) {
+  const std::filesystem::path svg_path = temp_json("chiprt-bench-task-bench-curves");
+  const CommandResult r = run_bench(
+      "--task-bench --quick --threads 1 --no-peers --workloads "
+      "no_comm --granularities 100 --svg " +
+      svg_path.string());
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(svg_path)) << r.output;
+  std::filesystem::remove(svg_path);
+  EXPECT_NE(r.output.find("\nno_comm w=1 "), std::string::npos) << r.output;
+
+  const CommandResult unknown = run_bench("--task-bench --quick --no-peers --workloads stencil");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("unknown task bench pattern 'stencil'"), std::string::npos)
+      << unknown.output;
+  EXPECT_NE(unknown.output.find("stencil_1d_periodic"), std::string::npos) << unknown.output;
+  for (const char* args :
+       {"--task-bench --scaling", "--task-bench --tasks 10", "--task-bench --pipeline",
+        "--task-bench --diagnostics", "--task-bench --isolation both", "--svg x.svg",
+        "--task-bench --granularities 0"}) {
+    const CommandResult bad = run_bench(std::string(args) + " --no-peers");
+    EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.output;
+  }
+}

@@ -164,7 +164,7 @@ class ChildProcess {
   std::string buffer_;  // bytes read past the last returned line
 };
 
-class LibompRunner final : public Runner {
+class LibompRunner final : public Runner, public TaskBenchGraphRunner {
  public:
   LibompRunner(const std::string& path, unsigned threads) : child_(path, threads) {
     const std::string hello = child_.read_line("its start-up");
@@ -188,6 +188,26 @@ class LibompRunner final : public Runner {
       protocol_error("run", workload, answer);
     }
     return result;
+  }
+
+  uint64_t run_task_bench(uint8_t pattern, uint64_t width, uint64_t height,
+                          uint64_t iterations) override {
+    const std::string request = "taskbench " + std::to_string(pattern) + " " +
+                                std::to_string(width) + " " + std::to_string(height) + " " +
+                                std::to_string(iterations);
+    std::string answer = child_.exchange(request, "'" + request + "'");
+    if (answer.rfind("error ", 0) == 0) throw std::runtime_error(answer.substr(6));
+    std::istringstream in(answer);
+    std::string ok;
+    uint64_t tasks = 0;
+    uint64_t wall_ns = 0;
+    std::string rest;
+    if (!(in >> ok >> tasks >> wall_ns) || ok != "ok" || (in >> rest)) {
+      child_.fail("answered '" + answer + "' to " + request +
+                  ", which is not the protocol of tools/perf/llvm_omp/peer_libomp_main.cpp "
+                  "(rebuild chiprt_peer_libomp)");
+    }
+    return wall_ns;
   }
 
  private:

@@ -48,6 +48,17 @@ class DagRunner : public Runner {
   virtual uint64_t run_dag(const TaskDag& dag) = 0;
 };
 
+// A runner that runs a `chiprt bench --task-bench` graph (task_bench_patterns.h) where its peer
+// lives: the LLVM libomp peer, whose OpenMP code runs in a child process, builds the graph's
+// TaskDag there and runs it with DagRunner::run_dag, every task spinning `iterations`
+// (task_bench_kernel.h). Returns the wall time as run_dag measures it; throws std::exception.
+class TaskBenchGraphRunner {
+ public:
+  virtual ~TaskBenchGraphRunner() = default;
+  virtual uint64_t run_task_bench(uint8_t pattern, uint64_t width, uint64_t height,
+                                  uint64_t iterations) = 0;
+};
+
 // One column of the table. A chiprt column holds its runner; a peer column holds the factory
 // that starts it (its worker threads) only while its own column is measured, so idle peer
 // threads never compete with the other columns for the host's cores. Neither is set when the

@@ -10,6 +10,11 @@
 //   <- "run <shape> <tasks>"              Runner::run: one timed run
 //   -> "ok <tasks> <wall_ns>"             wall_ns: measured in this process, by the OpenMP runner
 //   -> "error <message>"                  instead of "ok": the request failed; serving goes on
+//   <- "taskbench <pattern> <width> <height> <iterations>"
+//                                         one timed run of a `chiprt bench --task-bench` graph:
+//                                         <pattern> a TbPattern value (task_bench_patterns.h),
+//                                         every task spinning <iterations> (task_bench_kernel.h)
+//   -> "ok <tasks> <wall_ns>"
 // <shape> is a workloads.h shape name and <tasks> the exact task count of the parent's workload.
 // The process exits 0 at end of input, 2 on bad arguments.
 #include <charconv>
@@ -23,6 +28,9 @@
 #include <string_view>
 
 #include "runners.h"
+#include "task_bench_kernel.h"
+#include "task_bench_patterns.h"
+#include "task_dag.h"
 #include "workloads.h"
 
 namespace {
@@ -54,6 +62,7 @@ class Server {
 
   // Answers one request line (without its newline).
   std::string handle(const std::string& line) {
+    if (line.rfind("taskbench ", 0) == 0) return handle_task_bench(line);
     std::istringstream in(line);
     std::string command;
     std::string shape_text;
@@ -97,6 +106,53 @@ class Server {
   }
 
  private:
+  static void spin_body(void* context, uint64_t) noexcept {
+    const double sink = chiprt::perf::tb_spin(*static_cast<const uint64_t*>(context));
+    asm volatile("" : : "x"(sink));
+  }
+
+  std::string handle_task_bench(const std::string& line) {
+    std::istringstream in(line);
+    std::string command;
+    std::string texts[4];
+    std::string rest;
+    uint64_t values[4] = {};
+    bool ok = static_cast<bool>(in >> command >> texts[0] >> texts[1] >> texts[2] >> texts[3]) &&
+              !(in >> rest);
+    for (int i = 0; ok && i < 4; ++i) ok = parse_count(texts[i], values[i]);
+    if (!ok || values[0] >= std::size(chiprt::perf::kAllTbPatterns) || values[1] == 0 ||
+        values[2] == 0) {
+      return "error bad request '" + line +
+             "'; expected 'taskbench <pattern> <width> <height> <iterations>' with a pattern "
+             "below " +
+             std::to_string(std::size(chiprt::perf::kAllTbPatterns)) +
+             " and a width and height of at least 1";
+    }
+    chiprt::perf::TbGraph graph;
+    graph.pattern = static_cast<chiprt::perf::TbPattern>(values[0]);
+    graph.width = values[1];
+    graph.height = values[2];
+    uint64_t iterations = values[3];
+    auto* dag_runner = dynamic_cast<chiprt::perf::DagRunner*>(runner_.get());
+    if (dag_runner == nullptr) return "error the OpenMP runner does not run task DAGs";
+    try {
+      // The predecessor lists are the graph's description: built outside timing.
+      const chiprt::perf::TbTaskLists lists = chiprt::perf::tb_task_lists(graph);
+      chiprt::perf::TaskDag dag;
+      dag.tasks = lists.offsets.size() - 1;
+      dag.offsets = lists.offsets.data();
+      dag.preds = lists.preds.data();
+      dag.body = spin_body;
+      dag.context = &iterations;
+      const uint64_t wall_ns = dag_runner->run_dag(dag);
+      return "ok " + std::to_string(dag.tasks) + " " + std::to_string(wall_ns);
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      for (char& c : message) c = c == '\n' ? ' ' : c;
+      return "error taskbench: " + message;
+    }
+  }
+
   std::unique_ptr<chiprt::perf::Runner> runner_;
   std::optional<Workload> workload_;
 };

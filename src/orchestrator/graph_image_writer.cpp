@@ -81,7 +81,7 @@ void GraphImageWriter::write(std::span<const common::TaskRecord> records,
   const uint64_t fanout_end = h.fanout_offset + edges * sizeof(uint32_t);
   std::memset(base + fanout_end, 0, h.args_offset - fanout_end);
   const uint64_t ready_end = h.initial_ready_offset + ready * sizeof(uint32_t);
-  std::memset(base + ready_end, 0, h.total_size - ready_end);
+  std::memset(base + ready_end, 0, h.task_ids_offset - ready_end);
   std::memcpy(base, &h, sizeof(h));
   uint8_t* ready_out = base + h.initial_ready_offset;
   for (uint64_t t = 0; t < n; ++t) {

@@ -5,7 +5,9 @@
 //     overlapping regions (RAW) and are recorded as readers;
 //   - InOut and OutputExisting are writes: they depend on the earlier writers (WAW; an InOut,
 //     which also reads, RAW as well) and readers (WAR) of overlapping regions and are recorded as
-//     writers (an InOut's read needs no reader entry: its writer entry orders every later access);
+//     writers (an InOut's read needs no reader entry: its writer entry orders every later access;
+//     a writer that a later reader of all its region already waited for is left out, see
+//     TensorMap);
 //   - Out names fresh memory: no lookup, recorded as the writer of its output;
 //   - NoDep arguments are neither looked up nor recorded, and a caller in a manual scope calls
 //     neither function (the opt-outs);

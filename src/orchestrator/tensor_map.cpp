@@ -876,6 +876,21 @@ uint32_t TensorMap::record_at(const Tensor& tensor, TaskId writer, uint32_t buff
   return add_entry(tensor, writer, buffer, query, false);
 }
 
+bool TensorMap::ordered_by_reader(uint32_t buffer, const Query& query, const Tensor& tensor,
+                                  uint32_t writer) const noexcept {
+  const uint32_t readers = buffers_[buffer].group_mask & ~kWriterGroupMask;
+  if (readers == 0) return false;
+  const Entry& w = entries_[writer];
+  bool ordered = false;
+  for_each_candidate(buffer, query, readers, [&](uint32_t r) {
+    const Entry& reader = entries_[r];
+    if (ordered || reader.seq <= w.seq || reader.lo > w.lo || reader.hi < w.hi) return;
+    ordered = ((query.exact && reader.exact) || may_overlap(r, tensor)) &&
+              region_covers(regions_[r], regions_[writer]);
+  });
+  return ordered;
+}
+
 void TensorMap::count_overwritten(uint32_t buffer, const Rect& write, uint64_t newest_writer,
                                   const uint32_t* readers, uint32_t count) noexcept {
   const uint64_t bytes = rect_bytes(write);

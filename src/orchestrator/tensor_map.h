@@ -4,21 +4,23 @@
 // two kinds, writer entries and reader entries: the task and the view geometry (start offset,
 // shape, strides, element size) with its byte extent. `lookup` reports the writers whose region
 // may overlap a tensor (what a reading task waits for); `lookup_write` reports the writers and
-// the readers (what a writing task waits for). `record_write` makes a task the writer of a
-// region, dropping the entries of both kinds the new region fully covers: every later task that
-// overlaps a dropped entry overlaps the new write too, so it waits for the new writer, which
-// waited for the dropped entry's task. A chain of INOUT tasks on one tensor thus keeps one entry
-// per buffer, and a write covering a tile drops all the tile's readers; rewriting the identical
-// view keeps that writer entry (same id) and gives it the new writer. `record_read` adds a reader
-// and drops nothing: readers are concurrent, so a reader orders no one and every reader of a
-// region stays until writes cover it (or, in the ring variant, its task retires). A reader entry
-// is also dropped when several later writes, none covering it alone, together overwrite all of
-// it (e.g. a task reading a whole vector, then one task per element writing it): each of those
-// writes waited for its readers, and every later access overlaps one of them. Only writes whose
-// bytes lie inside the entry and overlap no newer write are counted, so the count never exceeds
-// the bytes really overwritten; the entry then takes no further readers. Readers of
-// the identical view share one reader entry (up to kEntryReaders of them, then a new entry of the
-// same view): a region written once and read by several tasks costs one entry, not one per read.
+// the readers (what a writing task waits for), except a writer that a reported reader read all
+// of after it was recorded: that reader waited for the writer, so the edge would be redundant.
+// `record_write` makes a task the writer of a region, dropping the entries of both kinds the new
+// region fully covers: every later task that overlaps a dropped entry overlaps the new write too,
+// so it waits for the new writer, which waited for the dropped entry's task. A chain of INOUT tasks
+// on one tensor thus keeps one entry per buffer, and a write covering a tile drops all the tile's
+// readers; rewriting the identical view keeps that writer entry (same id) and gives it the new
+// writer. `record_read` adds a reader and drops nothing: readers are concurrent, so a reader orders
+// no one and every reader of a region stays until writes cover it (or, in the ring variant, its
+// task retires). A reader entry is also dropped when several later writes, none covering it alone,
+// together overwrite all of it (e.g. a task reading a whole vector, then one task per element
+// writing it): each of those writes waited for its readers, and every later access overlaps one of
+// them. Only writes whose bytes lie inside the entry and overlap no newer write are counted, so the
+// count never exceeds the bytes really overwritten; the entry then takes no further readers.
+// Readers of the identical view share one reader entry (up to kEntryReaders of them, then a new
+// entry of the same view): a region written once and read by several tasks costs one entry, not one
+// per read.
 //
 // Index: a buffer is seen as rows of a pitch (the outer byte stride of its first 2-D record, e.g.
 // a matrix row; 1 byte for 1-D use) and each entry as a rectangle of rows x byte columns that
@@ -455,7 +457,7 @@ class TensorMap {
       // Two exact regions whose rectangles meet overlap; other pairs take the full search.
       if ((query.exact && entry.exact) || may_overlap(e, tensor)) {
         if constexpr (kWrite) {
-          report(entry, on_task);
+          if (entry.reads || !ordered_by_reader(buffer, query, tensor, e)) report(entry, on_task);
         } else {
           emit(on_task, entry.tasks[0], false);  // writer entries only
         }
@@ -467,6 +469,12 @@ class TensorMap {
     }
     note_operation(examined);
   }
+  // Whether a write of `tensor` (described by `query`) that overlaps writer entry `writer` need
+  // not wait for it: a reader entry the write also overlaps was recorded after the writer and
+  // its region covers the writer's, so its readers waited for the writer and the write waits
+  // for them.
+  bool ordered_by_reader(uint32_t buffer, const Query& query, const Tensor& tensor,
+                         uint32_t writer) const noexcept;
   // record_write once the tensor's buffer index exists, is indexed for the tensor's rank and
   // `query` describes the tensor under its pitch. `none_met`: no bounded entry meets the query's
   // rectangle and extent (known from a Prepared), so there is nothing to drop or reuse.

@@ -200,14 +200,20 @@ TEST_P(DepsDiagnostics, DepsJsonHoldsTheExportedEdgesWithTheirKinds) {
   const struct {
     uint64_t producer, consumer;
     int kinds;
-  } expected[] = {
-      {0, 1, kDependencyRaw},   {0, 2, kDependencyRaw}, {0, 3, kDependencyRaw | kDependencyWaw},
-      {1, 3, kDependencyWar},   {2, 3, kDependencyWar}, {1, 4, kDependencyRaw},
-      {2, 5, kDependencyAfter}, {4, 5, kDependencyRaw}, {4, 6, kDependencyRaw | kDependencyAfter},
-      {5, 7, kDependencyWar},   {6, 7, kDependencyWar},
-      // 7 overwrites what 4 wrote, but 5 and 6 read all of it after 4: waiting for them orders
-      // 7 after 4, so the write-after-write edge is redundant and left out.
-      {4, 7, -1}};
+  } expected[] = {{0, 1, kDependencyRaw},
+                  {0, 2, kDependencyRaw},
+                  {0, 3, kDependencyRaw | kDependencyWaw},
+                  {1, 3, kDependencyWar},
+                  {2, 3, kDependencyWar},
+                  {1, 4, kDependencyRaw},
+                  {2, 5, kDependencyAfter},
+                  {4, 5, kDependencyRaw},
+                  {4, 6, kDependencyRaw | kDependencyAfter},
+                  {5, 7, kDependencyWar},
+                  {6, 7, kDependencyWar},
+                  // 7 overwrites what 4 wrote, but 5 and 6 read all of it after 4: waiting for them
+                  // orders 7 after 4, so the write-after-write edge is redundant and left out.
+                  {4, 7, -1}};
   for (const auto& e : expected) {
     EXPECT_EQ(kinds(e.producer, e.consumer), e.kinds) << e.producer << " -> " << e.consumer;
   }

@@ -26,10 +26,14 @@ for config in "${configs[@]}"; do
   cmake --build --preset "$config" -j"$jobs"
   case "$config" in
     # Sanitized runs are ~5-15x slower; fewer random-DAG seeds keep them inside the CI budget.
-    asan) export CHIPRT_STRESS_SEEDS=${CHIPRT_STRESS_SEEDS_ASAN:-8} ;;
+    # The isolated fault table likewise runs a sample that still covers every fault, task kind,
+    # variant and mode (tests/isolation/fault_suite_test.cpp).
+    asan) export CHIPRT_STRESS_SEEDS=${CHIPRT_STRESS_SEEDS_ASAN:-8}
+          export CHIPRT_FAULT_CASES=${CHIPRT_FAULT_CASES_ASAN:-sampled} ;;
     tsan) export CHIPRT_STRESS_SEEDS=${CHIPRT_STRESS_SEEDS_TSAN:-6}
+          export CHIPRT_FAULT_CASES=${CHIPRT_FAULT_CASES_TSAN:-sampled}
           export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" ;;
-    default) unset CHIPRT_STRESS_SEEDS ;;
+    default) unset CHIPRT_STRESS_SEEDS CHIPRT_FAULT_CASES ;;
   esac
   if [ "$config" = asan ]; then
     export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1 ${ASAN_OPTIONS:-}"

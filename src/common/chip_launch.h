@@ -52,6 +52,10 @@ struct ChipResult {
   bool from_orchestration = false;
   char detail[kResultDetailBytes]{};
   uint64_t tasks_completed = 0;
+  // Tasks the scheduler threads dispatched onto the core whose finish had just made them ready,
+  // without a ready-queue round trip (the successor fast path); each thread adds its count as it
+  // ends.
+  uint64_t successor_dispatches = 0;
   int64_t stuck_task = -1;
   int32_t stuck_func_id = -1;
   int32_t stuck_core = -1;

@@ -20,6 +20,9 @@ constexpr uint64_t kCompletionStampInterval = 64;
 // Completions a threaded pass keeps counting locally before it adds them to the shared counter;
 // the rest is added as soon as a pass makes no progress (so at the latest when the run is done).
 constexpr uint64_t kCompletionFlushBatch = 64;
+// Freed cores a collecting pass refills at once (refill_freed_core) before it lets the rest of
+// the pass run.
+constexpr uint32_t kRefillsPerPass = 256;
 constexpr uint32_t kWorkQueueBits =
     queue_bit(kQueueAic) | queue_bit(kQueueAiv) | queue_bit(kQueueMix);
 
@@ -60,7 +63,11 @@ SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
     const uint32_t aic = link_of_core[c];
     if (aic == UINT32_MAX) continue;
     const uint32_t aiv = args_.device_clusters + 2 * c;
-    clusters_[cluster_count_++] = Cluster{{aic, link_of_core[aiv], link_of_core[aiv + 1]}};
+    const Cluster cluster{{aic, link_of_core[aiv], link_of_core[aiv + 1]}};
+    for (const uint32_t link : cluster.links) {
+      if (link != UINT32_MAX) cluster_of_link_[link] = cluster_count_;
+    }
+    clusters_[cluster_count_++] = cluster;
   }
   unopened_ = link_count_;
   lean_ = view.ring == nullptr || view.exclusive || self == 0;
@@ -149,6 +156,10 @@ void SchedulerThread::run(PhaseStamps* stamps) {
     }
   }
   flush_completions(view_, &local_);  // a failed run's count, for the report
+  if (successor_dispatches_ != 0) {
+    std::atomic_ref<uint64_t>(view_.args->result.successor_dispatches)
+        .fetch_add(successor_dispatches_, std::memory_order_relaxed);
+  }
   if (first_dispatch_ != 0) {
     stamps->stamp(Phase::Scheduling, first_dispatch_, std::max(first_dispatch_, last_completion_));
   }
@@ -173,13 +184,23 @@ bool SchedulerThread::open_ready_cores() {
 bool SchedulerThread::collect_finishes(uint32_t* pushed) {
   bool any = false;
   uint32_t task = 0;
+  uint32_t refills = 0;
   PassBuffer* local = batching_ ? &local_ : nullptr;
   for (uint32_t word = 0; word < std::size(busy_); ++word) {
     for (uint64_t bits = lean_ ? busy_[word] : ~uint64_t{0}; bits != 0; bits &= bits - 1) {
       const uint32_t i = word * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
       if (i >= link_count_) break;
-      CoreLink& link = links_[i];
-      while (link.take_finished(&task)) {
+      // `at` follows the successor fast path to the core it refilled (a cluster mate when the
+      // successor has the other shape), then comes back to link i for the rest of its finishes.
+      uint32_t at = i;
+      for (;;) {
+        CoreLink& link = links_[at];
+        if (!link.take_finished(&task)) {
+          if (at == i) break;
+          if (link.outstanding() == 0) busy_[at / 64] &= ~(uint64_t{1} << (at % 64));
+          at = i;
+          continue;
+        }
         if (diag_.on(common::kDiagSchedEvents)) {
           const uint64_t t = diag_.now();
           diag_.put(common::DiagKind::Complete, static_cast<uint16_t>(link.core()),
@@ -187,8 +208,9 @@ bool SchedulerThread::collect_finishes(uint32_t* pushed) {
         }
         finish_dispatch(view_, task, pushed, local);
         any = true;
+        if (refills < kRefillsPerPass && refill_freed_core(&at, pushed)) ++refills;
       }
-      if (link.outstanding() == 0) busy_[word] &= ~(uint64_t{1} << (i % 64));
+      if (links_[i].outstanding() == 0) busy_[word] &= ~(uint64_t{1} << (i % 64));
     }
   }
   if (local != nullptr) {
@@ -202,6 +224,66 @@ bool SchedulerThread::collect_finishes(uint32_t* pushed) {
     last_completion_ = view_.now();
   }
   return any;
+}
+
+// The successor fast path: the core whose finish was just collected is idle, so a task that
+// finish made ready goes straight into its running slot (or, when the task has the other shape,
+// into an idle cluster mate's): transition, payload, kick, with no ready-queue round trip and no
+// scan of the other cores. When the kick runs the kernel inline, collect_finishes collects that
+// finish next, so a chain runs completion to dispatch on one thread. Threaded, only when that
+// task is all this pass holds (a chain): several released tasks are shared first
+// (share_released), so the other schedulers get theirs without waiting for this one. Serial, any
+// ready task is taken from the queues, the freed core's shape first (there is nobody to share
+// with). Bounded per pass (kRefillsPerPass) so that the other cores' finishes, the completion
+// count and the watchdog are still seen.
+bool SchedulerThread::refill_freed_core(uint32_t* at, uint32_t* pushed) {
+  const uint32_t freed = *at;
+  if (!links_[freed].running_free() || view_.failed()) return false;
+  const int own = links_[freed].queue();
+  const int other = own == kQueueAic ? kQueueAiv : kQueueAic;
+  int queue = own;
+  if (batching_) {
+    const uint32_t own_count = local_.ready[own].count;
+    const uint32_t other_count = local_.ready[other].count;
+    if (own_count + other_count != 1 || held_[own] != common::kTaskIdle ||
+        held_[other] != common::kTaskIdle) {
+      return false;
+    }
+    if (other_count == 1) queue = other;
+    if (local_.completions >= kCompletionFlushBatch) flush_completions(view_, &local_);
+  } else if (held_[own] == common::kTaskIdle && view_.queues[own]->size_hint() == 0) {
+    if (held_[other] == common::kTaskIdle && view_.queues[other]->size_hint() == 0) return false;
+    queue = other;
+  }
+  uint32_t target = freed;
+  if (queue != own) {
+    target = idle_cluster_mate(freed, queue);
+    if (target == UINT32_MAX) return false;
+  }
+  uint32_t task = 0;
+  const bool took = take_task(queue, &task, pushed);
+  if (batching_ && local_.ready[queue].count == 0) local_.ready[queue].head = 0;
+  if (!took) return false;
+  CoreLink& link = links_[target];
+  const common::DispatchPayload payload =
+      payload_of(task, view_.tasks[task].func_id, claim_block(queue, task));
+  link.dispatch_running(task, payload);
+  if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payload);
+  mark_busy(target);
+  ++successor_dispatches_;
+  *at = target;
+  kick(link);
+  return true;
+}
+
+uint32_t SchedulerThread::idle_cluster_mate(uint32_t link, int queue) const {
+  const Cluster& cluster = clusters_[cluster_of_link_[link]];
+  for (const uint32_t mate : cluster.links) {
+    if (mate != UINT32_MAX && links_[mate].queue() == queue && links_[mate].running_free()) {
+      return mate;
+    }
+  }
+  return UINT32_MAX;
 }
 
 common::DispatchPayload SchedulerThread::payload_of(uint32_t task, int32_t func_id,

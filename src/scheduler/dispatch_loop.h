@@ -95,6 +95,12 @@ class SchedulerThread {
   void share_surplus(int queue);
   bool open_ready_cores();
   bool collect_finishes(uint32_t* pushed);
+  // After a finish on link *at: dispatches a task that finish made ready onto the freed core or
+  // an idle cluster mate (the successor fast path, see the definition) and sets *at to the link
+  // it dispatched to. Returns whether it dispatched.
+  bool refill_freed_core(uint32_t* at, uint32_t* pushed);
+  // A link of `link`'s cluster taking `queue` whose core is idle, or UINT32_MAX.
+  uint32_t idle_cluster_mate(uint32_t link, int queue) const;
   bool dispatch(uint32_t* pushed);
   // Diagnostics: a Dispatch record of the payload just handed to `link`'s core.
   void note_dispatch(const CoreLink& link, const common::DispatchPayload& payload);
@@ -147,6 +153,7 @@ class SchedulerThread {
   // that can finish, not every owned core (a chain keeps one of them busy).
   uint64_t busy_[(common::kMaxCores + 63) / 64] = {};
   Cluster clusters_[common::kMaxCores / 3];
+  uint32_t cluster_of_link_[common::kMaxCores] = {};  // index into clusters_
   uint32_t cluster_count_ = 0;
   // A SPMD task popped by this pass with blocks left (kTaskIdle when none), per queue.
   uint32_t held_[kQueueCount];
@@ -159,8 +166,9 @@ class SchedulerThread {
   uint64_t last_completed_ = 0;
   uint64_t first_dispatch_ = 0;
   uint64_t last_completion_ = 0;
-  uint64_t collecting_passes_ = 0;  // passes of collect_finishes that took a finish
-  uint64_t skipped_ = 0;            // predicated tasks skipped (completed at pop)
+  uint64_t collecting_passes_ = 0;     // passes of collect_finishes that took a finish
+  uint64_t skipped_ = 0;               // predicated tasks skipped (completed at pop)
+  uint64_t successor_dispatches_ = 0;  // refill_freed_core's dispatches
 };
 
 }  // namespace chiprt::scheduler

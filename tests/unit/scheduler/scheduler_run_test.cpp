@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "chip_harness.h"
 #include "common/graph_image_validate.h"
@@ -203,6 +204,44 @@ TEST(SchedulerRun, SerialModeRunsEveryGraphInOrder) {
     expect_clean_run(diamond_graph(5), o);
     expect_clean_run(dummy_graph(), o);
     expect_clean_run(random_graph(200, 3), o);
+  }
+}
+
+// The three ways a launch runs its cores: one thread running everything (serial), scheduler
+// threads running kernels inline on a kick, and scheduler threads with executor threads.
+std::vector<std::pair<const char*, RunOptions>> every_launch_mode() {
+  RunOptions serial;
+  serial.threads = 1;
+  serial.serial = true;
+  RunOptions inline_kicks;
+  inline_kicks.kicks_run_kernels = true;
+  RunOptions executors;
+  return {{"serial", serial}, {"inline kicks", inline_kicks}, {"executors", executors}};
+}
+
+// A completion that makes exactly one task ready dispatches it onto the core it freed (or an idle
+// core of the same cluster when the shapes differ) with no ready-queue round trip: every task of
+// a chain but the first, whatever the shapes alternate. Threaded, a completion that makes several
+// tasks ready shares them with the other schedulers instead: in a fan only the sink, released
+// alone by the last middle task, takes the fast path. Serial, every task after the fan's root
+// does (nobody to share with).
+TEST(SchedulerRun, TheSuccessorFastPathTakesWhatOneCompletionAloneMadeReady) {
+  struct Case {
+    const char* graph;
+    ImageWriter writer;
+    uint64_t serial_fast;
+    uint64_t threaded_fast;
+  };
+  const Case cases[] = {{"chain", chain_graph(200), 199, 199}, {"fan", fan_graph(8), 9, 1}};
+  for (const Case& c : cases) {
+    for (auto [mode, options] : every_launch_mode()) {
+      SCOPED_TRACE(std::string(c.graph) + ", " + mode);
+      options.clusters = 2;
+      ChipRun run(c.writer, options);
+      expect_clean_run(c.writer, options, &run);
+      EXPECT_EQ(run.args().result.successor_dispatches,
+                options.serial ? c.serial_fast : c.threaded_fast);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // PoisonedMemory: the caller memory failed runs left unfinished, which cancels every later run
 // naming it (the Worker's rule, include/chiprt/worker.h, "Failed runs"). One per device context,
-// kept by the Worker for as long as it lives; not thread-safe (the Worker's runner lock guards it).
+// kept by its RunPipeline (host/run_pipeline.h) for as long as it lives; not thread-safe (the
+// pipeline's runner lock guards it).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ namespace chiprt::host {
 // launched; it ends Cancelled naming the failed run and its error, and the memory it would have
 // written is poisoned in turn, carrying the same failure. The host rewriting a range (copy_to,
 // memset) or freeing it clears that range; a device reset clears everything. Not thread-safe
-// (the Worker's runner lock guards it).
+// (the pipeline's runner lock guards it).
 class PoisonedMemory {
  public:
   struct Range {

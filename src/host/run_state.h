@@ -1,10 +1,10 @@
-// RunState: one run admitted to a Worker's pipeline (submit, try_submit, run_async, or run()
-// queued behind admitted runs), shared by its RunHandle (include/chiprt/run_handle.h) and the
-// pipeline driver (src/host/worker.cpp).
+// RunState: one run admitted to a RunPipeline (host/run_pipeline.h: Worker::submit, try_submit,
+// run_async, or run() queued behind admitted runs), shared by its RunHandle
+// (include/chiprt/run_handle.h) and the pipeline thread.
 //
 // What the run is (callable, arguments, config with its own copy of user_data, the caller's
 // buffers it names) is fixed at admission. The driver alone touches `prepared`, `started` and
-// `prepare_error` (under the Worker's pipeline mutex for `prepare_error`); the result is
+// `prepare_error` (under the pipeline mutex for `prepare_error`); the result is
 // published once, under the state's own mutex, and read by any number of handle calls.
 #pragma once
 

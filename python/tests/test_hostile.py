@@ -208,7 +208,13 @@ def test_ctrl_c_while_a_kernel_runs(worker, tmp_path, how):
     worker.register_callable(0, callable_)
     args = run_args(worker)
 
+    # The sender waits until the main thread is inside pytest.raises: a submitted kernel may run
+    # before the sender starts, and a SIGINT that lands while Thread.start() still waits for the
+    # thread would raise outside the block.
+    armed = threading.Event()
+
     def interrupt_once_started():  # SIGINT to this process once the kernel runs
+        armed.wait()
         for _ in range(3000):
             if started.exists():
                 break
@@ -220,6 +226,7 @@ def test_ctrl_c_while_a_kernel_runs(worker, tmp_path, how):
     sender.start()
     try:
         with pytest.raises(KeyboardInterrupt):
+            armed.set()
             if handle is None:
                 worker.run(0, args)  # was: only once the kernel had returned
             else:

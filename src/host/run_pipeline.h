@@ -87,17 +87,16 @@ class RunPipeline {
   // threads at once; each returns once the pipeline thread has exited.
   void close();
 
-  // --- calls on the runner
-  // ------------------------------------------------------------------------ Refuses a call in a
-  // forked child (InheritedWorker) or from inside a run (ReentrantCall), takes the runner's lock,
-  // then refuses a call before init (NotInitialized) or after close (AlreadyClosed).
+  // --- calls on the runner ----------------------------------------------------------------------
+  // Refuses a call in a forked child (InheritedWorker) or from inside a run (ReentrantCall), takes
+  // the runner's lock, then refuses a call before init (NotInitialized) or after close
+  // (AlreadyClosed).
   Call enter(const char* what) const;
   // The runner, for what no admitted run depends on (registration, allocation, counters,
   // diagnostics flushes): valid while `call` holds the lock.
   DeviceRunner& runner(const Call& call) const;
 
-  // --- runs
-  // ---------------------------------------------------------------------------------------
+  // --- runs -------------------------------------------------------------------------------------
   // Worker::run: with nothing admitted it runs on the calling thread, holding `call`'s lock all
   // along (refused first like any run whose turn came: DeviceFaulted, Cancelled; it poisons
   // nothing); otherwise it releases the lock and waits for submit(..., poisons=false).
@@ -114,10 +113,9 @@ class RunPipeline {
   // Runs admitted and not yet done.
   uint32_t runs_in_flight() const;
 
-  // --- calls that wait for admitted runs
-  // ------------------------------------------------------------ Each releases `call`'s lock while
-  // it waits and returns with it held. While the lock is held no run is launched or prepared, so
-  // what the call does after its wait races no run.
+  // --- calls that wait for admitted runs --------------------------------------------------------
+  // Each releases `call`'s lock while it waits and returns with it held. While the lock is held no
+  // run is launched or prepared, so what the call does after its wait races no run.
   //
   // Once no admitted run uses the callable.
   void unregister_callable(Call& call, int32_t callable_id);

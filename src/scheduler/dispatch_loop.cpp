@@ -20,9 +20,11 @@ constexpr uint64_t kCompletionStampInterval = 64;
 // Completions a threaded pass keeps counting locally before it adds them to the shared counter;
 // the rest is added as soon as a pass makes no progress (so at the latest when the run is done).
 constexpr uint64_t kCompletionFlushBatch = 64;
-// Freed cores a collecting pass refills at once (refill_freed_core) before it lets the rest of
-// the pass run.
+// Freed cores a collecting pass of run() refills at once (refill_freed_core) before it lets the
+// rest of the pass run. A pass the ring orchestrator makes while it waits (step() outside run())
+// refills one: with kernels inline a longer chain would keep it from submitting meanwhile.
 constexpr uint32_t kRefillsPerPass = 256;
+constexpr uint32_t kRefillsPerOrchestratorPass = 1;
 constexpr uint32_t kWorkQueueBits =
     queue_bit(kQueueAic) | queue_bit(kQueueAiv) | queue_bit(kQueueMix);
 
@@ -73,6 +75,7 @@ SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
   lean_ = view.ring == nullptr || view.exclusive || self == 0;
   std::fill(std::begin(held_), std::end(held_), common::kTaskIdle);
   batching_ = !view.exclusive;
+  refills_per_pass_ = kRefillsPerOrchestratorPass;  // run() raises it
   schedulers_ = std::max(1u, view.thread_count - std::min(view.first_scheduler, view.thread_count));
   restart_watchdog();
 }
@@ -121,6 +124,7 @@ bool SchedulerThread::step() {
 }
 
 void SchedulerThread::run(PhaseStamps* stamps) {
+  refills_per_pass_ = kRefillsPerPass;
   for (uint32_t i = 0; i < link_count_; ++i) kick(links_[i]);  // solicit ready reports
   restart_watchdog();
   int idle_spins = 0;
@@ -208,7 +212,7 @@ bool SchedulerThread::collect_finishes(uint32_t* pushed) {
         }
         finish_dispatch(view_, task, pushed, local);
         any = true;
-        if (refills < kRefillsPerPass && refill_freed_core(&at, pushed)) ++refills;
+        if (refills < refills_per_pass_ && refill_freed_core(&at, pushed)) ++refills;
       }
       if (links_[i].outstanding() == 0) busy_[word] &= ~(uint64_t{1} << (i % 64));
     }

@@ -169,6 +169,9 @@ class SchedulerThread {
   uint64_t collecting_passes_ = 0;     // passes of collect_finishes that took a finish
   uint64_t skipped_ = 0;               // predicated tasks skipped (completed at pop)
   uint64_t successor_dispatches_ = 0;  // refill_freed_core's dispatches
+  // Refills per collecting pass: kRefillsPerOrchestratorPass until run() starts (the passes the
+  // ring orchestrator makes in its waits), then kRefillsPerPass.
+  uint32_t refills_per_pass_ = 0;
 };
 
 }  // namespace chiprt::scheduler

@@ -21,10 +21,11 @@ constexpr uint64_t kCompletionStampInterval = 64;
 // the rest is added as soon as a pass makes no progress (so at the latest when the run is done).
 constexpr uint64_t kCompletionFlushBatch = 64;
 // Freed cores a collecting pass of run() refills at once (refill_freed_core) before it lets the
-// rest of the pass run. A pass the ring orchestrator makes while it waits (step() outside run())
-// refills one: with kernels inline a longer chain would keep it from submitting meanwhile.
+// rest of the pass run. A pass the threaded ring orchestrator makes while it waits (step()
+// outside run()) refills fewer: with kernels inline a long chain would keep it from submitting
+// while the other schedulers idle. A serial launch has nobody else to keep busy.
 constexpr uint32_t kRefillsPerPass = 256;
-constexpr uint32_t kRefillsPerOrchestratorPass = 1;
+constexpr uint32_t kRefillsPerOrchestratorPass = 16;
 constexpr uint32_t kWorkQueueBits =
     queue_bit(kQueueAic) | queue_bit(kQueueAiv) | queue_bit(kQueueMix);
 
@@ -75,7 +76,7 @@ SchedulerThread::SchedulerThread(const RunView& view, uint32_t self)
   lean_ = view.ring == nullptr || view.exclusive || self == 0;
   std::fill(std::begin(held_), std::end(held_), common::kTaskIdle);
   batching_ = !view.exclusive;
-  refills_per_pass_ = kRefillsPerOrchestratorPass;  // run() raises it
+  refills_per_pass_ = view.exclusive ? kRefillsPerPass : kRefillsPerOrchestratorPass;  // run(): all
   schedulers_ = std::max(1u, view.thread_count - std::min(view.first_scheduler, view.thread_count));
   restart_watchdog();
 }

@@ -170,7 +170,7 @@ class SchedulerThread {
   uint64_t skipped_ = 0;               // predicated tasks skipped (completed at pop)
   uint64_t successor_dispatches_ = 0;  // refill_freed_core's dispatches
   // Refills per collecting pass: kRefillsPerOrchestratorPass until run() starts (the passes the
-  // ring orchestrator makes in its waits), then kRefillsPerPass.
+  // threaded ring orchestrator makes in its waits), else kRefillsPerPass.
   uint32_t refills_per_pass_ = 0;
 };
 

@@ -203,10 +203,13 @@ TEST(ChiprtBenchCli, QuickSuiteWritesTableAndJson) {
   EXPECT_EQ(workloads, all_workloads());
 }
 
+// One graph row: which columns run does not depend on the row (the real-kernel rows' peer cells
+// are QuickSuiteWritesTableAndJson's and RealKernelRowHasPeerCells').
 TEST(ChiprtBenchCli, NoPeersLeavesPeerColumnsUnavailable) {
   const std::filesystem::path json_path = temp_json("chiprt-bench-no-peers");
   const CommandResult r = run_bench(
-      "--quick --tasks 100 --repetitions 1 --threads 1 --no-peers --json " + json_path.string());
+      "--quick --tasks 100 --repetitions 1 --threads 1 --no-peers --workloads chain --json " +
+      json_path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = take_json(json_path);
   ASSERT_FALSE(j.is_null()) << "no JSON written at " << json_path;
@@ -394,12 +397,14 @@ TEST(ChiprtBenchCli, UnwritableJsonPathFails) {
 // The LLVM libomp column runs chiprt_peer_libomp, built next to chiprt when clang and libomp were
 // found at configure time. Pointing CHIPRT_PEER_LIBOMP at a missing file leaves the column, right
 // after "openmp", unavailable with a note naming that path (or, without clang / libomp, the
-// configure-time reason); the other columns still run.
+// configure-time reason); the other columns still run. Graph rows only: the real-kernel rows'
+// libomp note is QuickSuiteWritesTableAndJson's.
 TEST(ChiprtBenchCli, LlvmOpenmpColumnSaysWhyItsExecutableIsMissing) {
   const std::filesystem::path json_path = temp_json("chiprt-bench-no-libomp");
   const std::string missing = "/nonexistent-dir/chiprt_peer_libomp";
   const CommandResult r = chiprt::cli_test::run_chiprt(
-      "bench --quick --tasks 100 --repetitions 1 --threads 1 --json " + json_path.string(),
+      "bench --quick --tasks 100 --repetitions 1 --threads 1 --workloads chain,fan --json " +
+          json_path.string(),
       "CHIPRT_PEER_LIBOMP=" + missing);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = take_json(json_path);

@@ -59,7 +59,7 @@ TaskArgs& TaskArgs::add(ArgTag tag, const Tensor& t) {
     throw Error(StatusCode::InvalidArgument,
                 "tensor argument " + std::to_string(tensor_count_) + " (" +
                     std::string(arg_tag_name(tag)) +
-                    ") has no device buffer: allocate it (Worker::malloc) or use out() for an "
+                    ") has no device buffer: allocate one with malloc or use out() for an "
                     "output the runtime allocates");
   }
   if (tensor_count_ >= kMaxTaskTensors) {

@@ -57,7 +57,8 @@ void DeviceRunner::throw_if(const Status& status) {
     // The device process died (or was killed) under a call outside a run's wait: nothing of it
     // is usable any more.
     abandon_after_fault(status.message());
-    throw Error(status.code(), status.message() + "; device memory is lost; call Worker::reset()");
+    throw Error(status.code(),
+                status.message() + "; device memory is lost; call " + options_.facade.reset_call);
   }
   throw Error(status);
 }
@@ -68,7 +69,7 @@ void DeviceRunner::require_usable(const char* what) const {
                 std::string(what) + ": device " + std::to_string(device_id_) +
                     " faulted earlier and its resources were abandoned" +
                     (fault_description_.empty() ? "" : " (" + fault_description_ + ")") +
-                    "; call Worker::reset()");
+                    "; call " + options_.facade.reset_call);
   }
   if (device_id_ < 0) {
     throw Error(StatusCode::NotInitialized,
@@ -274,9 +275,11 @@ void DeviceRunner::check_argument_buffers(const TaskArgs& args) const {
     throw Error(StatusCode::InvalidDevicePointer,
                 "argument " + std::to_string(i) + " (" + std::string(arg_tag_name(args.tag(i))) +
                     "): buffer " + hex(buffer.addr) + " of " + std::to_string(buffer.size) +
-                    " bytes is not inside a live device allocation from Worker::malloc; pass "
-                    "buffers from Worker::malloc that have not been freed (a runtime output is "
-                    "valid only inside the run that produced it)");
+                    " bytes is not inside a live device allocation from " +
+                    options_.facade.malloc_call + "; pass buffers from " +
+                    options_.facade.malloc_call +
+                    " that have not been freed (a runtime output is valid only inside the run "
+                    "that produced it)");
   }
 }
 
@@ -403,9 +406,8 @@ void DeviceRunner::abandon_after_fault(std::string what_faulted) noexcept {
   }
   // Streams are left as they are: stopping them would wait for the stuck launch.
   CHIPRT_LOG_WARN(
-      "device %d faulted: resources abandoned without device calls; runs refused until the "
-      "Worker is reset (reset())",
-      device_id_);
+      "device %d faulted: resources abandoned without device calls; runs refused until %s",
+      device_id_, options_.facade.reset_call.c_str());
 }
 
 void DeviceRunner::reset() {

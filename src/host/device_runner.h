@@ -39,6 +39,7 @@
 #include "host/callable_registry.h"
 #include "host/device_memory.h"
 #include "host/diag_write_queue.h"
+#include "host/facade_text.h"
 #include "host/prepared_launch.h"
 #include "host/ring_sizing.h"
 #include "host/run_plan.h"
@@ -53,6 +54,8 @@ struct RunnerOptions {
   EnvLookup env = process_env();
   // The variant a run with RuntimeVariant::Default and register_callable(..., Default) use.
   RuntimeVariant default_runtime = RuntimeVariant::HostBuildGraph;
+  // The public object's calls that the error texts name (a Worker's by default).
+  FacadeText facade;
 };
 
 class DeviceRunner {

@@ -29,13 +29,14 @@ uint64_t fork_generation() noexcept {
   return g_generation.load(std::memory_order_relaxed);
 }
 
-void refuse_inherited(uint64_t generation, int creator_pid, const char* object, const char* what) {
+void refuse_inherited(uint64_t generation, int creator_pid, const char* object, const char* what,
+                      const char* facade) {
   if (generation == g_generation.load(std::memory_order_relaxed)) return;
   throw Error(StatusCode::InheritedWorker,
               std::string(object) + "::" + what + " called in process " + std::to_string(getpid()) +
                   ", a forked child of process " + std::to_string(creator_pid) +
-                  ", which created it and owns its device and threads; create a new Worker in "
-                  "this process");
+                  ", which created it and owns its device and threads; create a new " + facade +
+                  " in this process");
 }
 
 }  // namespace chiprt::host

@@ -18,7 +18,8 @@ uint64_t fork_generation() noexcept;
 
 // Throws Error(InheritedWorker) when `generation` (fork_generation() taken at creation by the
 // process `creator_pid`) is not this process's: "<object>::<what> called in process P, a forked
-// child of process C, which created it ...".
-void refuse_inherited(uint64_t generation, int creator_pid, const char* object, const char* what);
+// child of process C, which created it ...; create a new <facade> in this process".
+void refuse_inherited(uint64_t generation, int creator_pid, const char* object, const char* what,
+                      const char* facade);
 
 }  // namespace chiprt::host

@@ -107,7 +107,7 @@ RunReport DeviceRunner::collect_chip(PreparedLaunch& prepared) {
       if (wait.killed_stuck) message += "; the device process was killed";
       abandon_after_fault(message);
       message += "; device " + std::to_string(device_id_) +
-                 " abandoned, further runs are refused until Worker::reset()";
+                 " abandoned, further runs are refused until " + options_.facade.reset_call;
     }
     throw Error(thrown, message);
   }

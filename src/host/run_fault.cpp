@@ -35,8 +35,6 @@ std::string fault_event(const platform::DeviceFault& fault) {
   return "stopped";
 }
 
-constexpr char kResetTail[] = "; device memory is lost; call Worker::reset()";
-
 // Reads `core`'s handshake cell of the launch at `shared_addr`: true when it shows the core
 // executing a dispatched task (`payload`, read in any case, then names it). A cell the chip never
 // set up (the device died before it took the launch) is zeroed memory, whose payload (block_num 0)
@@ -159,7 +157,7 @@ void DeviceRunner::throw_device_fault(PreparedLaunch& prepared, const std::strin
            (fault.pid > 0 ? " (device process pid " + std::to_string(fault.pid) + ")" : "");
   }
   abandon_after_fault(body);
-  throw Error(code, body + kResetTail);
+  throw Error(code, body + "; device memory is lost; call " + options_.facade.reset_call);
 }
 
 }  // namespace chiprt::host

@@ -18,10 +18,11 @@ const host::RunState& state_of(const std::shared_ptr<host::RunState>& state, con
   if (state == nullptr) {
     throw Error(StatusCode::InvalidArgument,
                 std::string("RunHandle::") + what +
-                    " on an empty handle (default-constructed or moved from); use the handle "
-                    "Worker::submit returned");
+                    " on an empty handle (default-constructed or moved from); use a handle that "
+                    "submit returned");
   }
-  host::refuse_inherited(state->fork_generation, state->creator_pid, "RunHandle", what);
+  host::refuse_inherited(state->fork_generation, state->creator_pid, "RunHandle", what,
+                         state->facade);
   return *state;
 }
 

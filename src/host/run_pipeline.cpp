@@ -28,8 +28,9 @@ Error called_before_init(const char* owner, const char* what) {
 
 }  // namespace
 
-RunPipeline::RunPipeline(const char* owner)
-    : owner_(owner),
+RunPipeline::RunPipeline(FacadeText facade)
+    : facade_(std::move(facade)),
+      owner_(facade_.owner),
       fork_generation_(host::fork_generation()),
       creator_pid_(static_cast<int>(getpid())) {}
 
@@ -51,7 +52,7 @@ RunPipeline::~RunPipeline() {
 void RunPipeline::refuse(const char* what) const {
   // In a forked child the pipeline is the parent's: refused before touching a lock (a parent
   // thread may have held one at the fork).
-  refuse_inherited(fork_generation_, creator_pid_, owner_, what);
+  refuse_inherited(fork_generation_, creator_pid_, owner_, what, owner_);
   // From inside a run: a host_build_graph orchestration function runs on a thread that already
   // holds the runner's lock, and chip threads would wait for the run they belong to.
   const common::RunContext& context = common::current_run_context();
@@ -201,7 +202,7 @@ std::optional<Error> RunPipeline::refusal(DeviceRunner& runner, uint64_t sequenc
                  "run " + std::to_string(sequence) + " of callable " + std::to_string(callable_id) +
                      " was not launched: the device faulted earlier and its resources were "
                      "abandoned (" +
-                     runner.fault_description() + "); call " + owner_ + "::reset()");
+                     runner.fault_description() + "); call " + facade_.reset_call);
   }
   const PoisonedMemory::Range* cause = poisoned_.find(args);
   if (cause == nullptr) return std::nullopt;
@@ -266,6 +267,7 @@ std::optional<RunHandle> RunPipeline::admit(int32_t callable_id, const TaskArgs&
     refuse_state();
   }
   auto run = std::make_shared<RunState>(next_sequence_++, callable_id, args, config);
+  run->facade = owner_;
   run->poisons = poisons;
   // The thread first: if it cannot start, nothing was admitted that nobody would run.
   if (!driver_.joinable() && !retiring_) start_driver();

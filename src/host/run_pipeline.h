@@ -7,13 +7,13 @@
 // The facade checks its own API's arguments and forwards here; the rules it documents under
 // "Pipelined runs" and "Failed runs" are implemented here.
 //
-// Lifetime: constructed fresh, named after its owner (`owner`, e.g. "Worker": every error names
-// "<owner>::<call>"); init() once with a runner, then any calls, close() (idempotent). The
-// destructor closes (a failure is logged) and stops the pipeline thread, also when close() is
-// refused. The pipeline belongs to the process that created it: in a forked child every call
-// throws InheritedWorker before taking a lock, and the object must not be destroyed there (its
-// thread does not exist in the child, and destroying a joinable std::thread ends the process):
-// its owner leaks it when inherited() says so.
+// Lifetime: constructed fresh, with the texts of its facade (host/facade_text.h: every error names
+// "<owner>::<call>" and the facade's own reset call); init() once with a runner, then any calls,
+// close() (idempotent). The destructor closes (a failure is logged) and stops the pipeline thread,
+// also when close() is refused. The pipeline belongs to the process that created it: in a forked
+// child every call throws InheritedWorker before taking a lock, and the object must not be
+// destroyed there (its thread does not exist in the child, and destroying a joinable std::thread
+// ends the process): its owner leaks it when inherited() says so.
 //
 // Threading: every method may be called from any host thread, concurrently. Calls on the runner
 // hold the runner's lock (a Call, from enter()); the pipeline thread holds it for each step of a
@@ -42,6 +42,7 @@
 #include "chiprt/task_args.h"
 #include "chiprt/types.h"
 #include "host/device_runner.h"
+#include "host/facade_text.h"
 #include "host/fork_guard.h"
 #include "host/poisoned_memory.h"
 #include "host/prepared_launch.h"
@@ -66,14 +67,15 @@ class RunPipeline {
     const char* what_;
   };
 
-  // `owner` (a string literal: it must outlive the pipeline) names the facade in every error.
-  explicit RunPipeline(const char* owner);
+  explicit RunPipeline(FacadeText facade);
   ~RunPipeline();
   RunPipeline(const RunPipeline&) = delete;
   RunPipeline& operator=(const RunPipeline&) = delete;
 
   // Whether this is a forked child's copy of the pipeline (host/fork_guard.h).
   bool inherited() const noexcept { return fork_generation_ != host::fork_generation(); }
+  // The facade's texts, for the runner that init() opens.
+  const FacadeText& facade() const noexcept { return facade_; }
 
   // --- open and close ---------------------------------------------------------------------------
   // Opens the pipeline on the runner `make_runner` returns, called with the runner's lock held
@@ -181,7 +183,8 @@ class RunPipeline {
   // any number of threads at once).
   void stop_pipeline();
 
-  const char* const owner_;
+  const FacadeText facade_;
+  const char* const owner_;  // facade_.owner
 
   // The runner's lock: every call on the runner holds it (the pipeline thread for each step).
   mutable std::mutex mutex_;

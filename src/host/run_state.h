@@ -35,6 +35,8 @@ struct RunState {
   const uint64_t fork_generation;
   const int creator_pid;
   bool inherited() const noexcept;
+  // The class whose submit admitted it (FacadeText::owner, a string literal), for those texts.
+  const char* facade = "Worker";
   const int32_t callable_id;
   const TaskArgs args;
   CallConfig config;                      // user_data points into user_data_copy

@@ -16,7 +16,7 @@
 namespace chiprt {
 
 struct Worker::Impl {
-  host::RunPipeline pipeline{"Worker"};
+  host::RunPipeline pipeline{host::FacadeText{}};
 };
 
 namespace {
@@ -74,6 +74,7 @@ void Worker::init(const WorkerOptions& options) {
     throw_if_error(platform::create_platform(options.platform, platform_options, &platform));
     host::RunnerOptions runner_options;
     runner_options.default_runtime = runtime;
+    runner_options.facade = impl_->pipeline.facade();
     auto runner = std::make_unique<host::DeviceRunner>(std::move(platform), runner_options);
     runner->attach(options.device_id);
     return runner;

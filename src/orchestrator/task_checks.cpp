@@ -173,7 +173,7 @@ Status RunMemory::refusal(const std::string& where, const Tensor& t, uint64_t lo
                       std::to_string(t.owner_run) + ", not of this run (#" + std::to_string(run_) +
                       "); a runtime output is valid only in the run that produced it (its memory "
                       "belongs to this run's outputs now): pass data between runs in buffers "
-                      "from Worker::malloc");
+                      "allocated with malloc");
   }
   return Status(StatusCode::InvalidDevicePointer,
                 where + ": tensor " + t.to_string() + " covers device bytes [" +

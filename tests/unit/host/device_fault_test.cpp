@@ -154,11 +154,13 @@ class DeviceFaultTest : public ::testing::Test {
   }
 
   DeviceRunner& make_runner(const Timeouts& timeouts = {},
-                            SimCoreExecution cores = SimCoreExecution::Executors) {
+                            SimCoreExecution cores = SimCoreExecution::Executors,
+                            FacadeText facade = {}) {
     RunnerOptions options =
         test::options_with_env({{kSchedulerTimeoutEnv, timeouts.scheduler_ms},
                                 {kOpExecuteTimeoutEnv, timeouts.op_execute_us},
                                 {kStreamSyncTimeoutEnv, timeouts.stream_sync_ms}});
+    options.facade = std::move(facade);
     runner_ = std::make_unique<DeviceRunner>(
         std::make_unique<test::FaultPlatform>(test::make_sim(1, false, 64ull << 20, 2, cores),
                                               g_control),
@@ -496,6 +498,62 @@ TEST_F(DeviceFaultTest, InProcessTheWatchdogStillEndsTheRunAndNothingIsKilled) {
   const Error e = run_error(0);
   EXPECT_EQ(e.code(), StatusCode::SchedulerTimeout) << e.what();
   EXPECT_EQ(g_control->kills.load(), 0);
+}
+
+// --- the facade's calls in the texts ---------------------------------------------------------
+
+// A runner behind another facade than a Worker (a chip of a node) names that facade's reset and
+// malloc in every text that tells the user what to do, and never a Worker they do not have.
+FacadeText node_chip_facade() {
+  FacadeText facade;
+  facade.owner = "Node";
+  facade.reset_call = "Node::reset_chip(2)";
+  facade.malloc_call = "Node::malloc";
+  return facade;
+}
+
+TEST_F(DeviceFaultTest, TheTextsNameTheFacadesResetAndMallocAfterAKernelCrash) {
+  DeviceRunner& runner = make_runner({}, SimCoreExecution::Executors, node_chip_facade());
+  runner.register_callable(0, callable(&one_aic_task));
+  runner.register_callable(1, add_one_callable());
+  g_fault = signal_fault(SIGSEGV, 0x10, true);
+  const Error crash = run_error(0);
+  EXPECT_EQ(crash.code(), StatusCode::KernelCrashed) << crash.what();
+  EXPECT_THAT(crash.message(), HasSubstr("; device memory is lost; call Node::reset_chip(2)"));
+  EXPECT_THAT(crash.message(), Not(HasSubstr("Worker")));
+  try {
+    runner.allocate(64);
+    ADD_FAILURE() << "a faulted device must refuse";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::DeviceFaulted) << e.what();
+    EXPECT_THAT(e.message(), HasSubstr("; call Node::reset_chip(2)"));
+    EXPECT_THAT(e.message(), Not(HasSubstr("Worker")));
+  }
+
+  release_held();
+  runner.reset_device();
+  TaskArgs args;
+  args.inout(Tensor::make(DeviceBuffer{0x1000, kN * sizeof(float)}, {kN}, DataType::F32));
+  try {
+    runner.run(1, args, test::small_call_config(64));
+    ADD_FAILURE() << "a buffer that is no allocation must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::InvalidDevicePointer) << e.what();
+    EXPECT_THAT(e.message(), HasSubstr("not inside a live device allocation from Node::malloc; "
+                                       "pass buffers from Node::malloc that have not been freed"));
+    EXPECT_THAT(e.message(), Not(HasSubstr("Worker")));
+  }
+}
+
+TEST_F(DeviceFaultTest, TheTextsNameTheFacadesResetWhenTheWatchdogAbandonsTheDevice) {
+  DeviceRunner& runner =
+      make_runner({"100", "300000", "2000"}, SimCoreExecution::Executors, node_chip_facade());
+  runner.register_callable(0, callable(&stuck_orchestration), RuntimeVariant::TensormapRingbuffer);
+  const Error e = run_error(0, ring_config());
+  EXPECT_EQ(e.code(), StatusCode::SchedulerTimeout) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr(" abandoned, further runs are refused until "
+                                     "Node::reset_chip(2)"));
+  EXPECT_THAT(e.message(), Not(HasSubstr("Worker")));
 }
 
 }  // namespace

@@ -231,6 +231,18 @@ bool SchedulerThread::collect_finishes(uint32_t* pushed) {
   return any;
 }
 
+void SchedulerThread::fill_slot(uint32_t index, uint32_t task,
+                                const common::DispatchPayload& payload, bool running) {
+  CoreLink& link = links_[index];
+  if (running) {
+    link.dispatch_running(task, payload);
+  } else {
+    link.dispatch_pending(task, payload);
+  }
+  if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payload);
+  mark_busy(index);
+}
+
 // The successor fast path: the core whose finish was just collected is idle, so a task that
 // finish made ready goes straight into its running slot (or, when the task has the other shape,
 // into an idle cluster mate's): transition, payload, kick, with no ready-queue round trip and no
@@ -269,15 +281,11 @@ bool SchedulerThread::refill_freed_core(uint32_t* at, uint32_t* pushed) {
   const bool took = take_task(queue, &task, pushed);
   if (batching_ && local_.ready[queue].count == 0) local_.ready[queue].head = 0;
   if (!took) return false;
-  CoreLink& link = links_[target];
-  const common::DispatchPayload payload =
-      payload_of(task, view_.tasks[task].func_id, claim_block(queue, task));
-  link.dispatch_running(task, payload);
-  if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payload);
-  mark_busy(target);
+  fill_slot(target, task, payload_of(task, view_.tasks[task].func_id, claim_block(queue, task)),
+            true);
   ++successor_dispatches_;
   *at = target;
-  kick(link);
+  kick(links_[target]);
   return true;
 }
 
@@ -467,15 +475,9 @@ bool SchedulerThread::dispatch_mix(uint32_t* pushed) {
     // as soon as it is handed out.
     for (int k = 0; k < 3; ++k) {
       if (funcs[k] == -1) continue;
-      CoreLink& link = links_[cluster.links[k]];
-      if (link.running_free()) {
-        link.dispatch_running(task, payloads[k]);
-      } else {
-        link.dispatch_pending(task, payloads[k]);
-      }
-      if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payloads[k]);
-      mark_busy(cluster.links[k]);
-      kick(link);
+      const uint32_t index = cluster.links[k];
+      fill_slot(index, task, payloads[k], links_[index].running_free());
+      kick(links_[index]);
     }
     any = true;
   }
@@ -513,15 +515,8 @@ bool SchedulerThread::dispatch(uint32_t* pushed) {
         empty |= queue_bit(queue);
         continue;
       }
-      const common::DispatchPayload payload =
-          payload_of(task, view_.tasks[task].func_id, claim_block(queue, task));
-      if (pass == 0) {
-        link.dispatch_running(task, payload);
-      } else {
-        link.dispatch_pending(task, payload);
-      }
-      if (diag_.on(common::kDiagSchedEvents)) note_dispatch(link, payload);
-      mark_busy(i);
+      fill_slot(i, task, payload_of(task, view_.tasks[task].func_id, claim_block(queue, task)),
+                pass == 0);
       if (!batching_) share_surplus(queue);
       kick(link);
       any = true;

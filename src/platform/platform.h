@@ -4,16 +4,19 @@
 // The host is written against this interface and never links the chip: the platform loads the
 // chip-side programs (load_chip_runtime; `sim/` links the scheduler and aicore rooms, another
 // platform loads its own module), and a launch names only device addresses and its shape
-// (LaunchRequest). Platforms are created by name (platform/registry.h). Host-side methods
-// (memory, load, launch, wait) are called by one host thread at a time (the DeviceRunner
-// serialises them). `ChipServices` functions are called from chip-side threads (schedulers,
-// cores) and are thread-safe.
+// (LaunchRequest). Platforms are created by name (platform/registry.h); several may live in one
+// process, one per device. Host-side methods (load, launch, wait) are called by one host thread at
+// a time (the DeviceRunner serialises them); the memory methods are thread-safe, because a peer
+// copy reaches another device's memory from the thread that drives this one. `ChipServices`
+// functions are called from chip-side threads (schedulers, cores) and are thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "chiprt/status.h"
 #include "chiprt/types.h"
@@ -114,6 +117,19 @@ class Platform {
   virtual Status copy_to_device(uint64_t dst, const void* src, uint64_t bytes) = 0;
   virtual Status copy_from_device(void* dst, uint64_t src, uint64_t bytes) = 0;
   virtual Status memset(uint64_t dst, int value, uint64_t bytes) = 0;
+  // Whether [addr, addr + bytes) lies inside one live allocation: Ok, or InvalidDevicePointer
+  // naming `operation`, the address and the allocation.
+  virtual Status check_device_range(const char* operation, uint64_t addr, uint64_t bytes) const = 0;
+  // Device to device: copies `bytes` at `src_addr` on `src` (another platform of this process, or
+  // this one) to `dst` on this platform. Both ranges are checked first; on an error nothing is
+  // written. Ranges of one device may overlap (it copies as memmove). Like the other memory calls
+  // it may run while either device runs a launch, on memory that launch does not touch, but never
+  // with reset_device or abandon_memory of either device. The default stages through a bounded
+  // host buffer (kPeerCopyChunk at a time); a platform whose memories the host reaches directly
+  // copies once (the sim: host view to host view; a dead device's memory stays readable until its
+  // reset).
+  static constexpr uint64_t kPeerCopyChunk = uint64_t{1} << 20;
+  virtual Status copy_from_peer(uint64_t dst, Platform& src, uint64_t src_addr, uint64_t bytes);
   // Reads the 4-byte-aligned 32-bit word at `src` while chip threads may be writing it with
   // atomic operations (a launch's status word): an atomic acquire load, unlike copy_from_device,
   // which may only read memory no chip thread is writing.
@@ -203,5 +219,33 @@ class Platform {
   // (threads stuck in a kernel are left behind).
   virtual Status reset_device() = 0;
 };
+
+// Inline, so that the interface has no out-of-line member: every room that implements it links
+// without the library that creates platforms by name.
+inline Status Platform::copy_from_peer(uint64_t dst, Platform& src, uint64_t src_addr,
+                                       uint64_t bytes) {
+  if (Status status = src.check_device_range("copy_from_peer (source)", src_addr, bytes); !status) {
+    return status;
+  }
+  if (Status status = check_device_range("copy_from_peer (destination)", dst, bytes); !status) {
+    return status;
+  }
+  if (bytes == 0) return Status::ok();
+  std::vector<uint8_t> staging(std::min(bytes, kPeerCopyChunk));
+  // Within one device a destination above its source is copied from the end, as memmove does.
+  const bool backwards = &src == this && dst > src_addr && dst < src_addr + bytes;
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t chunk = std::min<uint64_t>(bytes - done, staging.size());
+    const uint64_t offset = backwards ? bytes - done - chunk : done;
+    if (Status status = src.copy_from_device(staging.data(), src_addr + offset, chunk); !status) {
+      return status;
+    }
+    if (Status status = copy_to_device(dst + offset, staging.data(), chunk); !status) {
+      return status;
+    }
+    done += chunk;
+  }
+  return Status::ok();
+}
 
 }  // namespace chiprt::platform

@@ -202,6 +202,34 @@ Status DeviceMemory::copy_to_device(uint64_t dst, const void* src, uint64_t byte
   return Status::ok();
 }
 
+Status DeviceMemory::check(const char* operation, uint64_t addr, uint64_t bytes) const {
+  std::lock_guard lock(mutex_);
+  return check_range(operation, addr, bytes);
+}
+
+Status DeviceMemory::copy_from(DeviceMemory& src, uint64_t dst, uint64_t src_addr, uint64_t bytes) {
+  if (&src == this) {
+    std::lock_guard lock(mutex_);
+    if (Status status = check_range("copy_from_peer (source)", src_addr, bytes); !status) {
+      return status;
+    }
+    if (Status status = check_range("copy_from_peer (destination)", dst, bytes); !status) {
+      return status;
+    }
+    if (bytes != 0) std::memmove(host_view(dst), host_view(src_addr), bytes);
+    return Status::ok();
+  }
+  std::scoped_lock lock(mutex_, src.mutex_);
+  if (Status status = src.check_range("copy_from_peer (source)", src_addr, bytes); !status) {
+    return status;
+  }
+  if (Status status = check_range("copy_from_peer (destination)", dst, bytes); !status) {
+    return status;
+  }
+  if (bytes != 0) std::memcpy(host_view(dst), src.host_view(src_addr), bytes);
+  return Status::ok();
+}
+
 Status DeviceMemory::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
   if (dst == nullptr && bytes != 0) {
     return Status(StatusCode::InvalidArgument,

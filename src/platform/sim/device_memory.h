@@ -60,6 +60,13 @@ class DeviceMemory {
   Status load_u64(uint64_t src, uint64_t* out);
   Status store_u64(uint64_t dst, uint64_t value);
   Status memset(uint64_t dst, int value, uint64_t bytes);
+  // Whether [addr, addr + bytes) lies inside one live allocation (InvalidDevicePointer naming
+  // `operation` otherwise).
+  Status check(const char* operation, uint64_t addr, uint64_t bytes) const;
+  // Copies `bytes` at `src_addr` of `src` (another device's memory, or this one: then as memmove)
+  // to `dst`, host view to host view, after checking both ranges; holds both mutexes (taken in a
+  // deadlock-free order), so two threads may copy A to B and B to A at once.
+  Status copy_from(DeviceMemory& src, uint64_t dst, uint64_t src_addr, uint64_t bytes);
   uint64_t bytes_in_use() const;
   uint64_t capacity() const noexcept { return capacity_; }
   std::size_t live_allocations() const;

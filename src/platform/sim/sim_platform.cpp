@@ -147,6 +147,19 @@ uint64_t SimPlatformBase::chip_cycles_now() const {
 Status SimPlatformBase::memset(uint64_t dst, int value, uint64_t bytes) {
   return memory_->memset(dst, value, bytes);
 }
+
+Status SimPlatformBase::check_device_range(const char* operation, uint64_t addr,
+                                           uint64_t bytes) const {
+  return memory_->check(operation, addr, bytes);
+}
+
+Status SimPlatformBase::copy_from_peer(uint64_t dst, Platform& src, uint64_t src_addr,
+                                       uint64_t bytes) {
+  if (auto* peer = dynamic_cast<SimPlatformBase*>(&src); peer != nullptr) {
+    return memory_->copy_from(*peer->memory_, dst, src_addr, bytes);
+  }
+  return Platform::copy_from_peer(dst, src, src_addr, bytes);
+}
 uint64_t SimPlatformBase::bytes_in_use() const {
   return memory_->bytes_in_use();
 }

@@ -75,6 +75,9 @@ class SimPlatformBase : public Platform {
   // The host's steady clock in ns, which is what the sim chip's cycles count (LaunchEngine).
   uint64_t chip_cycles_now() const override;
   Status memset(uint64_t dst, int value, uint64_t bytes) override;
+  Status check_device_range(const char* operation, uint64_t addr, uint64_t bytes) const override;
+  // From another sim platform: one copy between the host's views of both memories.
+  Status copy_from_peer(uint64_t dst, Platform& src, uint64_t src_addr, uint64_t bytes) override;
   uint64_t bytes_in_use() const override;
   uint64_t capacity() const override;
   void abandon_memory() override;

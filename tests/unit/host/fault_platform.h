@@ -147,6 +147,10 @@ class FaultPlatform : public platform::Platform {
   Status memset(uint64_t dst, int value, uint64_t bytes) override {
     return inner_->memset(dst, value, bytes);
   }
+  // copy_from_peer: the interface's staging default (a platform that only copies).
+  Status check_device_range(const char* operation, uint64_t addr, uint64_t bytes) const override {
+    return inner_->check_device_range(operation, addr, bytes);
+  }
   Status load_device_word(uint64_t src, uint32_t* out) override {
     return inner_->load_device_word(src, out);
   }

@@ -314,6 +314,9 @@ void close_all_but(int first, std::initializer_list<int> keep) {
     _exit(127);
   }
   munmap(start.host_view, start.bytes);
+  for (int i = 0; i < start.foreign_view_count; ++i) {
+    munmap(start.foreign_views[i].start, start.foreign_views[i].bytes);
+  }
   close_all_but(STDERR_FILENO + 1, {start.host_pidfd});  // the memory file among them
   watch_host(start.host_pidfd);
   g_channel = static_cast<DeviceChannel*>(start.device_view);

@@ -61,6 +61,16 @@ struct DeviceProcessStart {
   int stdout_write = -1;
   int stderr_write = -1;
   LaunchEngine::Options engine;
+  // The host's views of the other isolated devices' memories in this process (shared, writable
+  // mappings the fork copies): the device process unmaps them, so that its kernels cannot reach
+  // another device's memory. Fixed capacity: the init may not allocate.
+  struct HostView {
+    void* start = nullptr;
+    uint64_t bytes = 0;
+  };
+  static constexpr int kMaxForeignViews = 64;
+  HostView foreign_views[kMaxForeignViews] = {};
+  int foreign_view_count = 0;
 };
 
 // Runs the device's init, which forks the device process; called in the host's child right after

@@ -239,6 +239,22 @@ void* reserve_fresh_device_range(uint64_t bytes) {
   return chosen;
 }
 
+// The host's views of every isolated device's memory that lives in this process, for the device
+// processes started later to unmap (DeviceProcessStart::foreign_views). The mutex is held from the
+// snapshot over the fork, so that no view made meanwhile escapes it.
+std::mutex g_host_views_mutex;
+std::vector<DeviceProcessStart::HostView> g_host_views;
+
+void add_host_view(void* start, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(g_host_views_mutex);
+  g_host_views.push_back({start, bytes});
+}
+
+void remove_host_view(void* start) noexcept {
+  std::lock_guard<std::mutex> lock(g_host_views_mutex);
+  std::erase_if(g_host_views, [&](const auto& view) { return view.start == start; });
+}
+
 // Whether child `pid` exited, within `timeout_ms` (it stays unreaped).
 bool exits_within(pid_t pid, uint64_t timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -346,6 +362,7 @@ Status IsolatedPlatform::make_region(uint64_t memory_bytes, Region* out) {
   void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, region.memfd, 0);
   if (host == MAP_FAILED) return failed("mapping the memory file");
   region.host_view = static_cast<uint8_t*>(host);
+  add_host_view(host, bytes);
   void* device = reserve_fresh_device_range(bytes);
   if (device == MAP_FAILED) return failed("reserving a device range no earlier device used");
   region.device_view = static_cast<uint8_t*>(device);
@@ -357,7 +374,10 @@ Status IsolatedPlatform::make_region(uint64_t memory_bytes, Region* out) {
 }
 
 void IsolatedPlatform::release_region(Region* region) noexcept {
-  if (region->host_view != nullptr) munmap(region->host_view, region->bytes);
+  if (region->host_view != nullptr) {
+    remove_host_view(region->host_view);
+    munmap(region->host_view, region->bytes);
+  }
   if (region->device_view != nullptr) munmap(region->device_view, region->bytes);
   if (region->memfd >= 0) ::close(region->memfd);
   *region = Region{};
@@ -395,6 +415,21 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
   start.stdout_write = out_pipe[1];
   start.stderr_write = err_pipe[1];
   start.engine = engine_options_;
+  std::unique_lock<std::mutex> views_lock(g_host_views_mutex);
+  for (const DeviceProcessStart::HostView& view : g_host_views) {
+    if (view.start == region_.host_view) continue;  // unmapped as its own
+    if (start.foreign_view_count == DeviceProcessStart::kMaxForeignViews) {
+      views_lock.unlock();
+      if (host_pidfd >= 0) ::close(host_pidfd);
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+      return Status(StatusCode::UnsupportedFeature,
+                    std::string(operation) + ": more than " +
+                        std::to_string(DeviceProcessStart::kMaxForeignViews) +
+                        " other isolated devices' memories are mapped in this process (the sim "
+                        "starts a device process beside at most that many); destroy one first");
+    }
+    start.foreign_views[start.foreign_view_count++] = view;
+  }
   // The device's init becomes pid 1 of a pid namespace of its own where this process may create
   // one (CAP_SYS_ADMIN): unshare(CLONE_NEWPID) affects the children this thread forks next, so
   // the thread's own namespace for children is restored right after the fork. Refused (an
@@ -410,6 +445,7 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
   start.pid_namespace = restore_ns >= 0;
   const pid_t pid = fork();
   if (pid == 0) run_device_init(start);
+  views_lock.unlock();
   int restore_error = 0;
   if (restore_ns >= 0) {
     if (setns(restore_ns, CLONE_NEWPID) != 0) restore_error = errno;

@@ -128,6 +128,11 @@ class IsolatedPlatform final : public SimPlatformBase {
   pid_t device_pid() const noexcept {
     return pid_ <= 0 ? -1 : device_pid_ > 0 ? device_pid_ : pid_;
   }
+  // Where this process maps the device byte at `device_addr` (tests: no other device's process
+  // may reach it).
+  const void* host_view_of(uint64_t device_addr) const noexcept {
+    return region_.host_view + (device_addr - reinterpret_cast<uint64_t>(region_.device_view));
+  }
   // Whether the device's init is pid 1 of a pid namespace (of the running or last device).
   bool pid_namespace() const noexcept { return pid_namespace_; }
   // The most bytes of one line of device output the host held at once, over this platform's life.

@@ -25,6 +25,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +73,7 @@ enum class Action : uint32_t {
   CallCos,     // out_double = cos(0) through the function at `function`
   LongLine,    // writes long_line_output() on stdout
   Daemonize,   // starts a daemon (fork, setsid, fork); out[0] = its pid as /proc names it
+  WriteAt,     // writes a word at `target`
 };
 
 struct TestBlock {
@@ -82,6 +84,7 @@ struct TestBlock {
   uint32_t out[8] = {};
   uint64_t fault_addr = 0;  // where the program faults (written by it before it faults)
   uint64_t function = 0;
+  uint64_t target = 0;
   double out_double = 0;
   uint32_t core_ran = 0;  // set by core_service (atomically: two chip threads)
 };
@@ -194,6 +197,13 @@ void act(TestBlock* block, Action action, uint32_t index) {
     case Action::Daemonize:
       block->out[0] = static_cast<uint32_t>(test::start_daemon());
       return;
+    case Action::WriteAt: {
+      common::RunContextScope scope(kKernelContext);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the handler reads it
+      block->fault_addr = block->target;
+      *reinterpret_cast<volatile uint32_t*>(block->target) = 0x5a5a5a5a;
+      return;
+    }
     case Action::CallCos:
       block->out_double = reinterpret_cast<double (*)(double)>(block->function)(0.0);
       return;
@@ -449,6 +459,83 @@ INSTANTIATE_TEST_SUITE_P(Signals, IsolatedFaultTest,
                                            FaultCase{Action::Trap, SIGTRAP, "SIGTRAP"},
                                            FaultCase{Action::Exit, 0, "exit"}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Another isolated device of this process mapped its memory here before this one's device
+// process was forked: the fork copies that shared, writable mapping, and the device process
+// removes it, so a kernel writing through the other device's host address faults instead of
+// changing its memory.
+TEST_F(IsolatedPlatformTest, AKernelCannotWriteAnotherDevicesMemoryThroughTheHostsMapping) {
+#if defined(__SANITIZE_THREAD__)
+  // A second device is forked while the first one's output forwarder thread runs; the child's
+  // first thread reuses that thread's stack (glibc reclaims it at the fork), and ThreadSanitizer,
+  // which still lists the parent's threads, ends the device ("dup thread"). Devices started from
+  // a single-threaded fork server do not meet this.
+  GTEST_SKIP() << "several devices fork from a multi-threaded process (see the comment)";
+#endif
+  sim::IsolatedPlatform other(small_config());
+  ASSERT_TRUE(other.attach(1).is_ok());
+  ASSERT_TRUE(other.start_streams().is_ok());
+  DeviceBuffer theirs;
+  ASSERT_TRUE(other.alloc(4096, 64, &theirs).is_ok());
+  const std::vector<uint8_t> before(4096, 0x11);
+  ASSERT_TRUE(other.copy_to_device(theirs.addr, before.data(), before.size()).is_ok());
+
+  create(small_config());  // this test's device: forked while `other`'s memory is mapped here
+  TestBlock block = read();
+  block.target = reinterpret_cast<uint64_t>(other.host_view_of(theirs.addr + 64));
+  write(block);
+  const Status waited = run(Action::WriteAt);
+  ASSERT_EQ(waited.code(), StatusCode::KernelCrashed) << waited.to_string();
+  EXPECT_EQ(platform_->device_fault().signal, SIGSEGV);
+  EXPECT_EQ(platform_->device_fault().fault_addr, block.target);
+  std::vector<uint8_t> after(before.size());
+  ASSERT_TRUE(other.copy_from_device(after.data(), theirs.addr, after.size()).is_ok());
+  EXPECT_EQ(after, before);
+}
+
+// Several devices in one process (a node's chips): each its own process and memory, each
+// launch sees only its own bytes.
+TEST(IsolatedPlatforms, FourDevicesLiveAtOnceEachWithItsOwnProcessAndMemory) {
+#if defined(__SANITIZE_THREAD__)
+  // A second device is forked while the first one's output forwarder thread runs; the child's
+  // first thread reuses that thread's stack (glibc reclaims it at the fork), and ThreadSanitizer,
+  // which still lists the parent's threads, ends the device ("dup thread"). Devices started from
+  // a single-threaded fork server do not meet this.
+  GTEST_SKIP() << "several devices fork from a multi-threaded process (see the comment)";
+#endif
+  constexpr int kDevices = 4;
+  std::vector<std::unique_ptr<sim::IsolatedPlatform>> devices;
+  std::vector<DeviceBuffer> blocks(kDevices);
+  for (int d = 0; d < kDevices; ++d) {
+    devices.push_back(std::make_unique<sim::IsolatedPlatform>(small_config()));
+    ASSERT_TRUE(devices[d]->attach(d).is_ok());
+    ASSERT_TRUE(devices[d]->start_streams().is_ok());
+    ASSERT_TRUE(devices[d]->alloc(sizeof(TestBlock), 64, &blocks[d]).is_ok());
+    TestBlock block;
+    block.services = devices[d]->services();
+    block.in = 1000u * static_cast<uint32_t>(d + 1);
+    ASSERT_TRUE(devices[d]->copy_to_device(blocks[d].addr, &block, sizeof(block)).is_ok());
+  }
+  std::set<pid_t> pids;
+  for (int d = 0; d < kDevices; ++d) {
+    sim::LaunchPrograms programs;
+    programs.ctx = reinterpret_cast<void*>(blocks[d].addr);
+    programs.aicpu_entry = &test_entry;
+    programs.core_service = &test_core_service;
+    programs.aicpu_threads = 2;
+    programs.cores = devices[d]->geometry().cores();
+    ASSERT_TRUE(devices[d]->launch_programs(programs).is_ok());
+    pids.insert(devices[d]->device_pid());
+  }
+  EXPECT_EQ(pids.size(), static_cast<std::size_t>(kDevices));
+  for (int d = 0; d < kDevices; ++d) {
+    ASSERT_TRUE(devices[d]->wait(kGenerousWaitMs).is_ok()) << "device " << d;
+    TestBlock block;
+    ASSERT_TRUE(devices[d]->copy_from_device(&block, blocks[d].addr, sizeof(block)).is_ok());
+    EXPECT_EQ(block.out[0], 1000u * static_cast<uint32_t>(d + 1)) << "device " << d;
+    EXPECT_EQ(block.out[1], 1000u * static_cast<uint32_t>(d + 1) + 1) << "device " << d;
+  }
+}
 
 TEST_F(IsolatedPlatformTest, FaultOnAnExecutorThreadIsRecorded) {
   create(small_config(SimCoreExecution::Executors));

@@ -211,7 +211,8 @@ bool overlaps_used_range(uintptr_t start, uint64_t bytes) {
 
 // Reserves `bytes` of address space (PROT_NONE) that no earlier device range overlaps. Ranges the
 // kernel offers that do overlap stay reserved while it is asked again, so it offers others.
-void* reserve_fresh_device_range(uint64_t bytes) {
+// With a fork server, the range must be free there too (reserved there for the devices it starts).
+void* reserve_fresh_device_range(uint64_t bytes, ForkServer* server) {
   std::lock_guard<std::mutex> lock(g_used_ranges_mutex);
   std::vector<void*> refused;
   void* chosen = MAP_FAILED;
@@ -225,7 +226,8 @@ void* reserve_fresh_device_range(uint64_t bytes) {
     void* range =
         mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) break;
-    if (!overlaps_used_range(reinterpret_cast<uintptr_t>(range), bytes)) {
+    if (!overlaps_used_range(reinterpret_cast<uintptr_t>(range), bytes) &&
+        (server == nullptr || server->reserve(reinterpret_cast<uintptr_t>(range), bytes))) {
       chosen = range;
       break;
     }
@@ -324,11 +326,13 @@ std::string summary(const DeviceFault& fault) {
 
 }  // namespace
 
-IsolatedPlatform::IsolatedPlatform(const SimOptions& options, const IsolationTuning& tuning)
+IsolatedPlatform::IsolatedPlatform(const SimOptions& options, const IsolationTuning& tuning,
+                                   std::shared_ptr<ForkServer> server)
     : SimPlatformBase(options, tuning.sim),
       tuning_(tuning),
+      server_(std::move(server)),
       host_objects_(std::make_unique<ObjectLoader>()) {
-  throw_if_error(make_region(options.memory_bytes, &region_));
+  throw_if_error(make_region(options.memory_bytes, server_.get(), &region_));
   memory_ = region_memory(region_, options.memory_bytes);
 }
 
@@ -345,7 +349,7 @@ IsolatedPlatform::~IsolatedPlatform() {
   release_region(&region_);
 }
 
-Status IsolatedPlatform::make_region(uint64_t memory_bytes, Region* out) {
+Status IsolatedPlatform::make_region(uint64_t memory_bytes, ForkServer* server, Region* out) {
   const uint64_t bytes = kDeviceChannelBytes + memory_bytes;
   Region region;
   region.bytes = bytes;
@@ -363,7 +367,7 @@ Status IsolatedPlatform::make_region(uint64_t memory_bytes, Region* out) {
   if (host == MAP_FAILED) return failed("mapping the memory file");
   region.host_view = static_cast<uint8_t*>(host);
   add_host_view(host, bytes);
-  void* device = reserve_fresh_device_range(bytes);
+  void* device = reserve_fresh_device_range(bytes, server);
   if (device == MAP_FAILED) return failed("reserving a device range no earlier device used");
   region.device_view = static_cast<uint8_t*>(device);
   auto* channel = new (region.host_view) DeviceChannel();
@@ -384,6 +388,64 @@ void IsolatedPlatform::release_region(Region* region) noexcept {
 }
 
 // --- the device process ------------------------------------------------------------------------
+
+Status IsolatedPlatform::start_fork_server(std::shared_ptr<ForkServer>* out) {
+  // Under the views' lock until the fork, so the server's list is exactly what it inherits.
+  std::lock_guard<std::mutex> lock(g_host_views_mutex);
+  return ForkServer::start(g_host_views, out);
+}
+
+Status IsolatedPlatform::fork_device(DeviceProcessStart* start, pid_t* pid) {
+  // The views are listed and the fork made under one lock, so no view made meanwhile escapes.
+  std::unique_lock<std::mutex> views_lock(g_host_views_mutex);
+  for (const DeviceProcessStart::HostView& view : g_host_views) {
+    if (view.start == region_.host_view) continue;  // unmapped as its own
+    if (start->foreign_view_count == DeviceProcessStart::kMaxForeignViews) {
+      return Status(StatusCode::UnsupportedFeature,
+                    "more than " + std::to_string(DeviceProcessStart::kMaxForeignViews) +
+                        " other isolated devices' memories are mapped in this process (the sim "
+                        "starts a device process beside at most that many); destroy one first");
+    }
+    start->foreign_views[start->foreign_view_count++] = view;
+  }
+  // The device's init becomes pid 1 of a pid namespace of its own where this process may create
+  // one (CAP_SYS_ADMIN): unshare(CLONE_NEWPID) affects the children this thread forks next, so
+  // the thread's own namespace for children is restored right after the fork. Refused (an
+  // unprivileged process), the init is a subreaper instead (device_process.h).
+  int restore_ns = -1;
+  if (tuning_.pid_namespace && start->host_pidfd >= 0) {
+    restore_ns = ::open("/proc/thread-self/ns/pid_for_children", O_RDONLY | O_CLOEXEC);
+    if (restore_ns >= 0 && unshare(CLONE_NEWPID) != 0) {
+      ::close(restore_ns);
+      restore_ns = -1;
+    }
+  }
+  start->pid_namespace = restore_ns >= 0;
+  *pid = fork();
+  if (*pid == 0) run_device_init(*start);
+  const int fork_error = errno;
+  views_lock.unlock();
+  int restore_error = 0;
+  if (restore_ns >= 0) {
+    if (setns(restore_ns, CLONE_NEWPID) != 0) restore_error = errno;
+    ::close(restore_ns);
+  }
+  if (*pid < 0) {
+    return Status(StatusCode::InternalError,
+                  std::string("starting the device process failed: ") + std::strerror(fork_error));
+  }
+  if (restore_error != 0) {
+    kill(*pid, SIGKILL);  // pid 1 of its namespace: the device ends with it
+    while (waitpid(*pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    *pid = -1;
+    return Status(StatusCode::InternalError,
+                  std::string("restoring this thread's pid namespace after starting the device "
+                              "failed: ") +
+                      std::strerror(restore_error));
+  }
+  return Status::ok();
+}
 
 Status IsolatedPlatform::ensure_device(const char* operation) {
   if (dead_) return dead_status(operation);
@@ -415,62 +477,24 @@ Status IsolatedPlatform::ensure_device(const char* operation) {
   start.stdout_write = out_pipe[1];
   start.stderr_write = err_pipe[1];
   start.engine = engine_options_;
-  std::unique_lock<std::mutex> views_lock(g_host_views_mutex);
-  for (const DeviceProcessStart::HostView& view : g_host_views) {
-    if (view.start == region_.host_view) continue;  // unmapped as its own
-    if (start.foreign_view_count == DeviceProcessStart::kMaxForeignViews) {
-      views_lock.unlock();
-      if (host_pidfd >= 0) ::close(host_pidfd);
-      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-      return Status(StatusCode::UnsupportedFeature,
-                    std::string(operation) + ": more than " +
-                        std::to_string(DeviceProcessStart::kMaxForeignViews) +
-                        " other isolated devices' memories are mapped in this process (the sim "
-                        "starts a device process beside at most that many); destroy one first");
-    }
-    start.foreign_views[start.foreign_view_count++] = view;
-  }
-  // The device's init becomes pid 1 of a pid namespace of its own where this process may create
-  // one (CAP_SYS_ADMIN): unshare(CLONE_NEWPID) affects the children this thread forks next, so
-  // the thread's own namespace for children is restored right after the fork. Refused (an
-  // unprivileged process), the init is a subreaper instead (device_process.h).
-  int restore_ns = -1;
-  if (tuning_.pid_namespace && host_pidfd >= 0) {
-    restore_ns = ::open("/proc/thread-self/ns/pid_for_children", O_RDONLY | O_CLOEXEC);
-    if (restore_ns >= 0 && unshare(CLONE_NEWPID) != 0) {
-      ::close(restore_ns);
-      restore_ns = -1;
-    }
-  }
-  start.pid_namespace = restore_ns >= 0;
-  const pid_t pid = fork();
-  if (pid == 0) run_device_init(start);
-  views_lock.unlock();
-  int restore_error = 0;
-  if (restore_ns >= 0) {
-    if (setns(restore_ns, CLONE_NEWPID) != 0) restore_error = errno;
-    ::close(restore_ns);
+  pid_t pid = -1;
+  Status started;
+  if (server_ != nullptr) {
+    bool pid_namespace = tuning_.pid_namespace && host_pidfd >= 0;
+    started = server_->spawn(start, &pid, &pid_namespace);
+    start.pid_namespace = pid_namespace;
+  } else {
+    started = fork_device(&start, &pid);
   }
   if (host_pidfd >= 0) ::close(host_pidfd);
   // Also here, so the group exists before the host may end it (whichever runs first wins).
   if (pid > 0) setpgid(pid, pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (pid < 0 || restore_error != 0) {
-    const int error = pid < 0 ? errno : restore_error;
-    if (pid > 0) {
-      kill(pid, SIGKILL);  // pid 1 of its namespace: the device ends with it
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
+  if (!started) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    return Status(StatusCode::InternalError,
-                  std::string(operation) +
-                      (pid < 0 ? ": starting the device process failed: "
-                               : ": restoring this thread's pid namespace after starting the "
-                                 "device failed: ") +
-                      std::strerror(error));
+    return Status(started.code(), std::string(operation) + ": " + started.message());
   }
   pid_ = pid;
   pid_namespace_ = start.pid_namespace;
@@ -699,7 +723,8 @@ Status IsolatedPlatform::reset_device() {
   // The new device range is reserved before the old one is released, so no old device address
   // ever names memory of the new device.
   Region fresh;
-  if (Status status = make_region(options_.memory_bytes, &fresh); !status) return status;
+  if (Status status = make_region(options_.memory_bytes, server_.get(), &fresh); !status)
+    return status;
   memory_ = region_memory(fresh, options_.memory_bytes);
   release_region(&region_);
   region_ = fresh;

@@ -3,9 +3,10 @@
 // device_channel.h.
 //
 // Two processes. The host process holds this object, the device memory's bookkeeping and the
-// output forwarder; the device process (forked from the host's calling thread at device init, so
-// function pointers of the host image stay valid there) holds the LaunchEngine (AICPU threads,
-// executors) and the ObjectLoader (loaded kernel objects). What crosses between them:
+// output forwarder; the device process (forked at device init from the host's calling thread, or
+// from a fork server the host started earlier, fork_server.h: either way a copy of the host image,
+// so its function pointers stay valid there) holds the LaunchEngine (AICPU threads, executors) and
+// the ObjectLoader (loaded kernel objects). What crosses between them:
 // - the device memory file (memfd, SimOptions::memory_bytes, sparse, the control block first).
 //   The host maps it at H; before the fork it reserves the device range R (PROT_NONE, same size);
 //   the device process maps the file MAP_FIXED at R and drops H. Device addresses are R-addresses
@@ -22,8 +23,8 @@
 //   "[chiprt device N] " by a host thread parked in poll; a line longer than kOutputLineBytes is
 //   forwarded in pieces of at least that size as it comes, each later piece under
 //   "[chiprt device N+] " with no newline added, so the host holds a bounded part of a line.
-// Limits of the fork: code loaded into the host after the device process started (dlopen) is not
-// in the device; only the forking thread exists in the device process (host threads and their
+// Limits of the fork: code loaded into the host after the device process started (after the fork
+// server started, with one) is not in the device; only the forking thread exists in the device process (host threads and their
 // state are not there); host memory the chip reaches other than device memory is a copy taken at
 // the fork, so what the device writes there never reaches the host; of the host's file
 // descriptors the device keeps only stdin (stdout and stderr are the forwarded pipes).
@@ -58,6 +59,7 @@
 #include "platform/platform.h"
 #include "platform/sim/device_channel.h"
 #include "platform/sim/device_memory.h"
+#include "platform/sim/fork_server.h"
 #include "platform/sim/launch_engine.h"
 #include "platform/sim/object_loader.h"
 #include "platform/sim/sim_platform.h"
@@ -83,9 +85,15 @@ class IsolatedPlatform final : public SimPlatformBase {
  public:
   // `options` must have passed validate_sim_options. Throws Error(InternalError) when the device
   // memory file or its mappings cannot be made.
-  explicit IsolatedPlatform(const SimOptions& options, const IsolationTuning& tuning = {});
+  // `server`: starts the device processes (fork_server.h) instead of a fork of the calling thread;
+  // needed where the host runs threads of its own when a device starts (several devices).
+  explicit IsolatedPlatform(const SimOptions& options, const IsolationTuning& tuning = {},
+                            std::shared_ptr<ForkServer> server = {});
   ~IsolatedPlatform() override;
   IsolatedPlatform(const IsolatedPlatform&) = delete;
+  // Starts a fork server for the isolated devices of this process (ForkServer::start with the
+  // host views of the devices alive now). Call it while the process runs no other thread.
+  static Status start_fork_server(std::shared_ptr<ForkServer>* out);
   IsolatedPlatform& operator=(const IsolatedPlatform&) = delete;
 
   Status load_object(std::span<const uint8_t> image, LoadedObject* out) override;
@@ -148,7 +156,8 @@ class IsolatedPlatform final : public SimPlatformBase {
     uint8_t* device_view = nullptr;  // reserved PROT_NONE in the host
     uint64_t bytes = 0;
   };
-  static Status make_region(uint64_t memory_bytes, Region* out);
+  // Reserves the device range in `server` too, when there is one.
+  static Status make_region(uint64_t memory_bytes, ForkServer* server, Region* out);
   // Region-backed device memory over `region`, after its control block.
   static std::shared_ptr<DeviceMemory> region_memory(const Region& region, uint64_t memory_bytes);
   static void release_region(Region* region) noexcept;
@@ -158,6 +167,9 @@ class IsolatedPlatform final : public SimPlatformBase {
 
   // Starts the device process when none runs; the fault's status once it died.
   Status ensure_device(const char* operation);
+  // Starts the device's init by a fork of the calling thread (no fork server); sets *pid (-1 on
+  // failure) and start->pid_namespace.
+  Status fork_device(DeviceProcessStart* start, pid_t* pid);
   // Sends the command written into the mailbox and waits for the reply, at most `budget_ms`
   // (then the device is killed as unresponsive), noticing a dead device within a few ms.
   Status call(DeviceCommand command, const char* operation, uint64_t budget_ms);
@@ -176,6 +188,7 @@ class IsolatedPlatform final : public SimPlatformBase {
   Status dead_status(const char* operation) const;
 
   const IsolationTuning tuning_;
+  const std::shared_ptr<ForkServer> server_;
   std::unique_ptr<ObjectLoader> host_objects_;  // host objects, loaded in this process
   Region region_;
   pid_t pid_ = -1;  // the device's init (this process's child)

@@ -460,81 +460,160 @@ INSTANTIATE_TEST_SUITE_P(Signals, IsolatedFaultTest,
                                            FaultCase{Action::Exit, 0, "exit"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Another isolated device of this process mapped its memory here before this one's device
-// process was forked: the fork copies that shared, writable mapping, and the device process
-// removes it, so a kernel writing through the other device's host address faults instead of
-// changing its memory.
-TEST_F(IsolatedPlatformTest, AKernelCannotWriteAnotherDevicesMemoryThroughTheHostsMapping) {
-#if defined(__SANITIZE_THREAD__)
-  // A second device is forked while the first one's output forwarder thread runs; the child's
-  // first thread reuses that thread's stack (glibc reclaims it at the fork), and ThreadSanitizer,
-  // which still lists the parent's threads, ends the device ("dup thread"). Devices started from
-  // a single-threaded fork server do not meet this.
-  GTEST_SKIP() << "several devices fork from a multi-threaded process (see the comment)";
-#endif
-  sim::IsolatedPlatform other(small_config());
-  ASSERT_TRUE(other.attach(1).is_ok());
-  ASSERT_TRUE(other.start_streams().is_ok());
-  DeviceBuffer theirs;
-  ASSERT_TRUE(other.alloc(4096, 64, &theirs).is_ok());
-  const std::vector<uint8_t> before(4096, 0x11);
-  ASSERT_TRUE(other.copy_to_device(theirs.addr, before.data(), before.size()).is_ok());
+// --- several devices in one process (a node's chips) -------------------------------------------
 
-  create(small_config());  // this test's device: forked while `other`'s memory is mapped here
-  TestBlock block = read();
-  block.target = reinterpret_cast<uint64_t>(other.host_view_of(theirs.addr + 64));
-  write(block);
-  const Status waited = run(Action::WriteAt);
-  ASSERT_EQ(waited.code(), StatusCode::KernelCrashed) << waited.to_string();
-  EXPECT_EQ(platform_->device_fault().signal, SIGSEGV);
-  EXPECT_EQ(platform_->device_fault().fault_addr, block.target);
-  std::vector<uint8_t> after(before.size());
-  ASSERT_TRUE(other.copy_from_device(after.data(), theirs.addr, after.size()).is_ok());
-  EXPECT_EQ(after, before);
-}
+// Each table row starts the devices one way: forked by this thread, which by then runs other
+// devices' output forwarders, or by a fork server started while the process was single-threaded.
+enum class Starter { ThisThread, ForkServer };
 
-// Several devices in one process (a node's chips): each its own process and memory, each
-// launch sees only its own bytes.
-TEST(IsolatedPlatforms, FourDevicesLiveAtOnceEachWithItsOwnProcessAndMemory) {
+class SeveralDevices : public ::testing::TestWithParam<Starter> {
+ protected:
+  void SetUp() override {
 #if defined(__SANITIZE_THREAD__)
-  // A second device is forked while the first one's output forwarder thread runs; the child's
-  // first thread reuses that thread's stack (glibc reclaims it at the fork), and ThreadSanitizer,
-  // which still lists the parent's threads, ends the device ("dup thread"). Devices started from
-  // a single-threaded fork server do not meet this.
-  GTEST_SKIP() << "several devices fork from a multi-threaded process (see the comment)";
+    if (GetParam() == Starter::ThisThread) {
+      // A second device forked while the first one's forwarder thread runs: its first thread
+      // reuses that thread's stack (glibc reclaims it at the fork), and ThreadSanitizer, which
+      // still lists the parent's threads, ends the device ("dup thread"). The fork server row is
+      // the way around it, and runs.
+      GTEST_SKIP() << "a multi-threaded fork (see the comment); the fork server row runs";
+    }
 #endif
-  constexpr int kDevices = 4;
-  std::vector<std::unique_ptr<sim::IsolatedPlatform>> devices;
-  std::vector<DeviceBuffer> blocks(kDevices);
-  for (int d = 0; d < kDevices; ++d) {
-    devices.push_back(std::make_unique<sim::IsolatedPlatform>(small_config()));
-    ASSERT_TRUE(devices[d]->attach(d).is_ok());
-    ASSERT_TRUE(devices[d]->start_streams().is_ok());
-    ASSERT_TRUE(devices[d]->alloc(sizeof(TestBlock), 64, &blocks[d]).is_ok());
-    TestBlock block;
-    block.services = devices[d]->services();
-    block.in = 1000u * static_cast<uint32_t>(d + 1);
-    ASSERT_TRUE(devices[d]->copy_to_device(blocks[d].addr, &block, sizeof(block)).is_ok());
+    if (GetParam() == Starter::ForkServer) {
+      ASSERT_TRUE(sim::IsolatedPlatform::start_fork_server(&server_).is_ok());
+    }
   }
-  std::set<pid_t> pids;
-  for (int d = 0; d < kDevices; ++d) {
+  std::unique_ptr<sim::IsolatedPlatform> make(int device) {
+    auto platform =
+        std::make_unique<sim::IsolatedPlatform>(small_config(), sim::IsolationTuning{}, server_);
+    EXPECT_TRUE(platform->attach(device).is_ok());
+    EXPECT_TRUE(platform->start_streams().is_ok());
+    return platform;
+  }
+  // Runs `action` on `device` over its block at `block_addr` (written with `block` first).
+  static Status run_on(sim::IsolatedPlatform& device, uint64_t block_addr, TestBlock block,
+                       Action action) {
+    block.services = device.services();
+    block.action = action;
+    if (Status status = device.copy_to_device(block_addr, &block, sizeof(block)); !status) {
+      return status;
+    }
     sim::LaunchPrograms programs;
-    programs.ctx = reinterpret_cast<void*>(blocks[d].addr);
+    programs.ctx = reinterpret_cast<void*>(block_addr);
     programs.aicpu_entry = &test_entry;
     programs.core_service = &test_core_service;
     programs.aicpu_threads = 2;
-    programs.cores = devices[d]->geometry().cores();
-    ASSERT_TRUE(devices[d]->launch_programs(programs).is_ok());
+    programs.cores = device.geometry().cores();
+    if (Status launched = device.launch_programs(programs); !launched) return launched;
+    return device.wait(kGenerousWaitMs);
+  }
+  std::shared_ptr<sim::ForkServer> server_;
+};
+
+// Each device its own process and memory; each launch sees only its own bytes. A host thread
+// allocates all along, as a node's threads would.
+TEST_P(SeveralDevices, FourLiveAtOnceEachWithItsOwnProcessAndMemory) {
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> allocated{0};
+  std::thread busy([&] {
+    while (!stop.load()) allocated += std::make_unique<std::vector<int>>(1000, 1)->size();
+  });
+  constexpr int kDevices = 4;
+  std::vector<std::unique_ptr<sim::IsolatedPlatform>> devices;
+  std::vector<DeviceBuffer> blocks(kDevices);
+  std::set<pid_t> pids;
+  for (int d = 0; d < kDevices; ++d) {
+    devices.push_back(make(d));
+    ASSERT_TRUE(devices[d]->alloc(sizeof(TestBlock), 64, &blocks[d]).is_ok());
     pids.insert(devices[d]->device_pid());
   }
   EXPECT_EQ(pids.size(), static_cast<std::size_t>(kDevices));
   for (int d = 0; d < kDevices; ++d) {
-    ASSERT_TRUE(devices[d]->wait(kGenerousWaitMs).is_ok()) << "device " << d;
     TestBlock block;
+    block.in = 1000u * static_cast<uint32_t>(d + 1);
+    ASSERT_TRUE(run_on(*devices[d], blocks[d].addr, block, Action::Echo).is_ok()) << d;
     ASSERT_TRUE(devices[d]->copy_from_device(&block, blocks[d].addr, sizeof(block)).is_ok());
     EXPECT_EQ(block.out[0], 1000u * static_cast<uint32_t>(d + 1)) << "device " << d;
     EXPECT_EQ(block.out[1], 1000u * static_cast<uint32_t>(d + 1) + 1) << "device " << d;
   }
+  stop.store(true);
+  busy.join();
+  devices.clear();
+  server_.reset();
+  // Every device's init was this process's child (the fork server's CLONE_PARENT included), and
+  // every one is reaped, the server too.
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+// Another device's memory is mapped in this process (and, for the fork server, was when it
+// started): a kernel writing through that host address faults instead of changing it.
+TEST_P(SeveralDevices, AKernelCannotWriteAnotherDevicesMemoryThroughTheHostsMapping) {
+  // Made before the server (its view is in the server's copy of this process) and after it.
+  server_.reset();
+  auto before_server = std::make_unique<sim::IsolatedPlatform>(small_config());
+  if (GetParam() == Starter::ForkServer) {
+    ASSERT_TRUE(sim::IsolatedPlatform::start_fork_server(&server_).is_ok());
+  }
+  std::unique_ptr<sim::IsolatedPlatform> after_server = make(1);
+  std::unique_ptr<sim::IsolatedPlatform> writer = make(2);
+  DeviceBuffer block;
+  ASSERT_TRUE(writer->alloc(sizeof(TestBlock), 64, &block).is_ok());
+  for (sim::IsolatedPlatform* other : {before_server.get(), after_server.get()}) {
+    DeviceBuffer theirs;
+    ASSERT_TRUE(other->alloc(4096, 64, &theirs).is_ok());
+    const std::vector<uint8_t> bytes(4096, 0x11);
+    ASSERT_TRUE(other->copy_to_device(theirs.addr, bytes.data(), bytes.size()).is_ok());
+    TestBlock test;
+    test.target = reinterpret_cast<uint64_t>(other->host_view_of(theirs.addr + 64));
+    const Status waited = run_on(*writer, block.addr, test, Action::WriteAt);
+    ASSERT_EQ(waited.code(), StatusCode::KernelCrashed) << waited.to_string();
+    EXPECT_EQ(writer->device_fault().signal, SIGSEGV);
+    EXPECT_EQ(writer->device_fault().fault_addr, test.target);
+    std::vector<uint8_t> after(bytes.size());
+    ASSERT_TRUE(other->copy_from_device(after.data(), theirs.addr, after.size()).is_ok());
+    EXPECT_EQ(after, bytes);
+    ASSERT_TRUE(writer->reset_device().is_ok());
+    ASSERT_TRUE(writer->start_streams().is_ok());
+    ASSERT_TRUE(writer->alloc(sizeof(TestBlock), 64, &block).is_ok());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(StartedBy, SeveralDevices,
+                         ::testing::Values(Starter::ThisThread, Starter::ForkServer),
+                         [](const auto& info) {
+                           return std::string(info.param == Starter::ThisThread ? "ThisThread"
+                                                                                : "ForkServer");
+                         });
+
+// The fork server refuses a range it has in use (the host then takes another) and, once it is
+// gone, every request says so instead of hanging.
+TEST(ForkServer, RefusesARangeInUseAndReportsItsOwnEnd) {
+  std::shared_ptr<sim::ForkServer> server;
+  ASSERT_TRUE(sim::IsolatedPlatform::start_fork_server(&server).is_ok());
+  static char in_the_image[1 << 16];
+  const Status taken =
+      server->reserve(reinterpret_cast<uintptr_t>(in_the_image) & ~uintptr_t{4095}, 4096);
+  EXPECT_EQ(taken.code(), StatusCode::InvalidArgument) << taken.to_string();
+  EXPECT_NE(taken.message().find("in use"), std::string::npos) << taken.message();
+
+  ASSERT_EQ(kill(server->pid(), SIGKILL), 0);
+  const Status lost = server->reserve(0x7e0000000000, 4096);
+  EXPECT_EQ(lost.code(), StatusCode::InternalError) << lost.to_string();
+  EXPECT_NE(
+      lost.message().find("the fork server (pid " + std::to_string(server->pid()) + ") ended"),
+      std::string::npos)
+      << lost.message();
+  try {
+    sim::IsolatedPlatform platform(small_config(), sim::IsolationTuning{}, server);
+    ADD_FAILURE() << "a platform needs its server to reserve its device range";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), StatusCode::InternalError) << e.what();
+  }
+  server.reset();
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
 }
 
 TEST_F(IsolatedPlatformTest, FaultOnAnExecutorThreadIsRecorded) {

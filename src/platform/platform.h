@@ -25,6 +25,16 @@
 
 namespace chiprt::platform {
 
+// What a platform keeps per process to start its devices (the sim: a fork server, which starts
+// isolated devices for a process that runs threads of its own), made by start_device_starter
+// (registry.h) while the process still runs no other thread, and given to the platforms created
+// after it (PlatformOptions::device_starter). Opaque to the host; shared by those platforms and
+// ended with the last of them.
+class DeviceStarter {
+ public:
+  virtual ~DeviceStarter() = default;
+};
+
 struct Geometry {
   uint32_t clusters = 0;  // each cluster: 1 AIC + 2 AIV
   uint32_t aic_cores() const noexcept { return clusters; }

@@ -19,6 +19,9 @@ namespace chiprt::platform {
 // What any platform may be created with; each reads its own part.
 struct PlatformOptions {
   SimOptions sim;  // platform "sim"
+  // From start_device_starter of the same platform name, or none (each device starts from the
+  // calling thread).
+  std::shared_ptr<DeviceStarter> device_starter;
 };
 
 // The names create_platform knows, in registration order.
@@ -28,5 +31,10 @@ std::span<const std::string_view> platform_names() noexcept;
 // options the platform rejects (naming the field and its range).
 Status create_platform(std::string_view name, const PlatformOptions& options,
                        std::unique_ptr<Platform>* out);
+
+// Makes what platform `name` needs to start devices for a process that runs threads of its own
+// (platform.h, DeviceStarter). Call it while this process runs no other thread. InvalidConfig for
+// an unknown name, as create_platform.
+Status start_device_starter(std::string_view name, std::shared_ptr<DeviceStarter>* out);
 
 }  // namespace chiprt::platform

@@ -32,18 +32,19 @@
 #include <span>
 
 #include "chiprt/status.h"
+#include "platform/platform.h"
 #include "platform/sim/device_process.h"
 
 namespace chiprt::platform::sim {
 
-class ForkServer {
+class ForkServer final : public DeviceStarter {
  public:
   // Forks the server. `inherited_views`: the host's views of isolated devices' memories that exist
   // now (the server's devices unmap them; later views are not in the server). Call it while this
   // process runs no other thread (InternalError when the fork or the socket fails).
   static Status start(std::span<const DeviceProcessStart::HostView> inherited_views,
                       std::shared_ptr<ForkServer>* out);
-  ~ForkServer();
+  ~ForkServer() override;
   ForkServer(const ForkServer&) = delete;
   ForkServer& operator=(const ForkServer&) = delete;
 

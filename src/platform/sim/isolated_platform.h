@@ -24,10 +24,11 @@
 //   forwarded in pieces of at least that size as it comes, each later piece under
 //   "[chiprt device N+] " with no newline added, so the host holds a bounded part of a line.
 // Limits of the fork: code loaded into the host after the device process started (after the fork
-// server started, with one) is not in the device; only the forking thread exists in the device process (host threads and their
-// state are not there); host memory the chip reaches other than device memory is a copy taken at
-// the fork, so what the device writes there never reaches the host; of the host's file
-// descriptors the device keeps only stdin (stdout and stderr are the forwarded pipes).
+// server started, with one) is not in the device; only the forking thread exists in the device
+// process (host threads and their state are not there); host memory the chip reaches other than
+// device memory is a copy taken at the fork, so what the device writes there never reaches the
+// host; of the host's file descriptors the device keeps only stdin (stdout and stderr are the
+// forwarded pipes).
 //
 // A dead device (a signal, exit(), kill_device) is reaped at once: device_fault() describes it;
 // launch/wait/wait_aicpu/recover (and every command) return KernelCrashed (died) or DeviceFaulted

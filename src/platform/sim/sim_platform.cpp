@@ -65,9 +65,16 @@ uint32_t resolve_host_threads(uint32_t host_threads) {
 
 namespace chiprt::platform::sim {
 
-Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>* out) {
+Status create_sim_platform(const SimOptions& options, std::shared_ptr<DeviceStarter> starter,
+                           std::unique_ptr<Platform>* out) {
   if (out == nullptr) {
     return Status(StatusCode::InvalidArgument, "create_sim_platform: out must not be null");
+  }
+  std::shared_ptr<ForkServer> server = std::dynamic_pointer_cast<ForkServer>(starter);
+  if (starter != nullptr && server == nullptr) {
+    return Status(StatusCode::InvalidConfig,
+                  "create_sim_platform: the device starter is not the sim's; make it with "
+                  "start_device_starter(\"sim\")");
   }
   SimOptions requested = options;
   if (Status status = apply_core_execution_env(&requested); !status) return status;
@@ -75,13 +82,23 @@ Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>*
   if (Status status = validate_sim_options(requested); !status) return status;
   if (requested.isolation == SimIsolation::Process) {
     try {
-      *out = std::make_unique<IsolatedPlatform>(requested);
+      *out = std::make_unique<IsolatedPlatform>(requested, IsolationTuning{}, std::move(server));
     } catch (const Error& error) {
       return Status(error.code(), error.message());
     }
   } else {
     *out = std::make_unique<SimPlatform>(requested);
   }
+  return Status::ok();
+}
+
+Status start_sim_device_starter(std::shared_ptr<DeviceStarter>* out) {
+  if (out == nullptr) {
+    return Status(StatusCode::InvalidArgument, "start_sim_device_starter: out must not be null");
+  }
+  std::shared_ptr<ForkServer> server;
+  if (Status status = IsolatedPlatform::start_fork_server(&server); !status) return status;
+  *out = std::move(server);
   return Status::ok();
 }
 

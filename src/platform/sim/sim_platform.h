@@ -43,8 +43,16 @@ Status apply_isolation_env(SimOptions* options);
 
 // Platform "sim": CHIPRT_SIM_CORES and CHIPRT_SIM_ISOLATION applied (apply_core_execution_env,
 // apply_isolation_env), the options validated; an IsolatedPlatform (isolated_platform.h) when the
-// isolation resolves to Process, else a SimPlatform.
-Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>* out);
+// isolation resolves to Process, else a SimPlatform. `starter` (from start_sim_device_starter, or
+// none) starts an isolated platform's devices; InvalidConfig for another platform's starter.
+Status create_sim_platform(const SimOptions& options, std::shared_ptr<DeviceStarter> starter,
+                           std::unique_ptr<Platform>* out);
+inline Status create_sim_platform(const SimOptions& options, std::unique_ptr<Platform>* out) {
+  return create_sim_platform(options, nullptr, out);
+}
+// Platform "sim"'s DeviceStarter: a fork server (fork_server.h,
+// IsolatedPlatform::start_fork_server).
+Status start_sim_device_starter(std::shared_ptr<DeviceStarter>* out);
 
 // The programs of a launch of the loaded chip `runtime` (its entries) on `request`: the launch
 // arguments are at the device address, which is a pointer where the chip runs. NotInitialized

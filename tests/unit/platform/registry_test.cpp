@@ -3,11 +3,16 @@
 // device addresses and the shape of a chip runtime the platform loaded.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <memory>
 #include <string>
 
 #include "platform/registry.h"
+#include "platform/sim/fork_server.h"
 #include "platform/sim/sim_platform.h"
 
 namespace chiprt::platform {
@@ -81,6 +86,52 @@ TEST(LaunchRequestTest, ALaunchNeedsTheLoadedChipRuntimeAndItsArgumentsBlock) {
 TEST(LaunchRequestTest, TheSimFillsEveryChipService) {
   sim::SimPlatform platform(SimOptions{});
   EXPECT_TRUE(platform.services().complete());
+}
+
+// A device starter comes from the registry by platform name and reaches the platforms created
+// with it: the sim's is a fork server, and an isolated sim platform reserves its device range
+// there (so one made with a server that is gone fails, naming it).
+TEST(PlatformRegistryTest, ADeviceStarterByNameReachesThePlatformsCreatedWithIt) {
+  std::shared_ptr<DeviceStarter> starter;
+  ASSERT_TRUE(start_device_starter("sim", &starter).is_ok());
+  auto* server = dynamic_cast<sim::ForkServer*>(starter.get());
+  ASSERT_NE(server, nullptr);
+  PlatformOptions options;
+  options.sim.memory_bytes = 16ull << 20;
+  options.sim.isolation = SimIsolation::Process;
+  options.device_starter = starter;
+  std::unique_ptr<Platform> platform;
+  ASSERT_TRUE(create_platform("sim", options, &platform).is_ok());
+  ASSERT_TRUE(platform->attach(0).is_ok());
+  ASSERT_TRUE(platform->start_streams().is_ok());  // its device process, through the server
+  platform.reset();
+
+  ASSERT_EQ(kill(server->pid(), SIGKILL), 0);
+  const Status gone = create_platform("sim", options, &platform);
+  EXPECT_EQ(gone.code(), StatusCode::InternalError) << gone.to_string();
+  EXPECT_TRUE(contains(gone, "reserving a device range")) << gone.message();
+  options.device_starter.reset();
+  starter.reset();  // the last reference: the server is reaped
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(PlatformRegistryTest, ADeviceStarterIsRefusedForAnUnknownPlatformOrAnotherPlatform) {
+  std::shared_ptr<DeviceStarter> starter;
+  const Status unknown = start_device_starter("cuda", &starter);
+  EXPECT_EQ(unknown.code(), StatusCode::InvalidConfig);
+  EXPECT_TRUE(contains(unknown, "unknown platform 'cuda'; available: sim")) << unknown.message();
+  EXPECT_EQ(start_device_starter("sim", nullptr).code(), StatusCode::InvalidArgument);
+
+  struct OtherStarter final : DeviceStarter {};
+  PlatformOptions options;
+  options.sim.isolation = SimIsolation::Process;
+  options.device_starter = std::make_shared<OtherStarter>();
+  std::unique_ptr<Platform> platform;
+  const Status refused = create_platform("sim", options, &platform);
+  EXPECT_EQ(refused.code(), StatusCode::InvalidConfig);
+  EXPECT_TRUE(contains(refused, "the device starter is not the sim's")) << refused.message();
 }
 
 }  // namespace

@@ -192,6 +192,9 @@ Status ForkServer::start(std::span<const DeviceProcessStart::HostView> inherited
   std::fflush(nullptr);  // unflushed host output must not be written twice
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // A process group of its own: a terminal's Ctrl-C reaches the host, which decides, and not
+    // this server (whose signal dispositions are the host's of the time it started).
+    ::setpgid(0, 0);
     // Only its socket end and the host's pidfd, at fixed numbers (moved above them first, so
     // that neither overwrites the other); stdio stays for messages.
     const int socket_copy = ::fcntl(ends[1], F_DUPFD, 16);
@@ -262,7 +265,10 @@ Status ForkServer::call(const void* request, std::size_t bytes, std::span<const 
   do {
     ready = ::poll(&watched, 1, kReplyBudgetMs);
   } while (ready < 0 && errno == EINTR);
-  if (ready <= 0 || ::recv(socket_, reply, reply_bytes, 0) != static_cast<ssize_t>(reply_bytes)) {
+  uint32_t answered = 0;  // every reply starts with the request's seq
+  if (ready <= 0 || ::recv(socket_, reply, reply_bytes, 0) != static_cast<ssize_t>(reply_bytes) ||
+      (std::memcpy(&answered, reply, sizeof(answered)),
+       answered != static_cast<const Request*>(request)->seq)) {
     lost_ = true;
     ::kill(pid_, SIGKILL);  // a server that does not answer is of no use
     return lost_status(pid_, what);

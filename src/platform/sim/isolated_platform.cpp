@@ -211,8 +211,9 @@ bool overlaps_used_range(uintptr_t start, uint64_t bytes) {
 
 // Reserves `bytes` of address space (PROT_NONE) that no earlier device range overlaps. Ranges the
 // kernel offers that do overlap stay reserved while it is asked again, so it offers others.
-// With a fork server, the range must be free there too (reserved there for the devices it starts).
-void* reserve_fresh_device_range(uint64_t bytes, ForkServer* server) {
+// With a fork server, the range must be free there too (reserved there for the devices it starts);
+// a server that cannot answer any more ends the search with its error in *server_error.
+void* reserve_fresh_device_range(uint64_t bytes, ForkServer* server, Status* server_error) {
   std::lock_guard<std::mutex> lock(g_used_ranges_mutex);
   std::vector<void*> refused;
   void* chosen = MAP_FAILED;
@@ -226,10 +227,20 @@ void* reserve_fresh_device_range(uint64_t bytes, ForkServer* server) {
     void* range =
         mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) break;
-    if (!overlaps_used_range(reinterpret_cast<uintptr_t>(range), bytes) &&
-        (server == nullptr || server->reserve(reinterpret_cast<uintptr_t>(range), bytes))) {
-      chosen = range;
-      break;
+    if (!overlaps_used_range(reinterpret_cast<uintptr_t>(range), bytes)) {
+      Status reserved = server == nullptr
+                            ? Status::ok()
+                            : server->reserve(reinterpret_cast<uintptr_t>(range), bytes);
+      if (reserved) {
+        chosen = range;
+        break;
+      }
+      if (reserved.code() !=
+          StatusCode::InvalidArgument) {  // not "in use there": the server is gone
+        *server_error = std::move(reserved);
+        refused.push_back(range);
+        break;
+      }
     }
     refused.push_back(range);
   }
@@ -367,7 +378,13 @@ Status IsolatedPlatform::make_region(uint64_t memory_bytes, ForkServer* server, 
   if (host == MAP_FAILED) return failed("mapping the memory file");
   region.host_view = static_cast<uint8_t*>(host);
   add_host_view(host, bytes);
-  void* device = reserve_fresh_device_range(bytes, server);
+  Status server_error;
+  void* device = reserve_fresh_device_range(bytes, server, &server_error);
+  if (!server_error) {
+    release_region(&region);
+    return Status(server_error.code(),
+                  "isolated sim: reserving the device range: " + server_error.message());
+  }
   if (device == MAP_FAILED) return failed("reserving a device range no earlier device used");
   region.device_view = static_cast<uint8_t*>(device);
   auto* channel = new (region.host_view) DeviceChannel();

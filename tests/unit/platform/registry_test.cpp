@@ -109,7 +109,9 @@ TEST(PlatformRegistryTest, ADeviceStarterByNameReachesThePlatformsCreatedWithIt)
   ASSERT_EQ(kill(server->pid(), SIGKILL), 0);
   const Status gone = create_platform("sim", options, &platform);
   EXPECT_EQ(gone.code(), StatusCode::InternalError) << gone.to_string();
-  EXPECT_TRUE(contains(gone, "reserving a device range")) << gone.message();
+  EXPECT_TRUE(contains(gone, "reserving the device range: reserve: the fork server (pid " +
+                                 std::to_string(server->pid()) + ") ended"))
+      << gone.message();
   options.device_starter.reset();
   starter.reset();  // the last reference: the server is reaped
   errno = 0;

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 # Every folder prefix that names a room; an include starting with one of them is checked.
-readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/ diagnostics/ capi/"
+readonly ROOMS="chiprt/ common/ platform/ orchestrator/ scheduler/ aicore/ host/ node/ diagnostics/ capi/"
 
 # folder | allowed include prefixes (a prefix ending in .h names one header). The most specific
 # folder wins (src/platform/sim before src/platform).
@@ -22,6 +22,7 @@ readonly RULES=(
   "src/platform|chiprt/ common/ platform/platform.h platform/registry.h platform/sim/sim_platform.h"
   "src/diagnostics|chiprt/ common/ diagnostics/"
   "src/host|chiprt/ common/ host/ orchestrator/ diagnostics/ platform/platform.h platform/registry.h"
+  "src/node|chiprt/ host/ node/ platform/platform.h platform/registry.h"
   "src/capi|chiprt/"
   "python|chiprt/"
   "tests/package|chiprt/"
@@ -104,12 +105,13 @@ self_test() {
   local scratch failures=0
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' RETURN
-  mkdir -p "$scratch"/src/{host,orchestrator,scheduler,aicore,common,diagnostics,capi,platform/sim} \
+  mkdir -p "$scratch"/src/{host,node,orchestrator,scheduler,aicore,common,diagnostics,capi,platform/sim} \
     "$scratch"/tools "$scratch"/python/src "$scratch"/tests/package
   printf '#include "chiprt/worker.h"\n#include "host/log.h"\n#include <vector>\n' \
     >"$scratch/src/host/ok.cpp"
   printf '#include "platform/platform.h"\n' >"$scratch/src/host/platform_ok.cpp"
   printf '#include "scheduler/chip_entry.h"\n' >"$scratch/src/platform/sim/ok.cpp"
+  printf '#include "host/run_pipeline.h"\n#include "platform/registry.h"\n' >"$scratch/src/node/ok.cpp"
   check_tree "$scratch" >/dev/null || { echo "self-test: a clean tree was refused"; failures=1; }
   # Each line: file | include that must be refused there.
   local cases=(
@@ -134,6 +136,12 @@ self_test() {
     "src/orchestrator/relative.cpp|./../aicore/core_executor.h"
     "src/host/dotdot.cpp|orchestrator/../scheduler/chip_entry.h"
     "src/host/fragment.inc|scheduler/chip_entry.h"
+    "src/node/bad.cpp|platform/sim/fork_server.h"
+    "src/node/bad2.cpp|aicore/core_executor.h"
+    "src/node/bad4.cpp|common/shared_layout.h"
+    "src/node/bad3.cpp|scheduler/chip_entry.h"
+    "src/host/bad4.cpp|node/node_chips.h"
+    "src/capi/bad3.cpp|node/node_chips.h"
     "src/capi/bad.cpp|host/device_runner.h"
     "src/capi/bad2.cpp|common/callable_format.h"
     "python/src/bad.cpp|host/worker_access.h"

@@ -42,7 +42,8 @@ namespace chiprt {
   X(InvalidConfig, 13, "a CallConfig or WorkerOptions field is invalid",                          \
     "fix the field named in the message")                                                         \
   X(DeviceFaulted, 14, "the device faulted earlier and its resources were abandoned",             \
-    "call Worker::reset() (device memory is lost, callables stay registered)")                    \
+    "reset the device with the call the message names (device memory is lost, callables stay "    \
+    "registered)")                                                                                \
   X(LoadFailed, 15, "a chip object (kernel or orchestration) could not be loaded",                \
     "rebuild the shared object for this platform; the message names the bad ELF field or "        \
     "carries the loader error")                                                                   \
@@ -89,10 +90,10 @@ namespace chiprt {
   X(KernelCrashed, 35,                                                                            \
     "code on the device (a kernel, or the chip-side orchestration) crashed its device process",   \
     "fix the kernel named in the message (the signal and faulting address say how it failed), "   \
-    "then call Worker::reset()")                                                                  \
+    "then reset the device with the call the message names")                                      \
   X(OpExecuteTimeout, 36, "a kernel ran longer than the op execute timeout and was stopped",      \
-    "fix the kernel named in the message or raise CHIPRT_OP_EXECUTE_TIMEOUT_US, then call "       \
-    "Worker::reset()")                                                                            \
+    "fix the kernel named in the message or raise CHIPRT_OP_EXECUTE_TIMEOUT_US, then reset the "  \
+    "device with the call the message names")                                                     \
   X(DiagnosticsError, 37, "a diagnostics directory or file could not be written or read",         \
     "check CallConfig::diagnostics.output_dir (it must be a writable directory) or the file "     \
     "named in the message")                                                                       \

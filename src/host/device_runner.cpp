@@ -198,6 +198,16 @@ void DeviceRunner::copy_from_device(void* dst, uint64_t src, uint64_t bytes) {
   throw_if(memory_.copy_from_device(dst, src, bytes));
 }
 
+void DeviceRunner::copy_from_peer(uint64_t dst, DeviceRunner& src, uint64_t src_addr,
+                                  uint64_t bytes) {
+  require_usable("copy_from_peer (destination)");
+  src.require_usable("copy_from_peer (source)");
+  if (bytes == 0) return;
+  check_range(dst, bytes, "copy_from_peer (destination)");
+  src.check_range(src_addr, bytes, "copy_from_peer (source)");
+  throw_if(platform_->copy_from_peer(dst, src.platform(), src_addr, bytes));
+}
+
 void DeviceRunner::memset(uint64_t dst, int value, uint64_t bytes) {
   require_usable("memset");
   if (bytes == 0) return;

@@ -96,6 +96,11 @@ class DeviceRunner {
   void copy_to_device(uint64_t dst, const void* src, uint64_t bytes);
   void copy_from_device(void* dst, uint64_t src, uint64_t bytes);
   void memset(uint64_t dst, int value, uint64_t bytes);
+  // Device to device (Platform::copy_from_peer): `bytes` at `src_addr` of `src`'s device (another
+  // runner of this process, or this one) to `dst` of this one. Both runners must be usable and
+  // both ranges inside live allocations of their devices (errors name which side); the caller
+  // holds both runners' locks.
+  void copy_from_peer(uint64_t dst, DeviceRunner& src, uint64_t src_addr, uint64_t bytes);
   uint64_t bytes_in_use() const;
   DeviceMemory& memory() noexcept { return memory_; }
   ArenaSet& arenas() noexcept { return arenas_; }

@@ -185,6 +185,23 @@ void RunPipeline::memset(Call& call, uint64_t dst, int value, uint64_t bytes) {
   poisoned_.clear(dst, dst + bytes);
 }
 
+void RunPipeline::copy_from_peer(Call& call, uint64_t dst, RunPipeline& src, Call& src_call,
+                                 uint64_t src_addr, uint64_t bytes) {
+  // While one lock is held no run of its device launches, so the first side stays clear while
+  // the second waits (each wait releases only its own lock).
+  if (&src == this) {
+    wait_until_clear(call.lock_, [&](const RunState& run) {
+      return run.touches(dst, dst + bytes) || run.touches(src_addr, src_addr + bytes);
+    });
+  } else {
+    wait_for_memory(call.lock_, dst, dst + bytes);
+    src.wait_for_memory(src_call.lock_, src_addr, src_addr + bytes);
+  }
+  DeviceRunner& source = src.ready(src_call.what_);
+  ready(call.what_).copy_from_peer(dst, source, src_addr, bytes);
+  poisoned_.clear(dst, dst + bytes);
+}
+
 void RunPipeline::reset(Call& call) {
   drain(call.lock_);
   retire_driver();

@@ -130,6 +130,13 @@ class RunPipeline {
   void copy_to(Call& call, uint64_t dst, const void* src, uint64_t bytes);
   void copy_from(Call& call, void* dst, uint64_t src, uint64_t bytes);
   void memset(Call& call, uint64_t dst, int value, uint64_t bytes);
+  // Device to device, from `src_call`'s pipeline `src` (another device of this process) into
+  // this one: once no admitted run of either names its side's range; clears the poisoned memory
+  // it rewrites. The caller entered both pipelines, always in the same order (a node: by chip),
+  // so that two opposite copies never wait for each other; a copy within this device passes
+  // `call` as both.
+  void copy_from_peer(Call& call, uint64_t dst, RunPipeline& src, Call& src_call, uint64_t src_addr,
+                      uint64_t bytes);
   // Once no run is admitted: retires the idle pipeline thread (none may exist when the device is
   // forked anew; the next admission starts one), replaces the device and clears the poisoned
   // memory (every buffer was lost with the device).

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "host/device_runner.h"
+#include "host/open_device.h"
 #include "host/run_pipeline.h"
 #include "host/worker_access.h"
-#include "platform/registry.h"
 
 namespace chiprt {
 
@@ -56,28 +56,13 @@ Worker::~Worker() {
 
 void Worker::init(const WorkerOptions& options) {
   impl_->pipeline.init([&] {
-    if (options.device_id < 0) {
-      throw Error(StatusCode::InvalidConfig, "device_id=" + std::to_string(options.device_id) +
-                                                 " is negative; use an id >= 0");
-    }
-    RuntimeVariant runtime = options.runtime;
-    if (runtime == RuntimeVariant::Default) runtime = RuntimeVariant::HostBuildGraph;
-    if (runtime != RuntimeVariant::HostBuildGraph &&
-        runtime != RuntimeVariant::TensormapRingbuffer) {
-      throw Error(StatusCode::InvalidConfig,
-                  "runtime variant " + std::to_string(static_cast<int>(runtime)) + " is unknown");
-    }
-    // By name: the host never names a platform's implementation (an unknown name lists the known).
-    platform::PlatformOptions platform_options;
-    platform_options.sim = options.sim;
-    std::unique_ptr<platform::Platform> platform;
-    throw_if_error(platform::create_platform(options.platform, platform_options, &platform));
-    host::RunnerOptions runner_options;
-    runner_options.default_runtime = runtime;
-    runner_options.facade = impl_->pipeline.facade();
-    auto runner = std::make_unique<host::DeviceRunner>(std::move(platform), runner_options);
-    runner->attach(options.device_id);
-    return runner;
+    host::DeviceOpening opening;
+    opening.platform = options.platform;
+    opening.device_id = options.device_id;
+    opening.runtime = options.runtime;
+    opening.sim = options.sim;
+    opening.facade = impl_->pipeline.facade();
+    return host::open_device(opening);
   });
 }
 

@@ -1,0 +1,82 @@
+// NodeChips: the chips of a node, each a full chip as a Worker has it (a host::RunPipeline over
+// its own DeviceRunner), each in its own device process unless the node runs them in process, and
+// the device-to-device copy between them.
+//
+// The device processes are started by one device starter (the sim: a fork server) made first
+// thing in the constructor, before the chips' pipelines or any other thread of the node exist, so
+// that a chip's start or reset_chip never forks a process running threads of its own. Every
+// error a chip raises names the node's calls (Node::reset_chip(k), Node::malloc), never Worker's.
+//
+// Lifetime: the constructor opens every chip (the devices start lazily, on a chip's first call
+// that needs its device); close() closes them all (idempotent); the destructor closes. The
+// starter outlives the chips that use it.
+// Threading: chip(k) returns a pipeline whose calls may come from any host thread (its own
+// rules, host/run_pipeline.h); copy and reset_chip may be called from any thread, concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chiprt/call_config.h"
+#include "chiprt/sim_options.h"
+#include "host/run_pipeline.h"
+#include "platform/platform.h"
+
+namespace chiprt::node {
+
+inline constexpr uint32_t kMaxChips = 16;
+
+// What a node's chip gets unless told otherwise: two AICPU threads running the kernels of their
+// own cores, so that N chips add 2N host threads, each parked while its chip is idle.
+SimOptions default_chip_sim_options();
+
+struct NodeChipsOptions {
+  uint32_t chips = 1;  // 1..kMaxChips
+  std::string platform = "sim";
+  // The variant of runs whose CallConfig::runtime is Default.
+  RuntimeVariant runtime = RuntimeVariant::HostBuildGraph;
+  // Every chip's options, unless chip_sim names one per chip (then exactly `chips` entries).
+  // Isolation is the node's (in_process); a chip's SimOptions::isolation must stay Default.
+  SimOptions sim = default_chip_sim_options();
+  std::vector<SimOptions> chip_sim;
+  // The chips on threads of this process (to step through in a debugger) rather than each in a
+  // device process of its own.
+  bool in_process = false;
+};
+
+class NodeChips {
+ public:
+  // InvalidConfig for options out of range (naming the field); what starting the device starter
+  // or opening a chip throws otherwise.
+  explicit NodeChips(const NodeChipsOptions& options);
+  ~NodeChips();
+  NodeChips(const NodeChips&) = delete;
+  NodeChips& operator=(const NodeChips&) = delete;
+
+  uint32_t count() const noexcept { return static_cast<uint32_t>(chips_.size()); }
+  bool in_process() const noexcept { return in_process_; }
+  // Chip k's pipeline; InvalidArgument naming k and the chip count when k is out of range.
+  host::RunPipeline& chip(uint32_t k) const;
+
+  // Copies `bytes` at `src_addr` of chip `src_chip` to `dst` of chip `dst_chip` (device to
+  // device, Platform::copy_from_peer; one chip to itself as memmove), once no admitted run of
+  // either chip names its side's range. Both must be live allocations of their chips (Node::malloc
+  // or the node's own); a faulted chip refuses (DeviceFaulted naming its reset_chip). The chips'
+  // pipelines are entered in chip order, so copies in opposite directions never deadlock.
+  void copy(uint32_t dst_chip, uint64_t dst, uint32_t src_chip, uint64_t src_addr, uint64_t bytes);
+  // Replaces chip k's device by a fresh one once its admitted runs are done (RunPipeline::reset):
+  // its buffers are lost, its callables registered again.
+  void reset_chip(uint32_t k);
+  // Closes every chip (each finishes its admitted runs first); idempotent.
+  void close();
+
+ private:
+  // Declared first: destroyed after the chips whose devices it started.
+  std::shared_ptr<platform::DeviceStarter> starter_;
+  std::vector<std::unique_ptr<host::RunPipeline>> chips_;
+  bool in_process_ = false;
+};
+
+}  // namespace chiprt::node

@@ -107,6 +107,37 @@ void NodeChips::copy(uint32_t dst_chip, uint64_t dst, uint32_t src_chip, uint64_
   to.copy_from_peer(to_call, dst, from, from_call, src_addr, bytes);
 }
 
+DeviceBuffer NodeChips::allocate(uint32_t k, uint64_t bytes, const char* what) {
+  host::RunPipeline& pipeline = chip(k);
+  const auto call = pipeline.enter(what);
+  return pipeline.runner(call).allocate(bytes);
+}
+
+void NodeChips::free(uint32_t k, DeviceBuffer buffer, const char* what) {
+  host::RunPipeline& pipeline = chip(k);
+  auto call = pipeline.enter(what);
+  pipeline.free(call, buffer);
+}
+
+void NodeChips::copy_to(uint32_t k, uint64_t dst, const void* src, uint64_t bytes,
+                        const char* what) {
+  host::RunPipeline& pipeline = chip(k);
+  auto call = pipeline.enter(what);
+  pipeline.copy_to(call, dst, src, bytes);
+}
+
+void NodeChips::copy_from(uint32_t k, void* dst, uint64_t src, uint64_t bytes, const char* what) {
+  host::RunPipeline& pipeline = chip(k);
+  auto call = pipeline.enter(what);
+  pipeline.copy_from(call, dst, src, bytes);
+}
+
+void NodeChips::memset(uint32_t k, uint64_t dst, int value, uint64_t bytes, const char* what) {
+  host::RunPipeline& pipeline = chip(k);
+  auto call = pipeline.enter(what);
+  pipeline.memset(call, dst, value, bytes);
+}
+
 void NodeChips::reset_chip(uint32_t k) {
   host::RunPipeline& pipeline = chip(k);
   auto call = pipeline.enter("reset_chip");

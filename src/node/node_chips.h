@@ -21,6 +21,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/sim_options.h"
+#include "chiprt/types.h"
 #include "host/run_pipeline.h"
 #include "platform/platform.h"
 
@@ -66,6 +67,15 @@ class NodeChips {
   // or the node's own); a faulted chip refuses (DeviceFaulted naming its reset_chip). The chips'
   // pipelines are entered in chip order, so copies in opposite directions never deadlock.
   void copy(uint32_t dst_chip, uint64_t dst, uint32_t src_chip, uint64_t src_addr, uint64_t bytes);
+  // Chip k's memory calls, each entering its pipeline (host/run_pipeline.h: free and the copies
+  // wait for admitted runs naming the range). `what` names the node's call in errors.
+  DeviceBuffer allocate(uint32_t k, uint64_t bytes, const char* what = "malloc");
+  void free(uint32_t k, DeviceBuffer buffer, const char* what = "free");
+  void copy_to(uint32_t k, uint64_t dst, const void* src, uint64_t bytes,
+               const char* what = "copy_to");
+  void copy_from(uint32_t k, void* dst, uint64_t src, uint64_t bytes,
+                 const char* what = "copy_from");
+  void memset(uint32_t k, uint64_t dst, int value, uint64_t bytes, const char* what = "memset");
   // Replaces chip k's device by a fresh one once its admitted runs are done (RunPipeline::reset):
   // its buffers are lost, its callables registered again.
   void reset_chip(uint32_t k);

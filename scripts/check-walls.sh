@@ -22,7 +22,7 @@ readonly RULES=(
   "src/platform|chiprt/ common/ platform/platform.h platform/registry.h platform/sim/sim_platform.h"
   "src/diagnostics|chiprt/ common/ diagnostics/"
   "src/host|chiprt/ common/ host/ orchestrator/ diagnostics/ platform/platform.h platform/registry.h"
-  "src/node|chiprt/ host/ node/ platform/platform.h platform/registry.h"
+  "src/node|chiprt/ host/ node/ orchestrator/task_dependencies.h orchestrator/tensor_map.h orchestrator/task_checks.h platform/platform.h platform/registry.h"
   "src/capi|chiprt/"
   "python|chiprt/"
   "tests/package|chiprt/"

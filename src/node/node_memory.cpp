@@ -83,10 +83,15 @@ uint64_t NodeMemory::locate(uint64_t addr, uint64_t bytes, const char* what) con
                   "; pass an address inside a buffer from Node::malloc that has not been freed");
 }
 
-NodeAllocation NodeMemory::buffer_of(uint64_t addr, uint64_t bytes) const {
+NodeAllocation NodeMemory::buffer_of(uint64_t addr, uint64_t bytes, const char* what) const {
   std::lock_guard lock(mutex_);
-  const uint64_t buffer = locate(addr, bytes, "buffer_of");
+  const uint64_t buffer = locate(addr, bytes, what);
   return NodeAllocation{buffer, buffers_.at(buffer).size};
+}
+
+Location NodeMemory::home_of(uint64_t buffer) const {
+  std::lock_guard lock(mutex_);
+  return find(buffer).home;
 }
 
 DeviceBuffer NodeMemory::allocate_on_chip(uint32_t k, uint64_t bytes) {

@@ -72,8 +72,10 @@ class NodeMemory {
   void memset(uint64_t addr, int value, uint64_t bytes);
 
   // The buffer [addr, addr + bytes) lies in, or InvalidDevicePointer naming the address.
-  NodeAllocation buffer_of(uint64_t addr, uint64_t bytes) const;
+  NodeAllocation buffer_of(uint64_t addr, uint64_t bytes, const char* what = "buffer_of") const;
   bool is_node_address(uint64_t addr) const noexcept;
+  // Where the buffer starting at `buffer` was homed (InvalidDevicePointer when none starts there).
+  Location home_of(uint64_t buffer) const;
 
   // Makes [lo, hi) of `buffer` (offsets) valid at `at` for `access` (Coherence::plan: Write makes
   // it valid too, as the writer may write only part of it), allocating `at`'s copy when it has

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chiprt/status.h"
+#include "node_test_support.h"
 
 namespace chiprt::node {
 namespace {
@@ -38,17 +39,6 @@ std::vector<uint8_t> read(NodeMemory& memory, uint64_t addr, uint64_t bytes) {
   std::vector<uint8_t> v(bytes);
   memory.copy_from(v.data(), addr, bytes);
   return v;
-}
-
-template <class Call>
-Error error_of(Call&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error";
-  return Error(StatusCode::Ok, "");
 }
 
 // What a kernel on chip `k` does to the copy `acquire` returned: writes `bytes` at `offset`.

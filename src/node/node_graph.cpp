@@ -1,0 +1,162 @@
+#include "node/node_graph.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "chiprt/status.h"
+#include "orchestrator/task_checks.h"
+#include "orchestrator/tensor_map.h"
+
+namespace chiprt::node {
+
+NodeGraph::NodeGraph(uint32_t chips, const NodeMemory& memory)
+    : chips_(chips), memory_(memory), placed_(chips, 0) {}
+
+namespace {
+
+std::string task_name(uint32_t id) {
+  return "node task " + std::to_string(id);
+}
+
+Coherence::Access access_of(ArgTag tag) {
+  // NoDep orders nothing but may be written: the chip that ran it holds the only valid copy.
+  return tag == ArgTag::In ? Coherence::Access::Read : Coherence::Access::Write;
+}
+
+}  // namespace
+
+void NodeGraph::describe_uses(NodeTask& task, uint32_t id) {
+  const TaskArgs& args = task.args;
+  if (args.has_predicate()) {
+    throw Error(StatusCode::UnsupportedFeature,
+                task_name(id) +
+                    ": a node task takes no predicate (when); give it to the tasks "
+                    "inside the chip run instead");
+  }
+  for (int i = 0; i < args.dep_count(); ++i) {
+    if (args.dep(i) >= id) {
+      throw Error(StatusCode::InvalidTask, task_name(id) + ": after(" +
+                                               std::to_string(args.dep(i)) +
+                                               ") names a node task not submitted before it");
+    }
+  }
+  for (int i = 0; i < args.tensor_count(); ++i) {
+    const std::string where = task_name(id) + " arg " + std::to_string(i);
+    const ArgTag tag = args.tag(i);
+    const Tensor& t = args.tensor(i);
+    if (tag == ArgTag::Out) {
+      throw Error(StatusCode::InvalidArgument,
+                  where +
+                      ": a node task takes no runtime output (out); allocate the buffer with "
+                      "Node::malloc and pass it with output_existing");
+    }
+    const NodeAllocation buffer = memory_.buffer_of(t.buffer.addr, 1, where.c_str());
+    if (buffer.addr != t.buffer.addr || buffer.size != t.buffer.size) {
+      throw Error(StatusCode::InvalidDevicePointer,
+                  where +
+                      ": the tensor's buffer is not a whole node buffer (it starts or ends "
+                      "inside one); make tensors over the NodeBuffer Node::malloc returned");
+    }
+    const orchestrator::TensorRegion region = orchestrator::TensorRegion::of(t);
+    if (!region.bounded || region.hi > buffer.size) {
+      throw Error(StatusCode::ViewOutOfBounds, where +
+                                                   ": the view reaches past its node buffer's " +
+                                                   std::to_string(buffer.size) + " bytes");
+    }
+    task.uses.push_back(RegionUse{buffer.addr, region.lo, region.hi, access_of(tag), tag});
+  }
+}
+
+uint32_t NodeGraph::choose_chip(const NodeTask& task) const {
+  uint32_t best = 0;
+  uint64_t best_bytes = 0;
+  for (uint32_t chip = 0; chip < chips_; ++chip) {
+    uint64_t bytes = 0;
+    for (const RegionUse& use : task.uses) {
+      if (use.tag != ArgTag::In && use.tag != ArgTag::InOut) continue;  // inputs only
+      if (projection_.has_buffer(use.buffer)) {
+        bytes += projection_.valid_bytes(use.buffer, use.lo, use.hi, chip);
+      } else if (memory_.home_of(use.buffer) == chip) {
+        bytes += use.hi - use.lo;
+      }
+    }
+    const bool better =
+        bytes > best_bytes || (bytes == best_bytes && placed_[chip] < placed_[best]);
+    if (chip == 0 || better) {
+      best = chip;
+      best_bytes = bytes;
+    }
+  }
+  return best;
+}
+
+void NodeGraph::project(const NodeTask& task) {
+  for (const RegionUse& use : task.uses) {
+    if (!projection_.has_buffer(use.buffer)) {
+      projection_.add_buffer(use.buffer, memory_.buffer_of(use.buffer, 1).size,
+                             memory_.home_of(use.buffer));
+    }
+    if (use.access == Coherence::Access::Write) {
+      projection_.written(use.buffer, use.lo, use.hi, task.location);
+      continue;
+    }
+    std::vector<Transfer> transfers;
+    if (projection_.plan(use.buffer, use.lo, use.hi, task.location, use.access, &transfers)) {
+      for (const Transfer& t : transfers) projection_.copied(t);
+    }
+  }
+}
+
+uint32_t NodeGraph::add(NodeTask task, Placement placement) {
+  const auto id = static_cast<uint32_t>(tasks_.size());
+  describe_uses(task, id);
+  if (task.kind == NodeTask::Kind::ChipRun) {
+    if (placement.kind == Placement::Kind::Chip) {
+      if (placement.chip >= chips_) {
+        throw Error(StatusCode::InvalidArgument,
+                    task_name(id) + ": on_chip(" + std::to_string(placement.chip) +
+                        ") names a chip the node does not have (it has " + std::to_string(chips_) +
+                        ")");
+      }
+      task.location = placement.chip;
+    } else {
+      task.location = choose_chip(task);
+      task.placed_by_data = true;
+    }
+  } else {
+    task.location = kHostLocation;
+  }
+  // Dependencies by the chip's rule, over node addresses.
+  orchestrator::ArgList list;
+  orchestrator::read_args(task.args, &list);
+  producers_.clear();
+  deps_.lookup(task.args, list,
+               [&](TaskId producer, DependencyKinds kinds) { producers_.add(producer, kinds); });
+  orchestrator::lookup_after_producers(
+      task.args, [&](TaskId producer, DependencyKinds kinds) { producers_.add(producer, kinds); });
+  deps_.record(id, task.args, list);
+  for (const auto& p : producers_.merged()) task.producers.push_back(static_cast<uint32_t>(p.task));
+  for (uint32_t p : task.producers) tasks_[p].consumers.push_back(id);
+  project(task);
+  if (task.kind == NodeTask::Kind::ChipRun) ++placed_[task.location];
+  tasks_.push_back(std::move(task));
+  return id;
+}
+
+uint32_t NodeGraph::add_chip_run(int32_t callable_id, const TaskArgs& args, Placement placement) {
+  NodeTask task;
+  task.kind = NodeTask::Kind::ChipRun;
+  task.callable_id = callable_id;
+  task.args = args;
+  return add(std::move(task), placement);
+}
+
+uint32_t NodeGraph::add_host_task(const TaskArgs& args) {
+  NodeTask task;
+  task.kind = NodeTask::Kind::HostTask;
+  task.args = args;
+  return add(std::move(task), Placement{});
+}
+
+}  // namespace chiprt::node

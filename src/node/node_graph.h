@@ -1,0 +1,88 @@
+// NodeGraph: the graph a node's orchestration function submits, before and while the node runs
+// it: chip runs (a registered callable on a chip, with its TaskArgs over node buffers) and host
+// tasks (a host function over host copies of its regions). Dependencies come from the tensor
+// regions tasks touch by exactly the chip's rule (orchestrator/task_dependencies.h: read after
+// write, write after write, write after read; NoDep opts out, after() names producers), over node
+// addresses, which no two buffers share.
+//
+// Placement happens at submission, so it is deterministic: a chip run placed on any_chip goes to
+// the chip that will then hold most of its input bytes (a projection of where each region's last
+// submitted writer leaves it, starting from the buffers' homes), ties to the chip with the fewest
+// chip runs placed so far, then the lowest index.
+//
+// Lifetime: one per node run; tasks are only added. Threading: the orchestrating thread only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chiprt/task_args.h"
+#include "node/coherence.h"
+#include "node/node_memory.h"
+#include "orchestrator/task_dependencies.h"
+
+namespace chiprt::node {
+
+struct Placement {
+  enum class Kind : uint8_t { Chip, AnyChip };
+  Kind kind = Kind::AnyChip;
+  uint32_t chip = 0;  // Kind::Chip
+};
+
+// One region a task uses: bytes [lo, hi) of the node buffer at `buffer`.
+struct RegionUse {
+  uint64_t buffer = 0;
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  Coherence::Access access = Coherence::Access::Read;
+  ArgTag tag = ArgTag::In;  // the argument's
+  bool operator==(const RegionUse&) const = default;
+};
+
+struct NodeTask {
+  enum class Kind : uint8_t { ChipRun, HostTask };
+  Kind kind = Kind::ChipRun;
+  int32_t callable_id = -1;  // a chip run's
+  TaskArgs args;             // over node addresses
+  Location location = 0;     // the chip it runs on, or kHostLocation
+  bool placed_by_data = false;
+  std::vector<RegionUse> uses;      // per tensor argument, in order
+  std::vector<uint32_t> producers;  // ascending, each once
+  std::vector<uint32_t> consumers;  // ascending
+};
+
+class NodeGraph {
+ public:
+  NodeGraph(uint32_t chips, const NodeMemory& memory);
+
+  // Adds a chip run / host task and returns its id (0, 1, ...). Refused, naming the task and the
+  // argument: a tensor whose buffer is not a live node buffer (InvalidDevicePointer), a view
+  // outside its buffer (ViewOutOfBounds), a runtime output (Out: InvalidArgument; node runs take
+  // buffers from Node::malloc), a predicate (UnsupportedFeature), an after() id not yet submitted
+  // (InvalidTask), a chip that does not exist (InvalidArgument).
+  uint32_t add_chip_run(int32_t callable_id, const TaskArgs& args, Placement placement);
+  uint32_t add_host_task(const TaskArgs& args);
+
+  uint32_t size() const noexcept { return static_cast<uint32_t>(tasks_.size()); }
+  const NodeTask& task(uint32_t id) const { return tasks_.at(id); }
+  // Chip runs placed on `chip` so far.
+  uint32_t chip_runs_on(uint32_t chip) const { return placed_.at(chip); }
+
+ private:
+  uint32_t add(NodeTask task, Placement placement);
+  // Checks the task's arguments and fills its uses (the name is "node task N").
+  void describe_uses(NodeTask& task, uint32_t id);
+  uint32_t choose_chip(const NodeTask& task) const;
+  // The projection: where each byte's last submitted writer leaves it.
+  void project(const NodeTask& task);
+
+  const uint32_t chips_;
+  const NodeMemory& memory_;
+  std::vector<NodeTask> tasks_;
+  std::vector<uint32_t> placed_;
+  orchestrator::TaskDependencies deps_;
+  orchestrator::ProducerKinds producers_;
+  Coherence projection_;
+};
+
+}  // namespace chiprt::node

@@ -253,8 +253,8 @@ RunReport RunPipeline::run(Call call, int32_t callable_id, const TaskArgs& args,
 }
 
 RunHandle RunPipeline::submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
-                              bool poisons) {
-  return std::move(*admit(callable_id, args, config, /*block=*/true, poisons));
+                              bool poisons, std::function<void()> on_done) {
+  return std::move(*admit(callable_id, args, config, /*block=*/true, poisons, std::move(on_done)));
 }
 
 std::optional<RunHandle> RunPipeline::try_submit(int32_t callable_id, const TaskArgs& args,
@@ -269,7 +269,8 @@ uint32_t RunPipeline::runs_in_flight() const {
 }
 
 std::optional<RunHandle> RunPipeline::admit(int32_t callable_id, const TaskArgs& args,
-                                            const CallConfig& config, bool block, bool poisons) {
+                                            const CallConfig& config, bool block, bool poisons,
+                                            std::function<void()> on_done) {
   const char* what = block ? "submit" : "try_submit";
   refuse(what);
   std::unique_lock pipe(pipe_mutex_);
@@ -286,6 +287,7 @@ std::optional<RunHandle> RunPipeline::admit(int32_t callable_id, const TaskArgs&
   auto run = std::make_shared<RunState>(next_sequence_++, callable_id, args, config);
   run->facade = owner_;
   run->poisons = poisons;
+  run->on_done = std::move(on_done);
   // The thread first: if it cannot start, nothing was admitted that nobody would run.
   if (!driver_.joinable() && !retiring_) start_driver();
   admitted_.push_back(run);

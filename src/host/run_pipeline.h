@@ -107,8 +107,9 @@ class RunPipeline {
   // (or cancellation) poisons the memory it writes (submit) or not (run_async, run). Throws only
   // what needs no device (InheritedWorker, ReentrantCall, NotInitialized, AlreadyClosed); every
   // other error comes from the handle's wait().
+  // `on_done` (RunState::on_done): called once the run is done, on the thread that finished it.
   RunHandle submit(int32_t callable_id, const TaskArgs& args, const CallConfig& config,
-                   bool poisons);
+                   bool poisons, std::function<void()> on_done = {});
   // submit(..., poisons=true) without waiting: nothing when kPipelineDepth runs are admitted.
   std::optional<RunHandle> try_submit(int32_t callable_id, const TaskArgs& args,
                                       const CallConfig& config);
@@ -169,7 +170,8 @@ class RunPipeline {
 
   // Admits a run; nothing when `block` is false and the pipeline is full.
   std::optional<RunHandle> admit(int32_t callable_id, const TaskArgs& args,
-                                 const CallConfig& config, bool block, bool poisons);
+                                 const CallConfig& config, bool block, bool poisons,
+                                 std::function<void()> on_done = {});
   // The pipeline thread: executes the admitted runs in order, one at a time.
   void drive();
   // Prepares (unless done while the run before it executed), launches, waits for and collects

@@ -42,6 +42,7 @@ void RunState::finish(RunReport result) {
     done = true;
   }
   done_cv.notify_all();
+  if (on_done) on_done();
 }
 
 void RunState::fail(const Error& failure) {
@@ -51,6 +52,7 @@ void RunState::fail(const Error& failure) {
     done = true;
   }
   done_cv.notify_all();
+  if (on_done) on_done();
 }
 
 }  // namespace chiprt::host

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,7 +58,12 @@ struct RunState {
   // its turn comes.
   std::optional<Error> prepare_error;
 
-  // Publishes the result once and wakes every waiter.
+  // Called once the run is done (after its waiters are woken), on the thread that finished it
+  // (the pipeline thread, or the closing one); set before admission. It must not call back into
+  // the pipeline.
+  std::function<void()> on_done;
+
+  // Publishes the result once, wakes every waiter, then calls on_done.
   void finish(RunReport report);
   void fail(const Error& error);
 

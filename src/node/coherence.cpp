@@ -130,6 +130,15 @@ void Coherence::written(uint64_t buffer, uint64_t lo, uint64_t hi, Location at) 
   b.lost.remove(lo, hi);
 }
 
+void Coherence::discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why) {
+  Buffer& b = find(buffer);
+  hi = std::min(hi, b.size);
+  if (lo >= hi) return;
+  for (ByteRanges& valid : b.valid) valid.remove(lo, hi);
+  b.lost.add(lo, hi);
+  b.lost_why = why;
+}
+
 void Coherence::lose(Location location, const std::string& why) {
   check_location(location);
   for (auto& [id, b] : buffers_) {

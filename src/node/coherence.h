@@ -61,6 +61,9 @@ class Coherence {
   void copied(const Transfer& transfer);
   // [lo, hi) of `buffer` was written at `at`: valid there only, and no longer lost.
   void written(uint64_t buffer, uint64_t lo, uint64_t hi, Location at);
+  // [lo, hi) of `buffer` is valid nowhere any more (a run that was writing it failed, `why`):
+  // lost until written again.
+  void discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why);
   // Every copy at `location` is gone (`why`: "chip 2 was reset (reset 1)"): bytes valid nowhere
   // else become lost.
   void lose(Location location, const std::string& why);

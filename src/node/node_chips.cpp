@@ -138,6 +138,12 @@ void NodeChips::memset(uint32_t k, uint64_t dst, int value, uint64_t bytes, cons
   pipeline.memset(call, dst, value, bytes);
 }
 
+bool NodeChips::faulted(uint32_t k) const {
+  host::RunPipeline& pipeline = chip(k);
+  const auto call = pipeline.enter("faulted");
+  return pipeline.runner(call).faulted();
+}
+
 void NodeChips::reset_chip(uint32_t k) {
   host::RunPipeline& pipeline = chip(k);
   auto call = pipeline.enter("reset_chip");

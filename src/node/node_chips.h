@@ -76,6 +76,8 @@ class NodeChips {
   void copy_from(uint32_t k, void* dst, uint64_t src, uint64_t bytes,
                  const char* what = "copy_from");
   void memset(uint32_t k, uint64_t dst, int value, uint64_t bytes, const char* what = "memset");
+  // Whether chip k's device faulted and waits for reset_chip(k) (its memory is not to be read).
+  bool faulted(uint32_t k) const;
   // Replaces chip k's device by a fresh one once its admitted runs are done (RunPipeline::reset):
   // its buffers are lost, its callables registered again.
   void reset_chip(uint32_t k);

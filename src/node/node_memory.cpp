@@ -294,9 +294,21 @@ CopyAddress NodeMemory::acquire(uint64_t buffer, uint64_t lo, uint64_t hi, Locat
   Copy& copy = copy_at(b, at);
   ++copy.pins;
   try {
-    std::vector<Transfer> plan;
-    throw_if_error(coherence_.plan(buffer, lo, hi, at, access, &plan));
-    for (const Transfer& t : plan) transfer(t);
+    for (;;) {
+      std::vector<Transfer> plan;
+      throw_if_error(coherence_.plan(buffer, lo, hi, at, access, &plan));
+      std::size_t done = 0;
+      try {
+        for (; done < plan.size(); ++done) transfer(plan[done]);
+        break;
+      } catch (const Error& e) {
+        // A source chip that faulted (under the copy, or before it while its run was still being
+        // collected) is no source: forget it and plan again from what is left.
+        const Location from = plan[done].from;
+        if (from == kHostLocation || from == at || !chips_.faulted(from)) throw;
+        forget_chip(from, "chip " + std::to_string(from) + " faulted (" + e.message() + ")");
+      }
+    }
   } catch (...) {
     --copy.pins;
     throw;
@@ -309,13 +321,24 @@ void NodeMemory::release(uint64_t buffer, uint64_t lo, uint64_t hi, Location at,
                          Coherence::Access access) {
   std::lock_guard lock(mutex_);
   Buffer& b = find(buffer);
-  Copy& copy = b.copies.at(at);
-  if (copy.pins > 0) --copy.pins;
+  const auto it = b.copies.find(at);
+  if (it == b.copies.end()) return;  // gone with its chip's fault or reset: nothing was kept
+  if (it->second.pins > 0) --it->second.pins;
   if (access == Coherence::Access::Write) coherence_.written(buffer, lo, hi, at);
+}
+
+void NodeMemory::discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why) {
+  std::lock_guard lock(mutex_);
+  find(buffer);
+  coherence_.discard(buffer, lo, hi, why);
 }
 
 void NodeMemory::chip_reset(uint32_t k, const std::string& why) {
   std::lock_guard lock(mutex_);
+  forget_chip(k, why);
+}
+
+void NodeMemory::forget_chip(uint32_t k, const std::string& why) {
   for (auto& [addr, b] : buffers_) b.copies.erase(k);  // gone with the device: nothing to free
   coherence_.lose(k, why);
 }

@@ -85,7 +85,11 @@ class NodeMemory {
   // After the run or task that acquired it: a write leaves `at` the only valid copy of [lo, hi).
   void release(uint64_t buffer, uint64_t lo, uint64_t hi, Location at, Coherence::Access access);
 
-  // Chip k was reset: its copies are gone (`why` says which reset, for the lost bytes' errors).
+  // After a run or task that was writing [lo, hi) of `buffer` failed or was cancelled: its bytes
+  // are lost (reads refused naming `why`) until written again, never silently stale.
+  void discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why);
+  // Chip k faulted or was reset: its copies are gone, never read again (`why` says what happened,
+  // for the lost bytes' errors).
   void chip_reset(uint32_t k, const std::string& why);
 
   // What was copied between locations so far (bytes, copies), for reports and tests.
@@ -125,6 +129,8 @@ class NodeMemory {
   template <class HostWrite, class ChipWrite>
   void write_at_home(uint64_t addr, uint64_t bytes, const char* what, HostWrite&& host_write,
                      ChipWrite&& chip_write);
+  // chip_reset with the mutex held.
+  void forget_chip(uint32_t k, const std::string& why);
   // Moves the bytes of one planned transfer and records it.
   void transfer(const Transfer& t);
   // Frees a chip's copy (a faulted chip's is left to its reset) or the host's.

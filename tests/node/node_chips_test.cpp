@@ -21,42 +21,13 @@
 #include "chiprt/tensor.h"
 #include "faults.h"
 #include "isolation_support.h"
+#include "node_test_support.h"
 
 namespace chiprt::node {
 namespace {
 
-constexpr int32_t kCallable = 7;
-constexpr int32_t kAddFunc = 0;    // AIV: out[i] = in[i] + f
-constexpr int32_t kCrashFunc = 1;  // AIV: abort()
 constexpr uint64_t kN = 256;
 constexpr uint64_t kBytes = kN * sizeof(float);
-
-void add_kernel(int64_t* args) {
-  const float* in = kernel::tensor_arg<const float>(args, 0);
-  float* out = kernel::tensor_arg<float>(args, 1);
-  const auto f = kernel::scalar_arg<float>(args, 2);
-  const uint64_t n = kernel::view(args, 0).numel();
-  for (uint64_t i = 0; i < n; ++i) out[i] = in[i] + f;
-}
-
-void crash_kernel(int64_t*) {
-  isolation_test::raise_fault(isolation_test::Fault::Abort, 0);
-}
-
-// Run scalars: [0] f (float), [1] crash (0/1).
-void add_orchestration(Orchestration& o, const TaskArgs& run) {
-  TaskArgs task;
-  task.in(run.tensor(0)).output_existing(run.tensor(1)).scalar(run.scalar_bits(0));
-  o.submit(run.scalar_bits(1) != 0 ? kCrashFunc : kAddFunc, CoreType::AIV, task);
-}
-
-std::vector<uint8_t> add_callable() {
-  CallableBuilder builder;
-  builder.orchestration_function(&add_orchestration, {})
-      .kernel_function(kAddFunc, CoreType::AIV, &add_kernel, {})
-      .kernel_function(kCrashFunc, CoreType::AIV, &crash_kernel, {});
-  return builder.build();
-}
 
 struct Row {
   const char* name;
@@ -105,17 +76,12 @@ void register_add(host::RunPipeline& chip) {
   const auto call = chip.enter("register_callable");
   chip.runner(call).register_callable(kCallable, add_callable());
 }
-TaskArgs add_args(DeviceBuffer in, DeviceBuffer out, float f, bool crash = false) {
-  TaskArgs args;
-  args.in(Tensor::make(in, {kN}, DataType::F32))
-      .output_existing(Tensor::make(out, {kN}, DataType::F32))
-      .scalar(f)
-      .scalar(static_cast<int64_t>(crash ? 1 : 0));
-  return args;
-}
 RunReport run_add(host::RunPipeline& chip, DeviceBuffer in, DeviceBuffer out, float f,
                   bool crash = false) {
-  return chip.run(chip.enter("run"), kCallable, add_args(in, out, f, crash), CallConfig{});
+  return chip.run(chip.enter("run"), kCallable,
+                  add_args(Tensor::make(in, {kN}, DataType::F32),
+                           Tensor::make(out, {kN}, DataType::F32), f, crash),
+                  CallConfig{});
 }
 
 // `call` throws `code` naming every text of `mentions`, and never "Worker" (a node's errors name

@@ -10,6 +10,7 @@
 
 #include "common/run_context.h"
 #include "host/log.h"
+#include "host/run_guard.h"
 #include "host/run_steps.h"
 
 namespace chiprt::host {
@@ -55,12 +56,7 @@ void RunPipeline::refuse(const char* what) const {
   refuse_inherited(fork_generation_, creator_pid_, owner_, what, owner_);
   // From inside a run: a host_build_graph orchestration function runs on a thread that already
   // holds the runner's lock, and chip threads would wait for the run they belong to.
-  const common::RunContext& context = common::current_run_context();
-  if (context.role != common::RunRole::None) {
-    throw Error(StatusCode::ReentrantCall, std::string(owner_) + "::" + what +
-                                               " called from inside a run, from " +
-                                               common::describe(context));
-  }
+  refuse_inside_run(owner_, what);
 }
 
 std::unique_lock<std::mutex> RunPipeline::lock_runner(const char* what) const {
@@ -146,6 +142,14 @@ void RunPipeline::wait_for_memory(std::unique_lock<std::mutex>& lock, uint64_t l
   wait_until_clear(lock, [&](const RunState& run) { return run.touches(lo, hi); });
 }
 
+bool RunPipeline::memory_clear(uint64_t lo, uint64_t hi) const {
+  std::lock_guard pipe(pipe_mutex_);
+  for (const auto& run : admitted_) {
+    if (run->touches(lo, hi)) return false;
+  }
+  return true;
+}
+
 void RunPipeline::drain(std::unique_lock<std::mutex>& lock) const {
   wait_until_clear(lock, [](const RunState&) { return true; });
 }
@@ -185,21 +189,19 @@ void RunPipeline::memset(Call& call, uint64_t dst, int value, uint64_t bytes) {
   poisoned_.clear(dst, dst + bytes);
 }
 
-void RunPipeline::copy_from_peer(Call& call, uint64_t dst, RunPipeline& src, Call& src_call,
+bool RunPipeline::copy_from_peer(Call& call, uint64_t dst, RunPipeline& src, Call& src_call,
                                  uint64_t src_addr, uint64_t bytes) {
-  // While one lock is held no run of its device launches, so the first side stays clear while
-  // the second waits (each wait releases only its own lock).
   if (&src == this) {
     wait_until_clear(call.lock_, [&](const RunState& run) {
       return run.touches(dst, dst + bytes) || run.touches(src_addr, src_addr + bytes);
     });
-  } else {
-    wait_for_memory(call.lock_, dst, dst + bytes);
-    src.wait_for_memory(src_call.lock_, src_addr, src_addr + bytes);
+  } else if (!memory_clear(dst, dst + bytes) || !src.memory_clear(src_addr, src_addr + bytes)) {
+    return false;
   }
   DeviceRunner& source = src.ready(src_call.what_);
   ready(call.what_).copy_from_peer(dst, source, src_addr, bytes);
   poisoned_.clear(dst, dst + bytes);
+  return true;
 }
 
 void RunPipeline::reset(Call& call) {

@@ -132,12 +132,19 @@ class RunPipeline {
   void copy_from(Call& call, void* dst, uint64_t src, uint64_t bytes);
   void memset(Call& call, uint64_t dst, int value, uint64_t bytes);
   // Device to device, from `src_call`'s pipeline `src` (another device of this process) into
-  // this one: once no admitted run of either names its side's range; clears the poisoned memory
-  // it rewrites. The caller entered both pipelines, always in the same order (a node: by chip),
-  // so that two opposite copies never wait for each other; a copy within this device passes
-  // `call` as both.
-  void copy_from_peer(Call& call, uint64_t dst, RunPipeline& src, Call& src_call, uint64_t src_addr,
+  // this one, clearing the poisoned memory it rewrites. Within this device (`call` passed as
+  // both) it waits until no admitted run names either range, then copies: true. Between two
+  // devices it never waits (a wait releases one lock while the other is held, and two copies in
+  // opposite directions would deadlock): it copies and returns true when no admitted run of
+  // either names its side's range, and returns false, copying nothing, otherwise. The caller
+  // entered both pipelines in one fixed order (a node: by chip); after false it releases both,
+  // waits on each alone (wait_for_memory) and tries again.
+  bool copy_from_peer(Call& call, uint64_t dst, RunPipeline& src, Call& src_call, uint64_t src_addr,
                       uint64_t bytes);
+  // Once no admitted run names [lo, hi).
+  void wait_for_memory(Call& call, uint64_t lo, uint64_t hi) {
+    wait_for_memory(call.lock_, lo, hi);
+  }
   // Once no run is admitted: retires the idle pipeline thread (none may exist when the device is
   // forked anew; the next admission starts one), replaces the device and clears the poisoned
   // memory (every buffer was lost with the device).
@@ -159,6 +166,8 @@ class RunPipeline {
   void wait_until_clear(std::unique_lock<std::mutex>& lock, Blocks&& blocks) const;
   // Waits until no admitted run names caller memory in [lo, hi).
   void wait_for_memory(std::unique_lock<std::mutex>& lock, uint64_t lo, uint64_t hi) const;
+  // Whether no admitted run names caller memory in [lo, hi) (runner's lock held).
+  bool memory_clear(uint64_t lo, uint64_t hi) const;
   // Waits until every admitted run is done.
   void drain(std::unique_lock<std::mutex>& lock) const;
 

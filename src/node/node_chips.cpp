@@ -10,16 +10,9 @@
 
 namespace chiprt::node {
 
-SimOptions default_chip_sim_options() {
-  SimOptions sim;
-  sim.aicpu_threads = 2;
-  sim.core_execution = SimCoreExecution::Aicpu;
-  return sim;
-}
-
 namespace {
 
-void check_options(const NodeChipsOptions& options) {
+void check_options(const NodeOptions& options) {
   if (options.chips < 1 || options.chips > kMaxChips) {
     throw Error(StatusCode::InvalidConfig, "NodeOptions::chips=" + std::to_string(options.chips) +
                                                " is out of range; use 1.." +
@@ -46,7 +39,7 @@ void check_options(const NodeChipsOptions& options) {
 
 }  // namespace
 
-NodeChips::NodeChips(const NodeChipsOptions& options) : in_process_(options.in_process) {
+NodeChips::NodeChips(const NodeOptions& options) : in_process_(options.in_process) {
   check_options(options);
   // Before any pipeline exists: the starter forks while this node runs no thread of its own.
   if (!in_process_) {
@@ -99,12 +92,36 @@ void NodeChips::copy(uint32_t dst_chip, uint64_t dst, uint32_t src_chip, uint64_
     to.copy_from_peer(call, dst, from, call, src_addr, bytes);
     return;
   }
-  // In chip order, whichever side is which.
-  auto first = (dst_chip < src_chip ? to : from).enter("copy");
-  auto second = (dst_chip < src_chip ? from : to).enter("copy");
-  auto& to_call = dst_chip < src_chip ? first : second;
-  auto& from_call = dst_chip < src_chip ? second : first;
-  to.copy_from_peer(to_call, dst, from, from_call, src_addr, bytes);
+  for (;;) {
+    // Each side's runs waited for with its own lock alone, then both taken in chip order: a run
+    // admitted in between sends us round again.
+    {
+      auto call = to.enter("copy");
+      to.wait_for_memory(call, dst, dst + bytes);
+    }
+    {
+      auto call = from.enter("copy");
+      from.wait_for_memory(call, src_addr, src_addr + bytes);
+    }
+    auto first = (dst_chip < src_chip ? to : from).enter("copy");
+    auto second = (dst_chip < src_chip ? from : to).enter("copy");
+    auto& to_call = dst_chip < src_chip ? first : second;
+    auto& from_call = dst_chip < src_chip ? second : first;
+    if (to.copy_from_peer(to_call, dst, from, from_call, src_addr, bytes)) return;
+  }
+}
+
+void NodeChips::register_callable(uint32_t k, int32_t callable_id,
+                                  std::span<const uint8_t> container) {
+  host::RunPipeline& pipeline = chip(k);
+  const auto call = pipeline.enter("register_callable");
+  pipeline.runner(call).register_callable(callable_id, container);
+}
+
+bool NodeChips::has_callable(uint32_t k, int32_t callable_id) const {
+  host::RunPipeline& pipeline = chip(k);
+  const auto call = pipeline.enter("has_callable");
+  return pipeline.runner(call).has_callable(callable_id);
 }
 
 DeviceBuffer NodeChips::allocate(uint32_t k, uint64_t bytes, const char* what) {

@@ -14,7 +14,8 @@ include(CMakePackageConfigHelpers)
 
 set(CHIPRT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/chiprt)
 set(_chiprt_rooms chiprt_common chiprt_orchestrator chiprt_aicore chiprt_scheduler
-                  chiprt_platform_sim chiprt_platform chiprt_diagnostics chiprt_host chiprt_capi)
+                  chiprt_platform_sim chiprt_platform chiprt_diagnostics chiprt_host chiprt_node
+                  chiprt_capi)
 
 # chiprt::chiprt_static: the rooms a static consumer links (what chiprt::chiprt holds, unshared).
 add_library(chiprt_static INTERFACE)

@@ -16,11 +16,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "chiprt/call_config.h"
-#include "chiprt/sim_options.h"
+#include "chiprt/node.h"
 #include "chiprt/types.h"
 #include "host/run_pipeline.h"
 #include "platform/platform.h"
@@ -29,29 +29,11 @@ namespace chiprt::node {
 
 inline constexpr uint32_t kMaxChips = 16;
 
-// What a node's chip gets unless told otherwise: two AICPU threads running the kernels of their
-// own cores, so that N chips add 2N host threads, each parked while its chip is idle.
-SimOptions default_chip_sim_options();
-
-struct NodeChipsOptions {
-  uint32_t chips = 1;  // 1..kMaxChips
-  std::string platform = "sim";
-  // The variant of runs whose CallConfig::runtime is Default.
-  RuntimeVariant runtime = RuntimeVariant::HostBuildGraph;
-  // Every chip's options, unless chip_sim names one per chip (then exactly `chips` entries).
-  // Isolation is the node's (in_process); a chip's SimOptions::isolation must stay Default.
-  SimOptions sim = default_chip_sim_options();
-  std::vector<SimOptions> chip_sim;
-  // The chips on threads of this process (to step through in a debugger) rather than each in a
-  // device process of its own.
-  bool in_process = false;
-};
-
 class NodeChips {
  public:
   // InvalidConfig for options out of range (naming the field); what starting the device starter
   // or opening a chip throws otherwise.
-  explicit NodeChips(const NodeChipsOptions& options);
+  explicit NodeChips(const NodeOptions& options);
   ~NodeChips();
   NodeChips(const NodeChips&) = delete;
   NodeChips& operator=(const NodeChips&) = delete;
@@ -67,6 +49,10 @@ class NodeChips {
   // or the node's own); a faulted chip refuses (DeviceFaulted naming its reset_chip). The chips'
   // pipelines are entered in chip order, so copies in opposite directions never deadlock.
   void copy(uint32_t dst_chip, uint64_t dst, uint32_t src_chip, uint64_t src_addr, uint64_t bytes);
+  // Registers a callable on chip k (DeviceRunner::register_callable, with the chip's default
+  // variant) / whether chip k has it.
+  void register_callable(uint32_t k, int32_t callable_id, std::span<const uint8_t> container);
+  bool has_callable(uint32_t k, int32_t callable_id) const;
   // Chip k's memory calls, each entering its pipeline (host/run_pipeline.h: free and the copies
   // wait for admitted runs naming the range). `what` names the node's call in errors.
   DeviceBuffer allocate(uint32_t k, uint64_t bytes, const char* what = "malloc");

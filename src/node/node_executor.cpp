@@ -1,5 +1,6 @@
 #include "node/node_executor.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -40,9 +41,10 @@ struct Completions {
 // One execution: the scheduler's state.
 class Execution {
  public:
-  Execution(NodeChips& chips, NodeMemory& memory, const NodeGraph& graph,
+  Execution(NodeChips& chips, NodeMemory& memory, uint32_t max_active_chips, const NodeGraph& graph,
             std::span<const HostFunction> host_functions, const CallConfig& config)
-      : chips_(chips),
+      : max_active_chips_(std::max(1u, max_active_chips)),
+        chips_(chips),
         memory_(memory),
         graph_(graph),
         host_functions_(host_functions),
@@ -92,8 +94,7 @@ class Execution {
       for (auto it = ready_.begin(); it != ready_.end();) {
         const uint32_t id = *it;
         const NodeTask& task = graph_.task(id);
-        if (task.kind == NodeTask::Kind::ChipRun &&
-            in_flight_[task.location] >= host::kPipelineDepth) {
+        if (task.kind == NodeTask::Kind::ChipRun && !has_room(task.location)) {
           ++it;
           continue;
         }
@@ -106,6 +107,16 @@ class Execution {
         }
       }
     }
+  }
+
+  // Whether chip `chip` may take another run: fewer than kPipelineDepth in flight there, and, when
+  // it is idle, fewer than max_active_chips chips busy (the node's thread budget).
+  bool has_room(uint32_t chip) const {
+    if (in_flight_[chip] >= host::kPipelineDepth) return false;
+    if (in_flight_[chip] > 0) return true;
+    uint32_t busy = 0;
+    for (uint32_t n : in_flight_) busy += n > 0 ? 1 : 0;
+    return busy < max_active_chips_;
   }
 
   // Acquires every region the task uses at its location; on an error releases what it took.
@@ -148,6 +159,9 @@ class Execution {
       std::shared_ptr<Completions> completions = completions_;
       ++in_flight_[task.location];
       counted = true;
+      uint32_t busy = 0;
+      for (uint32_t n : in_flight_) busy += n > 0 ? 1 : 0;
+      result_.peak_active_chips = std::max(result_.peak_active_chips, busy);
       handles_[id] =
           chips_.chip(task.location)
               .submit(task.callable_id, args, config_, /*poisons=*/false, [completions, id] {
@@ -274,6 +288,7 @@ class Execution {
     ++finished_;
   }
 
+  const uint32_t max_active_chips_;
   NodeChips& chips_;
   NodeMemory& memory_;
   const NodeGraph& graph_;
@@ -294,7 +309,7 @@ class Execution {
 NodeRunResult NodeExecutor::execute(const NodeGraph& graph,
                                     std::span<const HostFunction> host_functions,
                                     const CallConfig& config) {
-  return Execution(chips_, memory_, graph, host_functions, config).run();
+  return Execution(chips_, memory_, max_active_chips_, graph, host_functions, config).run();
 }
 
 }  // namespace chiprt::node

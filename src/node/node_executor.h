@@ -5,6 +5,8 @@
 // device, host to chip), its arguments rewritten to the chip's copies and the run submitted to the
 // chip's pipeline, whose completion wakes the scheduler. A host task runs on the scheduler thread
 // over host copies of its regions. Between events the scheduler parks on a condition variable.
+// At most max_active_chips chips have runs at once (the node's thread budget: an idle chip's
+// threads park, a busy chip's are runnable).
 //
 // Failures: a chip run's error (KernelCrashed, OpExecuteTimeout, ... naming the chip) or a host
 // task's exception fails that task; every task that depends on it, directly or not, ends Cancelled
@@ -25,6 +27,7 @@
 
 #include "chiprt/call_config.h"
 #include "chiprt/host_task.h"
+#include "chiprt/node.h"
 #include "chiprt/run_report.h"
 #include "chiprt/status.h"
 #include "node/node_chips.h"
@@ -33,7 +36,7 @@
 
 namespace chiprt::node {
 
-using HostFunction = std::function<void(const HostTask&)>;
+using chiprt::HostFunction;
 
 // What became of one task of a node run.
 struct NodeTaskOutcome {
@@ -49,11 +52,14 @@ struct NodeRunResult {
   std::optional<Error> error;          // the failed task with the lowest id
   NodeMemory::Traffic traffic;         // copies this run made
   uint64_t wall_ns = 0;
+  uint32_t peak_active_chips = 0;  // most chips with runs in flight at once
 };
 
 class NodeExecutor {
  public:
-  NodeExecutor(NodeChips& chips, NodeMemory& memory) : chips_(chips), memory_(memory) {}
+  // `max_active_chips`: how many chips may run at once (the node's thread budget; at least 1).
+  NodeExecutor(NodeChips& chips, NodeMemory& memory, uint32_t max_active_chips = kMaxChips)
+      : chips_(chips), memory_(memory), max_active_chips_(max_active_chips) {}
 
   // Runs every task of `graph` (host task i calls host_functions[i]; chip runs with `config`) and
   // returns once all are done, failed or cancelled.
@@ -63,6 +69,7 @@ class NodeExecutor {
  private:
   NodeChips& chips_;
   NodeMemory& memory_;
+  const uint32_t max_active_chips_;
 };
 
 }  // namespace chiprt::node

@@ -35,7 +35,7 @@ void NodeGraph::describe_uses(NodeTask& task, uint32_t id) {
                     "inside the chip run instead");
   }
   for (int i = 0; i < args.dep_count(); ++i) {
-    if (args.dep(i) >= id) {
+    if (args.dep(i) < 0 || args.dep(i) >= static_cast<TaskId>(id)) {
       throw Error(StatusCode::InvalidTask, task_name(id) + ": after(" +
                                                std::to_string(args.dep(i)) +
                                                ") names a node task not submitted before it");

@@ -64,6 +64,7 @@ class NodeGraph {
   uint32_t add_host_task(const TaskArgs& args);
 
   uint32_t size() const noexcept { return static_cast<uint32_t>(tasks_.size()); }
+  uint32_t chips() const noexcept { return chips_; }
   const NodeTask& task(uint32_t id) const { return tasks_.at(id); }
   // Chip runs placed on `chip` so far.
   uint32_t chip_runs_on(uint32_t chip) const { return placed_.at(chip); }

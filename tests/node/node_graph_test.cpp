@@ -19,8 +19,8 @@ using Ids = std::vector<uint32_t>;
 
 struct Fixture {
   explicit Fixture(uint32_t chip_count) : chips(options(chip_count)), memory(chips) {}
-  static NodeChipsOptions options(uint32_t chip_count) {
-    NodeChipsOptions o;
+  static NodeOptions options(uint32_t chip_count) {
+    NodeOptions o;
     o.chips = chip_count;
     o.in_process = true;
     o.sim.clusters = 1;

@@ -19,9 +19,8 @@ namespace {
 
 using Access = Coherence::Access;
 
-NodeChipsOptions chip_options(bool in_process, uint32_t chips,
-                              uint64_t memory_bytes = 256ull << 20) {
-  NodeChipsOptions options;
+NodeOptions chip_options(bool in_process, uint32_t chips, uint64_t memory_bytes = 256ull << 20) {
+  NodeOptions options;
   options.chips = chips;
   options.in_process = in_process;
   options.sim.clusters = 1;

@@ -108,6 +108,22 @@ void NodeGraph::project(const NodeTask& task) {
   }
 }
 
+void NodeGraph::order_interleaved_writes(const NodeTask& task, uint32_t id) {
+  for (const RegionUse& use : task.uses) {
+    if (use.access != Coherence::Access::Write || use.lo >= use.hi) continue;
+    std::vector<WriteExtent>& earlier = writes_[use.buffer];
+    for (const WriteExtent& w : earlier) {
+      // One location runs its tasks one at a time: only writers elsewhere need the order. None is
+      // forgotten when a later one covers it: tasks at one location are not ordered among
+      // themselves, so a writer elsewhere must meet each of them.
+      if (w.lo < use.hi && use.lo < w.hi && w.location != task.location) {
+        producers_.add(w.task, kDependencyWaw);
+      }
+    }
+    earlier.push_back(WriteExtent{use.lo, use.hi, id, task.location});
+  }
+}
+
 uint32_t NodeGraph::add(NodeTask task, Placement placement) {
   const auto id = static_cast<uint32_t>(tasks_.size());
   describe_uses(task, id);
@@ -136,6 +152,7 @@ uint32_t NodeGraph::add(NodeTask task, Placement placement) {
   orchestrator::lookup_after_producers(
       task.args, [&](TaskId producer, DependencyKinds kinds) { producers_.add(producer, kinds); });
   deps_.record(id, task.args, list);
+  order_interleaved_writes(task, id);
   for (const auto& p : producers_.merged()) task.producers.push_back(static_cast<uint32_t>(p.task));
   for (uint32_t p : task.producers) tasks_[p].consumers.push_back(id);
   project(task);

@@ -10,10 +10,15 @@
 // submitted writer leaves it, starting from the buffers' homes), ties to the chip with the fewest
 // chip runs placed so far, then the lowest index.
 //
+// Beyond the chip's rule, writers at different locations whose byte extents meet are ordered even
+// when their elements do not (interleaved strided views, no_dep): the node keeps its copies
+// coherent per byte range.
+//
 // Lifetime: one per node run; tasks are only added. Threading: the orchestrating thread only.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "chiprt/task_args.h"
@@ -76,6 +81,10 @@ class NodeGraph {
   uint32_t choose_chip(const NodeTask& task) const;
   // The projection: where each byte's last submitted writer leaves it.
   void project(const NodeTask& task);
+  // Orders the task after every earlier writer at another location whose byte extent meets one it
+  // writes, also when their elements do not meet (interleaved strided views, no_dep): coherence is
+  // per byte range, and two locations must not each own interleaved bytes of one extent.
+  void order_interleaved_writes(const NodeTask& task, uint32_t id);
 
   const uint32_t chips_;
   const NodeMemory& memory_;
@@ -84,6 +93,12 @@ class NodeGraph {
   orchestrator::TaskDependencies deps_;
   orchestrator::ProducerKinds producers_;
   Coherence projection_;
+  struct WriteExtent {
+    uint64_t lo, hi;
+    uint32_t task;
+    Location location;
+  };
+  std::map<uint64_t, std::vector<WriteExtent>> writes_;  // by buffer
 };
 
 }  // namespace chiprt::node

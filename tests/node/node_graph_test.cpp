@@ -67,15 +67,18 @@ TEST(NodeGraph, DependenciesFollowTheChipsRuleAcrossChipsAndTheHost) {
   EXPECT_EQ(g.add_chip_run(1, second_half, on_chip(1)), 7u);  // RAW on 2, not on 6
   EXPECT_EQ(g.task(0).producers, Ids{});
   EXPECT_EQ(g.task(1).producers, Ids{0});
-  // A writer that a later reader read all of is left out: the reader waited for it (the chip's
-  // TensorMap rule, the same edges a chip derives).
-  EXPECT_EQ(g.task(2).producers, Ids{1});
+  // By the chip's rule alone, a writer that a later reader read all of is left out (the reader
+  // waited for it); the node adds it back when it wrote elsewhere, as it orders every two writers
+  // at different locations whose byte extents meet.
+  EXPECT_EQ(g.task(2).producers, (Ids{0, 1}));
   EXPECT_EQ(g.task(3).producers, Ids{});
   EXPECT_EQ(g.task(4).producers, Ids{2});
-  EXPECT_EQ(g.task(5).producers, Ids{3});
-  EXPECT_EQ(g.task(6).producers, Ids{4});
+  // no_dep opts out of the chip's rule, not of the order of writers on different chips (it may
+  // write, on chip 0, bytes task 2 wrote on chip 1).
+  EXPECT_EQ(g.task(5).producers, (Ids{2, 3}));
+  EXPECT_EQ(g.task(6).producers, (Ids{2, 4}));  // 2 wrote a on chip 1; 6 writes it on chip 0
   EXPECT_EQ(g.task(7).producers, Ids{2});
-  EXPECT_EQ(g.task(2).consumers, (Ids{4, 7}));
+  EXPECT_EQ(g.task(2).consumers, (Ids{4, 5, 6, 7}));
   EXPECT_EQ(g.task(4).location, kHostLocation);
   EXPECT_EQ(g.task(1).uses,
             (std::vector<RegionUse>{{a.buffer.addr, 0, 256, Coherence::Access::Read, ArgTag::In}}));

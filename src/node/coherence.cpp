@@ -30,6 +30,34 @@ ByteRanges Coherence::valid_elsewhere(const Buffer& b, Location at, const ByteRa
   return elsewhere;
 }
 
+void Coherence::Buffer::mark_lost(uint64_t lo, uint64_t hi, const std::string& why) {
+  unmark_lost(lo, hi);
+  lost.add(lo, hi);
+  reasons.push_back(LostReason{ByteRange{lo, hi}, why});
+}
+
+void Coherence::Buffer::unmark_lost(uint64_t lo, uint64_t hi) {
+  lost.remove(lo, hi);
+  std::vector<LostReason> kept;
+  for (LostReason& r : reasons) {
+    if (r.range.hi <= lo || hi <= r.range.lo) {
+      kept.push_back(std::move(r));
+      continue;
+    }
+    if (r.range.lo < lo) kept.push_back(LostReason{ByteRange{r.range.lo, lo}, r.why});
+    if (hi < r.range.hi) kept.push_back(LostReason{ByteRange{hi, r.range.hi}, r.why});
+  }
+  reasons = std::move(kept);
+}
+
+const std::string& Coherence::Buffer::why_lost(uint64_t lo) const {
+  static const std::string unknown = "an unknown loss";
+  for (const LostReason& r : reasons) {
+    if (r.range.lo <= lo && lo < r.range.hi) return r.why;
+  }
+  return unknown;
+}
+
 void Coherence::check_location(Location location) {
   if (location >= kLocations) {
     throw Error(StatusCode::InvalidArgument, "location " + std::to_string(location) +
@@ -100,8 +128,8 @@ Status Coherence::plan(uint64_t buffer, uint64_t lo, uint64_t hi, Location at, A
     if (access == Access::Read) {
       return Status(StatusCode::InvalidDevicePointer,
                     "bytes [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
-                        ") of node buffer " + buffer_text(buffer) + " were lost when " +
-                        b.lost_why + ", which held their only valid copy",
+                        ") of node buffer " + buffer_text(buffer) +
+                        " were lost: " + b.why_lost(r.lo),
                     "write them again (copy_to, memset, or a run that writes them) before "
                     "reading them");
     }
@@ -116,18 +144,21 @@ void Coherence::copied(const Transfer& transfer) {
   b.valid[transfer.to].add(transfer.lo, std::min(transfer.hi, b.size));
 }
 
-void Coherence::written(uint64_t buffer, uint64_t lo, uint64_t hi, Location at) {
+void Coherence::written(uint64_t buffer, uint64_t lo, uint64_t hi, Location at, bool dense) {
   check_location(at);
   Buffer& b = find(buffer);
   hi = std::min(hi, b.size);
   for (Location l = 0; l < kLocations; ++l) {
-    if (l == at) {
-      b.valid[l].add(lo, hi);
-    } else {
-      b.valid[l].remove(lo, hi);
-    }
+    if (l != at) b.valid[l].remove(lo, hi);
   }
-  b.lost.remove(lo, hi);
+  if (dense) {
+    b.valid[at].add(lo, hi);
+    b.unmark_lost(lo, hi);
+    return;
+  }
+  std::vector<ByteRange> kept;  // the bytes of [lo, hi) that were not lost
+  b.lost.gaps(lo, hi, &kept);
+  for (const ByteRange& r : kept) b.valid[at].add(r.lo, r.hi);
 }
 
 void Coherence::discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why) {
@@ -135,8 +166,7 @@ void Coherence::discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::st
   hi = std::min(hi, b.size);
   if (lo >= hi) return;
   for (ByteRanges& valid : b.valid) valid.remove(lo, hi);
-  b.lost.add(lo, hi);
-  b.lost_why = why;
+  b.mark_lost(lo, hi, why);
 }
 
 void Coherence::lose(Location location, const std::string& why) {
@@ -146,8 +176,7 @@ void Coherence::lose(Location location, const std::string& why) {
       std::vector<ByteRange> only_here;
       valid_elsewhere(b, location, r).gaps(r.lo, r.hi, &only_here);
       for (const ByteRange& gone : only_here) {
-        b.lost.add(gone.lo, gone.hi);
-        b.lost_why = why;
+        b.mark_lost(gone.lo, gone.hi, why + ", which held their only valid copy");
       }
     }
     b.valid[location].clear();

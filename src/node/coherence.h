@@ -59,8 +59,10 @@ class Coherence {
               std::vector<Transfer>* out) const;
   // A planned transfer was made: its bytes are valid at `to` too.
   void copied(const Transfer& transfer);
-  // [lo, hi) of `buffer` was written at `at`: valid there only, and no longer lost.
-  void written(uint64_t buffer, uint64_t lo, uint64_t hi, Location at);
+  // [lo, hi) of `buffer` was written at `at`: valid there only. `dense`: every byte of it was
+  // written (a host write, a contiguous view), so lost bytes there are lost no more; otherwise
+  // (a strided view, which may not have written them) lost bytes stay lost.
+  void written(uint64_t buffer, uint64_t lo, uint64_t hi, Location at, bool dense = true);
   // [lo, hi) of `buffer` is valid nowhere any more (a run that was writing it failed, `why`):
   // lost until written again.
   void discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why);
@@ -85,7 +87,16 @@ class Coherence {
     uint64_t size = 0;
     ByteRanges valid[kLocations];
     ByteRanges lost;
-    std::string lost_why;  // the last loss
+    // Why each lost range was lost (disjoint; together exactly `lost`).
+    struct LostReason {
+      ByteRange range;
+      std::string why;
+    };
+    std::vector<LostReason> reasons;
+    void mark_lost(uint64_t lo, uint64_t hi, const std::string& why);
+    void unmark_lost(uint64_t lo, uint64_t hi);
+    // Why [lo, hi) (lost) was lost: the reason of its first byte.
+    const std::string& why_lost(uint64_t lo) const;
   };
   Buffer& find(uint64_t buffer);
   const Buffer& find(uint64_t buffer) const;

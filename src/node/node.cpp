@@ -67,12 +67,7 @@ struct Node::Impl {
   std::unique_lock<std::mutex> enter(const Node* self, const char* what) const {
     host::refuse_inherited(fork_generation, creator_pid, "Node", what, "Node");
     host::refuse_inside_run("Node", what);
-    if (t_running_node == self) {
-      throw Error(StatusCode::ReentrantCall,
-                  std::string("Node::") + what +
-                      " called from inside a run of the same node (a host task or the node "
-                      "orchestration function); call it after Node::run returns");
-    }
+    refuse_own_run(self, what);
     std::unique_lock lock(mutex);
     if (closed) {
       throw Error(StatusCode::AlreadyClosed,
@@ -80,6 +75,16 @@ struct Node::Impl {
     }
     if (!chips) throw called_before_init(what);
     return lock;
+  }
+  // A call from this node's own run (a host task or the node orchestration function): its run
+  // holds the lock the call would wait for.
+  static void refuse_own_run(const Node* self, const char* what) {
+    if (t_running_node == self) {
+      throw Error(StatusCode::ReentrantCall,
+                  std::string("Node::") + what +
+                      " called from inside a run of the same node (a host task or the node "
+                      "orchestration function); call it after Node::run returns");
+    }
   }
   // [offset, offset + bytes) inside `buffer`.
   static uint64_t checked_address(const char* what, const NodeBuffer& buffer, uint64_t offset,
@@ -117,6 +122,7 @@ Node::~Node() {
 void Node::init(const NodeOptions& options) {
   host::refuse_inherited(impl_->fork_generation, impl_->creator_pid, "Node", "init", "Node");
   host::refuse_inside_run("Node", "init");
+  impl_->refuse_own_run(this, "init");
   std::lock_guard lock(impl_->mutex);
   if (impl_->closed) {
     throw Error(StatusCode::AlreadyClosed, "Node::init called after close(); create a new Node");
@@ -134,6 +140,7 @@ void Node::init(const NodeOptions& options) {
 
 bool Node::initialized() const noexcept {
   if (impl_->inherited()) return false;
+  if (t_running_node == this) return true;  // its run holds the lock
   std::lock_guard lock(impl_->mutex);
   return impl_->chips != nullptr && !impl_->closed;
 }
@@ -198,14 +205,23 @@ NodeRunReport Node::run(const NodeOrchestrationFunction& orchestration, const Ta
   if (!orchestration) {
     throw Error(StatusCode::InvalidArgument, "Node::run: the orchestration function is empty");
   }
-  node::NodeGraph graph(impl_->chips->count(), *impl_->memory);
+  node::NodeChips& chips = *impl_->chips;
+  node::NodeGraph graph(chips.count(), *impl_->memory, [&chips](int32_t callable_id) {
+    uint32_t mask = 0;
+    for (uint32_t k = 0; k < chips.count(); ++k) {
+      if (chips.has_callable(k, callable_id)) mask |= 1u << k;
+    }
+    return mask;
+  });
   std::vector<HostFunction> host_functions;
   node::NodeRunResult result;
   {
-    t_running_node = this;
-    struct Leave {
-      ~Leave() { t_running_node = nullptr; }
-    } leave;
+    // A host task of another node's run may run this one: that node is current again after.
+    struct Enter {
+      explicit Enter(const Node* node) : previous(t_running_node) { t_running_node = node; }
+      ~Enter() { t_running_node = previous; }
+      const Node* previous;
+    } enter(this);
     NodeOrchestration orch(graph, host_functions);
     try {
       orchestration(orch, args);
@@ -241,18 +257,17 @@ NodeRunReport Node::run(const NodeOrchestrationFunction& orchestration, const Ta
 
 void Node::reset_chip(uint32_t chip) {
   const auto lock = impl_->enter(this, "reset_chip");
-  impl_->chips->reset_chip(chip);
+  impl_->chips->chip(chip);  // exists
+  // First: the device's memory is gone whether or not the fresh device starts.
   impl_->memory->chip_reset(chip, "chip " + std::to_string(chip) + " was reset (Node::reset_chip(" +
                                       std::to_string(chip) + "))");
+  impl_->chips->reset_chip(chip);
 }
 
 void Node::close() {
   host::refuse_inherited(impl_->fork_generation, impl_->creator_pid, "Node", "close", "Node");
-  if (t_running_node == this) {
-    throw Error(StatusCode::ReentrantCall,
-                "Node::close called from inside a run of the same node; call it after Node::run "
-                "returns");
-  }
+  host::refuse_inside_run("Node", "close");
+  impl_->refuse_own_run(this, "close");
   std::lock_guard lock(impl_->mutex);
   if (impl_->closed) return;
   impl_->closed = true;

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,23 @@ std::string describe(const NodeGraph& graph, uint32_t id) {
   if (t.kind == NodeTask::Kind::HostTask) return "node task " + std::to_string(id) + " (host task)";
   return "node task " + std::to_string(id) + " (callable " + std::to_string(t.callable_id) +
          " on chip " + std::to_string(t.location) + ")";
+}
+
+// The exception being handled as a chiprt::Error naming `task` (a chiprt::Error as it is; memory
+// exhaustion as OutOfDeviceMemory; anything else as InternalError).
+Error current_error(const std::string& task) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::OutOfDeviceMemory,
+                 task + ": the host ran out of memory for the node's copies");
+  } catch (const std::exception& e) {
+    return Error(StatusCode::InternalError, task + ": " + e.what());
+  } catch (...) {
+    return Error(StatusCode::InternalError, task + ": an unknown exception");
+  }
 }
 
 // The completions the chips' pipeline threads report, and the scheduler's wait for them.
@@ -69,6 +87,7 @@ class Execution {
       if (finished_ == graph_.size()) break;
       for (uint32_t id : wait_for_completions()) complete_chip_run(id);
     }
+    discard_cancelled_writes();
     for (uint32_t id = 0; id < graph_.size() && !result_.error; ++id) {
       if (result_.tasks[id].state == NodeTaskOutcome::State::Failed) {
         result_.error = result_.tasks[id].error;
@@ -87,18 +106,20 @@ class Execution {
     ready_at_[id] = Clock::now();
   }
 
-  // Dispatches every ready task whose chip has room (host tasks run here and now).
+  // Dispatches every ready task whose chip has room (host tasks run here and now, and may make
+  // more tasks ready: those join the next pass).
   void dispatch_ready() {
     for (bool progress = true; progress;) {
       progress = false;
-      for (auto it = ready_.begin(); it != ready_.end();) {
-        const uint32_t id = *it;
+      std::deque<uint32_t> pass;
+      pass.swap(ready_);
+      std::deque<uint32_t> waiting;
+      for (const uint32_t id : pass) {
         const NodeTask& task = graph_.task(id);
         if (task.kind == NodeTask::Kind::ChipRun && !has_room(task.location)) {
-          ++it;
+          waiting.push_back(id);
           continue;
         }
-        it = ready_.erase(it);
         progress = true;
         if (task.kind == NodeTask::Kind::ChipRun) {
           start_chip_run(id);
@@ -106,6 +127,9 @@ class Execution {
           run_host_task(id);
         }
       }
+      // The ones still waiting first, in their order; then those made ready meanwhile.
+      waiting.insert(waiting.end(), ready_.begin(), ready_.end());
+      ready_.swap(waiting);
     }
   }
 
@@ -131,7 +155,7 @@ class Execution {
     } catch (...) {
       for (std::size_t i = 0; i < taken; ++i) {
         const RegionUse& use = task.uses[i];
-        memory_.release(use.buffer, use.lo, use.hi, task.location, Coherence::Access::Read);
+        memory_.release(use.buffer, use.lo, use.hi, task.location, Coherence::Access::Read, false);
       }
       throw;
     }
@@ -171,9 +195,9 @@ class Execution {
                 }
                 completions->cv.notify_one();
               });
-    } catch (const Error& e) {
+    } catch (...) {
       if (counted) --in_flight_[task.location];
-      fail(id, e, acquired);
+      fail(id, current_error(describe(graph_, id)), acquired);
     }
   }
 
@@ -182,8 +206,8 @@ class Execution {
     std::array<uint64_t, kMaxTaskTensors> copies{};
     try {
       copies = acquire(task);
-    } catch (const Error& e) {
-      fail(id, e, /*acquired=*/false);
+    } catch (...) {
+      fail(id, current_error(describe(graph_, id)), /*acquired=*/false);
       return;
     }
     result_.tasks[id].wait_ns = ns_since(ready_at_[id]);
@@ -223,7 +247,8 @@ class Execution {
     } catch (const Error& e) {
       handles_[id] = RunHandle();
       const uint32_t chip = graph_.task(id).location;
-      fail(id, e, /*acquired=*/true);
+      fail(id, Error(e.code(), describe(graph_, id) + ": " + e.message(), std::string(e.hint())),
+           /*acquired=*/true);
       // A faulted chip's memory is no source for anyone: what only it held is lost.
       if (chips_.faulted(chip)) {
         memory_.chip_reset(chip, "chip " + std::to_string(chip) + " faulted (" + e.message() + ")");
@@ -234,11 +259,17 @@ class Execution {
     succeed(id);
   }
 
-  // The task ran: its writes are its location's; its consumers may become ready.
+  // The task ran: its writes are its location's (lost, never stale, when the copy it wrote went
+  // with its chip's fault before this); its consumers may become ready.
   void succeed(uint32_t id) {
     const NodeTask& task = graph_.task(id);
     for (const RegionUse& use : task.uses) {
-      memory_.release(use.buffer, use.lo, use.hi, task.location, use.access);
+      if (!memory_.release(use.buffer, use.lo, use.hi, task.location, use.access, use.dense) &&
+          use.access == Coherence::Access::Write) {
+        memory_.discard(use.buffer, use.lo, use.hi,
+                        location_name(task.location) + " faulted before " + describe(graph_, id) +
+                            "'s writes were collected");
+      }
     }
     finish(id, NodeTaskOutcome::State::Done, std::nullopt);
     for (uint32_t consumer : task.consumers) {
@@ -252,33 +283,48 @@ class Execution {
     const NodeTask& task = graph_.task(id);
     const std::string why = describe(graph_, id) + " failed writing them";
     for (const RegionUse& use : task.uses) {
-      if (acquired)
-        memory_.release(use.buffer, use.lo, use.hi, task.location, Coherence::Access::Read);
+      if (acquired) {
+        memory_.release(use.buffer, use.lo, use.hi, task.location, Coherence::Access::Read, false);
+      }
       if (use.access == Coherence::Access::Write) memory_.discard(use.buffer, use.lo, use.hi, why);
     }
     finish(id, NodeTaskOutcome::State::Failed, error);
-    cancel_consumers(id, id, error);
+    cancel_consumers(id, error);
   }
 
   bool cancelled(uint32_t id) const {
     return result_.tasks[id].state == NodeTaskOutcome::State::Cancelled;
   }
 
-  // Cancels, unrun, every task that depends on `id` (failed task `root`).
-  void cancel_consumers(uint32_t id, uint32_t root, const Error& root_error) {
-    for (uint32_t consumer : graph_.task(id).consumers) {
+  // Cancels, unrun, every task that depends on failed task `root`, directly or not. What they
+  // would write is discarded when the run ends: tasks before them that read it (their producers,
+  // write after read) may not have run yet.
+  void cancel_consumers(uint32_t root, const Error& root_error) {
+    std::vector<uint32_t> work(graph_.task(root).consumers.begin(),
+                               graph_.task(root).consumers.end());
+    while (!work.empty()) {
+      const uint32_t consumer = work.back();
+      work.pop_back();
       if (cancelled(consumer)) continue;
-      const NodeTask& task = graph_.task(consumer);
-      const std::string why = describe(graph_, consumer) + " was cancelled";
-      for (const RegionUse& use : task.uses) {
-        if (use.access == Coherence::Access::Write)
-          memory_.discard(use.buffer, use.lo, use.hi, why);
-      }
+      cancelled_.push_back(consumer);
       finish(consumer, NodeTaskOutcome::State::Cancelled,
              Error(StatusCode::Cancelled,
                    describe(graph_, consumer) + " was not run: it depends on " +
                        describe(graph_, root) + ", which failed: " + root_error.message()));
-      cancel_consumers(consumer, root, root_error);
+      for (uint32_t next : graph_.task(consumer).consumers) work.push_back(next);
+    }
+  }
+
+  // At the end of the run: what cancelled tasks would have written is lost.
+  void discard_cancelled_writes() {
+    for (uint32_t id : cancelled_) {
+      const NodeTask& task = graph_.task(id);
+      const std::string why = describe(graph_, id) + " was cancelled";
+      for (const RegionUse& use : task.uses) {
+        if (use.access == Coherence::Access::Write) {
+          memory_.discard(use.buffer, use.lo, use.hi, why);
+        }
+      }
     }
   }
 
@@ -299,6 +345,7 @@ class Execution {
   std::vector<Clock::time_point> ready_at_;
   std::vector<uint32_t> in_flight_;
   std::deque<uint32_t> ready_;
+  std::vector<uint32_t> cancelled_;
   std::shared_ptr<Completions> completions_;
   uint32_t finished_ = 0;
   NodeRunResult result_;

@@ -10,8 +10,17 @@
 
 namespace chiprt::node {
 
-NodeGraph::NodeGraph(uint32_t chips, const NodeMemory& memory)
-    : chips_(chips), memory_(memory), placed_(chips, 0) {}
+NodeGraph::NodeGraph(uint32_t chips, const NodeMemory& memory, ChipsWith chips_with)
+    : chips_(chips), memory_(memory), chips_with_(std::move(chips_with)), placed_(chips, 0) {}
+
+uint32_t NodeGraph::eligible_chips(int32_t callable_id) {
+  const uint32_t all = chips_ >= 32 ? ~0u : (1u << chips_) - 1;
+  if (!chips_with_) return all;
+  auto it = eligible_.find(callable_id);
+  if (it == eligible_.end())
+    it = eligible_.emplace(callable_id, chips_with_(callable_id) & all).first;
+  return it->second;
+}
 
 namespace {
 
@@ -64,14 +73,16 @@ void NodeGraph::describe_uses(NodeTask& task, uint32_t id) {
                                                    ": the view reaches past its node buffer's " +
                                                    std::to_string(buffer.size) + " bytes");
     }
-    task.uses.push_back(RegionUse{buffer.addr, region.lo, region.hi, access_of(tag), tag});
+    const bool dense = t.is_contiguous() && region.hi - region.lo == t.numel() * t.element_bytes();
+    task.uses.push_back(RegionUse{buffer.addr, region.lo, region.hi, access_of(tag), tag, dense});
   }
 }
 
-uint32_t NodeGraph::choose_chip(const NodeTask& task) const {
-  uint32_t best = 0;
+uint32_t NodeGraph::choose_chip(const NodeTask& task, uint32_t eligible) const {
+  uint32_t best = kMaxChips;
   uint64_t best_bytes = 0;
   for (uint32_t chip = 0; chip < chips_; ++chip) {
+    if ((eligible >> chip & 1u) == 0) continue;
     uint64_t bytes = 0;
     for (const RegionUse& use : task.uses) {
       if (use.tag != ArgTag::In && use.tag != ArgTag::InOut) continue;  // inputs only
@@ -83,7 +94,7 @@ uint32_t NodeGraph::choose_chip(const NodeTask& task) const {
     }
     const bool better =
         bytes > best_bytes || (bytes == best_bytes && placed_[chip] < placed_[best]);
-    if (chip == 0 || better) {
+    if (best == kMaxChips || better) {
       best = chip;
       best_bytes = bytes;
     }
@@ -111,16 +122,17 @@ void NodeGraph::project(const NodeTask& task) {
 void NodeGraph::order_interleaved_writes(const NodeTask& task, uint32_t id) {
   for (const RegionUse& use : task.uses) {
     if (use.access != Coherence::Access::Write || use.lo >= use.hi) continue;
-    std::vector<WriteExtent>& earlier = writes_[use.buffer];
-    for (const WriteExtent& w : earlier) {
+    auto& by_location = writes_[use.buffer];
+    for (Location l = 0; l < kLocations; ++l) {
       // One location runs its tasks one at a time: only writers elsewhere need the order. None is
       // forgotten when a later one covers it: tasks at one location are not ordered among
       // themselves, so a writer elsewhere must meet each of them.
-      if (w.lo < use.hi && use.lo < w.hi && w.location != task.location) {
-        producers_.add(w.task, kDependencyWaw);
+      if (l == task.location) continue;
+      for (const WriteExtent& w : by_location[l]) {
+        if (w.lo < use.hi && use.lo < w.hi) producers_.add(w.task, kDependencyWaw);
       }
     }
-    earlier.push_back(WriteExtent{use.lo, use.hi, id, task.location});
+    by_location[task.location].push_back(WriteExtent{use.lo, use.hi, id, task.location});
   }
 }
 
@@ -128,6 +140,19 @@ uint32_t NodeGraph::add(NodeTask task, Placement placement) {
   const auto id = static_cast<uint32_t>(tasks_.size());
   describe_uses(task, id);
   if (task.kind == NodeTask::Kind::ChipRun) {
+    const uint32_t eligible = eligible_chips(task.callable_id);
+    if (eligible == 0) {
+      throw Error(StatusCode::UnknownCallable,
+                  task_name(id) + ": callable " + std::to_string(task.callable_id) +
+                      " is registered on no chip; register it first (Node::register_callable)");
+    }
+    if (placement.kind == Placement::Kind::Chip && placement.chip < chips_ &&
+        (eligible >> placement.chip & 1u) == 0) {
+      throw Error(StatusCode::UnknownCallable,
+                  task_name(id) + ": callable " + std::to_string(task.callable_id) +
+                      " is not registered on chip " + std::to_string(placement.chip) +
+                      "; register it there, or place the run with any_chip()");
+    }
     if (placement.kind == Placement::Kind::Chip) {
       if (placement.chip >= chips_) {
         throw Error(StatusCode::InvalidArgument,
@@ -137,7 +162,7 @@ uint32_t NodeGraph::add(NodeTask task, Placement placement) {
       }
       task.location = placement.chip;
     } else {
-      task.location = choose_chip(task);
+      task.location = choose_chip(task, eligible);
       task.placed_by_data = true;
     }
   } else {

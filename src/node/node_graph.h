@@ -17,7 +17,9 @@
 // Lifetime: one per node run; tasks are only added. Threading: the orchestrating thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -41,6 +43,7 @@ struct RegionUse {
   uint64_t hi = 0;
   Coherence::Access access = Coherence::Access::Read;
   ArgTag tag = ArgTag::In;  // the argument's
+  bool dense = true;        // the view covers every byte of [lo, hi)
   bool operator==(const RegionUse&) const = default;
 };
 
@@ -58,13 +61,17 @@ struct NodeTask {
 
 class NodeGraph {
  public:
-  NodeGraph(uint32_t chips, const NodeMemory& memory);
+  // `chips_with(callable_id)`: a mask of the chips that have the callable registered (bit k:
+  // chip k); none given: every chip has every callable.
+  using ChipsWith = std::function<uint32_t(int32_t callable_id)>;
+  NodeGraph(uint32_t chips, const NodeMemory& memory, ChipsWith chips_with = {});
 
   // Adds a chip run / host task and returns its id (0, 1, ...). Refused, naming the task and the
   // argument: a tensor whose buffer is not a live node buffer (InvalidDevicePointer), a view
   // outside its buffer (ViewOutOfBounds), a runtime output (Out: InvalidArgument; node runs take
   // buffers from Node::malloc), a predicate (UnsupportedFeature), an after() id not yet submitted
-  // (InvalidTask), a chip that does not exist (InvalidArgument).
+  // (InvalidTask), a chip that does not exist (InvalidArgument), a callable registered on no chip,
+  // or not on the chip named (UnknownCallable). any_chip() picks among the chips that have it.
   uint32_t add_chip_run(int32_t callable_id, const TaskArgs& args, Placement placement);
   uint32_t add_host_task(const TaskArgs& args);
 
@@ -78,7 +85,9 @@ class NodeGraph {
   uint32_t add(NodeTask task, Placement placement);
   // Checks the task's arguments and fills its uses (the name is "node task N").
   void describe_uses(NodeTask& task, uint32_t id);
-  uint32_t choose_chip(const NodeTask& task) const;
+  uint32_t choose_chip(const NodeTask& task, uint32_t eligible) const;
+  // The chips that have `callable_id` (cached per graph).
+  uint32_t eligible_chips(int32_t callable_id);
   // The projection: where each byte's last submitted writer leaves it.
   void project(const NodeTask& task);
   // Orders the task after every earlier writer at another location whose byte extent meets one it
@@ -88,6 +97,8 @@ class NodeGraph {
 
   const uint32_t chips_;
   const NodeMemory& memory_;
+  ChipsWith chips_with_;
+  std::map<int32_t, uint32_t> eligible_;
   std::vector<NodeTask> tasks_;
   std::vector<uint32_t> placed_;
   orchestrator::TaskDependencies deps_;
@@ -98,7 +109,8 @@ class NodeGraph {
     uint32_t task;
     Location location;
   };
-  std::map<uint64_t, std::vector<WriteExtent>> writes_;  // by buffer
+  // By buffer, then by the writer's location (a task scans only the other locations' writers).
+  std::map<uint64_t, std::array<std::vector<WriteExtent>, kLocations>> writes_;
 };
 
 }  // namespace chiprt::node

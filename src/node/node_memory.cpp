@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <utility>
 
 namespace chiprt::node {
@@ -134,7 +135,13 @@ NodeMemory::Copy& NodeMemory::copy_at(Buffer& b, Location at) {
   if (it != b.copies.end()) return it->second;
   Copy copy;
   if (at == kHostLocation) {
-    copy.host = std::make_unique_for_overwrite<uint8_t[]>(b.size);
+    copy.host.reset(new (std::nothrow) uint8_t[b.size]);
+    if (copy.host == nullptr) {
+      throw Error(
+          StatusCode::OutOfDeviceMemory,
+          "the host cannot hold a copy of a node buffer of " + std::to_string(b.size) + " bytes",
+          "free node buffers (Node::free) or home this one on a chip");
+    }
     copy.addr = reinterpret_cast<uintptr_t>(copy.host.get());
   } else {
     copy.addr = allocate_on_chip(at, b.size).addr;
@@ -164,6 +171,13 @@ NodeAllocation NodeMemory::allocate(uint64_t bytes, Location home) {
                                                  " does not exist; the node has " +
                                                  std::to_string(chips_.count()) +
                                                  " chip(s) (or home the buffer on the host)");
+  }
+  if (bytes > kAddressSpaceBytes) {
+    throw Error(StatusCode::OutOfDeviceMemory,
+                "Node::malloc: " + std::to_string(bytes) +
+                    " bytes exceed the node's address space (" +
+                    std::to_string(kAddressSpaceBytes >> 30) + " GiB in all)",
+                "ask for less; a node buffer must fit its home's memory anyway");
   }
   const uint64_t span = round_up(bytes, kAlignment);
   uint64_t offset = std::numeric_limits<uint64_t>::max();
@@ -317,14 +331,15 @@ CopyAddress NodeMemory::acquire(uint64_t buffer, uint64_t lo, uint64_t hi, Locat
   return CopyAddress{at, copy.addr};
 }
 
-void NodeMemory::release(uint64_t buffer, uint64_t lo, uint64_t hi, Location at,
-                         Coherence::Access access) {
+bool NodeMemory::release(uint64_t buffer, uint64_t lo, uint64_t hi, Location at,
+                         Coherence::Access access, bool dense) {
   std::lock_guard lock(mutex_);
   Buffer& b = find(buffer);
   const auto it = b.copies.find(at);
-  if (it == b.copies.end()) return;  // gone with its chip's fault or reset: nothing was kept
+  if (it == b.copies.end()) return false;  // gone with its chip's fault or reset
   if (it->second.pins > 0) --it->second.pins;
-  if (access == Coherence::Access::Write) coherence_.written(buffer, lo, hi, at);
+  if (access == Coherence::Access::Write) coherence_.written(buffer, lo, hi, at, dense);
+  return true;
 }
 
 void NodeMemory::discard(uint64_t buffer, uint64_t lo, uint64_t hi, const std::string& why) {

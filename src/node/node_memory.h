@@ -82,8 +82,11 @@ class NodeMemory {
   // none, and pins that copy until release. Returns where the copy starts.
   CopyAddress acquire(uint64_t buffer, uint64_t lo, uint64_t hi, Location at,
                       Coherence::Access access);
-  // After the run or task that acquired it: a write leaves `at` the only valid copy of [lo, hi).
-  void release(uint64_t buffer, uint64_t lo, uint64_t hi, Location at, Coherence::Access access);
+  // After the run or task that acquired it: a write leaves `at` the only valid copy of [lo, hi)
+  // (`dense`: the writer's view covers every byte of it, Coherence::written). False when `at`'s
+  // copy is gone (its chip faulted or was reset meanwhile): nothing was recorded.
+  bool release(uint64_t buffer, uint64_t lo, uint64_t hi, Location at, Coherence::Access access,
+               bool dense = true);
 
   // After a run or task that was writing [lo, hi) of `buffer` failed or was cancelled: its bytes
   // are lost (reads refused naming `why`) until written again, never silently stale.

@@ -317,3 +317,183 @@ TEST(NodeApi, CreateDestroyCyclesLeaveNothingBehind) {
 
 }  // namespace
 }  // namespace chiprt::node
+
+namespace chiprt::node {
+namespace {
+
+Node& in_process_node(Node& node, uint32_t chips) {
+  node.init(node_options(RuntimeVariant::HostBuildGraph, /*in_process=*/true, chips));
+  node.register_callable(kCallable, add_callable());
+  return node;
+}
+
+TaskArgs inout_of(const NodeBuffer& b, uint64_t n = kN) {
+  TaskArgs args;
+  args.inout(b.tensor({n}, DataType::F32));
+  return args;
+}
+
+// Thousands of tasks made ready at once by one host task: the scheduler's ready list grows while
+// it is walked.
+TEST(NodeApiEdges, ThousandsOfTasksReadyAtOnce) {
+  Node node;
+  in_process_node(node, 1);
+  const NodeBuffer x = node.malloc(kBytes);
+  node.memset(x, 0, kBytes);
+  int ran = 0;
+  node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+    orch.submit_host([](const HostTask& t) { t.data<float>(0)[0] = 5.0f; }, inout_of(x));
+    for (int i = 0; i < 3000; ++i) {
+      TaskArgs read;
+      read.in(x.tensor({kN}, DataType::F32));
+      orch.submit_host([&ran](const HostTask& t) { ran += t.data<const float>(0)[0] == 5.0f; },
+                       read);
+    }
+  });
+  EXPECT_EQ(ran, 3000);
+}
+
+// A task whose input a cancelled task would later overwrite still runs (the overwrite is
+// discarded only once the run ends), and what the cancelled task would have written is lost after.
+TEST(NodeApiEdges, AnIndependentReaderRunsBeforeACancelledTaskLosesItsOutput) {
+  Node node;
+  in_process_node(node, 1);
+  const NodeBuffer a = node.malloc(kBytes), b = node.malloc(kBytes), c = node.malloc(kBytes);
+  const std::vector<float> ones(kN, 1.0f);
+  for (const NodeBuffer& buf : {a, b, c}) node.copy_to(buf, ones.data(), kBytes);
+  float seen_b = 0;
+  const Error e = error_of([&] {
+    node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+      orch.submit_host([](const HostTask& t) { t.data<float>(0)[0] = 2.0f; }, inout_of(a));  // 0
+      orch.submit_host([](const HostTask&) { throw std::runtime_error("task 1 fails"); },
+                       inout_of(c));  // 1
+      TaskArgs reads;                 // 2: reads a and b, depends on 0 only
+      reads.in(a.tensor({kN}, DataType::F32)).in(b.tensor({kN}, DataType::F32));
+      orch.submit_host([&](const HostTask& t) { seen_b = t.data<const float>(1)[0]; }, reads);
+      TaskArgs overwrite;  // 3: depends on 1 (reads c) and on 2 (overwrites b): cancelled
+      overwrite.in(c.tensor({kN}, DataType::F32)).output_existing(b.tensor({kN}, DataType::F32));
+      orch.submit_host([](const HostTask&) {}, overwrite);
+    });
+  });
+  EXPECT_EQ(e.code(), StatusCode::KernelFault) << e.what();
+  EXPECT_EQ(seen_b, 1.0f) << "task 2 ran, on b as it was";
+  const Error lost = error_of([&] { read(node, b); });
+  EXPECT_EQ(lost.code(), StatusCode::InvalidDevicePointer);
+  EXPECT_NE(std::string(lost.what()).find("node task 3 (host task) was cancelled"),
+            std::string::npos)
+      << lost.what();
+}
+
+// Lost bytes stay lost under a strided write (it may not write them all); a dense write clears
+// them.
+TEST(NodeApiEdges, AStridedWriteLeavesTheBytesItSkipsLost) {
+  Node node;
+  in_process_node(node, 1);
+  const NodeBuffer x = node.malloc(kBytes);
+  node.memset(x, 0, kBytes);
+  EXPECT_THROW(node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+    orch.submit_host([](const HostTask&) { throw std::runtime_error("lost"); }, inout_of(x));
+  }),
+               Error);
+  node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+    TaskArgs even;
+    even.output_existing(x.tensor({kN}, DataType::F32).slice(0, 0, kN, 2));
+    orch.submit_host(
+        [](const HostTask& t) {
+          for (uint64_t i = 0; i < t.tensor(0).numel(); ++i) {
+            t.data<float>(0)[i * t.tensor(0).strides[0]] = 3.0f;
+          }
+        },
+        even);
+  });
+  std::vector<float> back(kN);
+  const Error odd = error_of([&] { node.copy_from(back.data(), x, kBytes); });
+  EXPECT_EQ(odd.code(), StatusCode::InvalidDevicePointer) << "the odd elements were never written";
+  EXPECT_NE(std::string(odd.what()).find("failed writing them"), std::string::npos) << odd.what();
+  node.memset(x, 0, kBytes);
+  node.copy_from(back.data(), x, kBytes);
+  EXPECT_EQ(back, std::vector<float>(kN, 0.0f));
+}
+
+// Calls on a node from inside its own run are refused, not deadlocked; a nested node's run inside
+// a host task leaves the outer node current again.
+TEST(NodeApiEdges, CallsFromInsideItsOwnRunAreRefusedAlsoAfterANestedRun) {
+  Node outer, inner;
+  in_process_node(outer, 1);
+  in_process_node(inner, 1);
+  const NodeBuffer x = outer.malloc(kBytes);
+  outer.memset(x, 0, kBytes);
+  std::vector<StatusCode> codes;
+  bool initialized = false;
+  outer.run([&](NodeOrchestration& orch, const TaskArgs&) {
+    orch.submit_host(
+        [&](const HostTask&) {
+          initialized = outer.initialized();
+          codes.push_back(error_of([&] { outer.init(); }).code());
+          inner.run([](NodeOrchestration&, const TaskArgs&) {});
+          codes.push_back(error_of([&] { outer.chips(); }).code());
+          codes.push_back(error_of([&] { outer.close(); }).code());
+        },
+        inout_of(x));
+  });
+  EXPECT_TRUE(initialized);
+  EXPECT_EQ(codes, (std::vector<StatusCode>{StatusCode::ReentrantCall, StatusCode::ReentrantCall,
+                                            StatusCode::ReentrantCall}));
+  EXPECT_EQ(outer.chips(), 1u);
+}
+
+// A long chain whose first task fails: every dependant is cancelled without deep recursion.
+TEST(NodeApiEdges, ALongChainAfterAFailureIsCancelledWhole) {
+  Node node;
+  in_process_node(node, 1);
+  const NodeBuffer x = node.malloc(kBytes);
+  node.memset(x, 0, kBytes);
+  constexpr int kChain = 20000;
+  int ran = 0;
+  const Error e = error_of([&] {
+    node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+      orch.submit_host([](const HostTask&) { throw std::runtime_error("first"); }, inout_of(x));
+      for (int i = 1; i < kChain; ++i) {
+        orch.submit_host([&ran](const HostTask&) { ++ran; }, inout_of(x));
+      }
+    });
+  });
+  EXPECT_EQ(e.code(), StatusCode::KernelFault);
+  EXPECT_EQ(ran, 0);
+}
+
+TEST(NodeApiEdges, HugeOrMisplacedRequestsAreNamedErrors) {
+  Node node;
+  node.init(node_options(RuntimeVariant::HostBuildGraph, /*in_process=*/true, 3));
+  for (uint64_t bytes : {~uint64_t{0}, ~uint64_t{0} - 200, uint64_t{1} << 62}) {
+    EXPECT_EQ(error_of([&] { node.malloc(bytes); }).code(), StatusCode::OutOfDeviceMemory);
+  }
+  const uint32_t only_one[] = {1};
+  node.register_callable(kCallable, add_callable(), only_one);
+  const NodeBuffer a = node.malloc(kBytes, 0), b = node.malloc(kBytes, 0);
+  node.memset(a, 0, kBytes);
+  const NodeRunReport report = node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+    orch.submit(kCallable,
+                add_args(a.tensor({kN}, DataType::F32), b.tensor({kN}, DataType::F32), 1.0f));
+  });
+  EXPECT_EQ(report.tasks[0].chip, 1u) << "placed on the one chip that has the callable";
+  Error e = error_of([&] {
+    node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+      orch.submit(kCallable,
+                  add_args(a.tensor({kN}, DataType::F32), b.tensor({kN}, DataType::F32), 1.0f),
+                  on_chip(0));
+    });
+  });
+  EXPECT_EQ(e.code(), StatusCode::UnknownCallable);
+  EXPECT_NE(std::string(e.what()).find("not registered on chip 0"), std::string::npos) << e.what();
+  e = error_of([&] {
+    node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+      orch.submit(kCallable + 1,
+                  add_args(a.tensor({kN}, DataType::F32), b.tensor({kN}, DataType::F32), 1.0f));
+    });
+  });
+  EXPECT_NE(std::string(e.what()).find("registered on no chip"), std::string::npos) << e.what();
+}
+
+}  // namespace
+}  // namespace chiprt::node

@@ -92,9 +92,8 @@ uint32_t NodeGraph::choose_chip(const NodeTask& task, uint32_t eligible) const {
         bytes += use.hi - use.lo;
       }
     }
-    const bool better =
-        bytes > best_bytes || (bytes == best_bytes && placed_[chip] < placed_[best]);
-    if (best == kMaxChips || better) {
+    const bool first = best == kMaxChips;
+    if (first || bytes > best_bytes || (bytes == best_bytes && placed_[chip] < placed_[best])) {
       best = chip;
       best_bytes = bytes;
     }

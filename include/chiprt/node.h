@@ -122,7 +122,9 @@ inline ChipPlacement any_chip() noexcept {
 
 using HostFunction = std::function<void(const HostTask&)>;
 
-// What a node orchestration function submits through. Valid only during that call.
+// What a node orchestration function submits through. Valid only during that call: once it has
+// returned, submit and submit_host (from a host task that kept a reference, say) throw
+// InvalidArgument; the graph is closed when the node starts running it.
 class NodeOrchestration {
  public:
   // A chip run of registered callable `callable_id` with `args` (tensors over node buffers; no
@@ -138,8 +140,11 @@ class NodeOrchestration {
   friend class Node;
   NodeOrchestration(node::NodeGraph& graph, std::vector<HostFunction>& host_functions)
       : graph_(graph), host_functions_(host_functions) {}
+  // Throws InvalidArgument once the orchestration function returned.
+  void require_open(const char* what) const;
   node::NodeGraph& graph_;
   std::vector<HostFunction>& host_functions_;
+  bool open_ = true;
 };
 
 using NodeOrchestrationFunction = std::function<void(NodeOrchestration&, const TaskArgs&)>;
@@ -176,7 +181,8 @@ class Node {
   bool initialized() const noexcept;
   uint32_t chips() const;
 
-  // Registers a callable on every chip, or on the chips named.
+  // Registers a callable on every chip, or on the chips named: on all of them, or (when one
+  // refuses: a taken id, a bad container, a chip that does not exist) on none.
   void register_callable(int32_t callable_id, std::span<const uint8_t> container);
   void register_callable(int32_t callable_id, std::span<const uint8_t> container,
                          std::span<const uint32_t> chips);

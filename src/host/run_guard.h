@@ -6,7 +6,8 @@
 namespace chiprt::host {
 
 // Throws Error(ReentrantCall) "<owner>::<what> called from inside a run, from <where>" when the
-// calling thread is running a run's code.
-void refuse_inside_run(const char* owner, const char* what);
+// calling thread is running a run's code; `hint`, when given, replaces the code's (which speaks of
+// Worker calls).
+void refuse_inside_run(const char* owner, const char* what, const char* hint = nullptr);
 
 }  // namespace chiprt::host

@@ -27,9 +27,15 @@ namespace {
 // here): a call on it from there would wait for the run it is part of.
 thread_local const Node* t_running_node = nullptr;
 
+// The hints of the Node's own refusals (the status table's speak of Worker calls).
+constexpr char kReentrantHint[] =
+    "call Node methods from a host thread outside node runs, chip runs and kernels; inside a node "
+    "orchestration function use its NodeOrchestration (submit, submit_host)";
+
 Error called_before_init(const char* what) {
   return Error(StatusCode::NotInitialized,
-               std::string("Node::") + what + " called before init(); call Node::init first");
+               std::string("Node::") + what + " called before init(); call Node::init first",
+               "call Node::init first");
 }
 
 // The node's thread budget: busy chips' AICPU threads stay within twice the host's hardware
@@ -66,12 +72,13 @@ struct Node::Impl {
   // kernel) or from inside this node's run, then takes the lock and requires init.
   std::unique_lock<std::mutex> enter(const Node* self, const char* what) const {
     host::refuse_inherited(fork_generation, creator_pid, "Node", what, "Node");
-    host::refuse_inside_run("Node", what);
+    host::refuse_inside_run("Node", what, kReentrantHint);
     refuse_own_run(self, what);
     std::unique_lock lock(mutex);
     if (closed) {
       throw Error(StatusCode::AlreadyClosed,
-                  std::string("Node::") + what + " called after close(); create a new Node");
+                  std::string("Node::") + what + " called after close(); create a new Node",
+                  "create and init a new Node");
     }
     if (!chips) throw called_before_init(what);
     return lock;
@@ -83,7 +90,26 @@ struct Node::Impl {
       throw Error(StatusCode::ReentrantCall,
                   std::string("Node::") + what +
                       " called from inside a run of the same node (a host task or the node "
-                      "orchestration function); call it after Node::run returns");
+                      "orchestration function); call it after Node::run returns",
+                  kReentrantHint);
+    }
+  }
+  // Registers on every chip named or on none: a failure unregisters what this call registered.
+  void register_on(int32_t callable_id, std::span<const uint8_t> container,
+                   std::span<const uint32_t> on) {
+    for (uint32_t k : on) chips->chip(k);  // every chip exists before any registers
+    std::vector<uint32_t> done;
+    try {
+      for (uint32_t k : on) {
+        chips->register_callable(k, callable_id, container);
+        done.push_back(k);
+      }
+    } catch (const Error& e) {
+      for (uint32_t k : done) chips->unregister_callable(k, callable_id);
+      throw Error(
+          e.code(),
+          "Node::register_callable: " + e.message() + " (nothing was registered on any chip)",
+          std::string(e.hint()));
     }
   }
   // [offset, offset + bytes) inside `buffer`.
@@ -121,11 +147,12 @@ Node::~Node() {
 
 void Node::init(const NodeOptions& options) {
   host::refuse_inherited(impl_->fork_generation, impl_->creator_pid, "Node", "init", "Node");
-  host::refuse_inside_run("Node", "init");
+  host::refuse_inside_run("Node", "init", kReentrantHint);
   impl_->refuse_own_run(this, "init");
   std::lock_guard lock(impl_->mutex);
   if (impl_->closed) {
-    throw Error(StatusCode::AlreadyClosed, "Node::init called after close(); create a new Node");
+    throw Error(StatusCode::AlreadyClosed, "Node::init called after close(); create a new Node",
+                "create and init a new Node");
   }
   if (impl_->chips) {
     throw Error(StatusCode::InvalidArgument, "Node::init called twice; a Node is initialised once");
@@ -152,16 +179,15 @@ uint32_t Node::chips() const {
 
 void Node::register_callable(int32_t callable_id, std::span<const uint8_t> container) {
   const auto lock = impl_->enter(this, "register_callable");
-  for (uint32_t k = 0; k < impl_->chips->count(); ++k) {
-    impl_->chips->register_callable(k, callable_id, container);
-  }
+  std::vector<uint32_t> all(impl_->chips->count());
+  for (uint32_t k = 0; k < all.size(); ++k) all[k] = k;
+  impl_->register_on(callable_id, container, all);
 }
 
 void Node::register_callable(int32_t callable_id, std::span<const uint8_t> container,
                              std::span<const uint32_t> chips) {
   const auto lock = impl_->enter(this, "register_callable");
-  for (uint32_t k : chips) impl_->chips->chip(k);  // every chip exists before any registers
-  for (uint32_t k : chips) impl_->chips->register_callable(k, callable_id, container);
+  impl_->register_on(callable_id, container, chips);
 }
 
 bool Node::has_callable(int32_t callable_id, uint32_t chip) const {
@@ -231,6 +257,7 @@ NodeRunReport Node::run(const NodeOrchestrationFunction& orchestration, const Ta
       throw Error(StatusCode::OrchestrationFailed,
                   std::string("the node orchestration function threw: ") + e.what());
     }
+    orch.open_ = false;  // a host task that kept it must not grow the graph being run
     host_functions.resize(graph.size());
     result = impl_->executor->execute(graph, host_functions, config);
   }
@@ -266,7 +293,7 @@ void Node::reset_chip(uint32_t chip) {
 
 void Node::close() {
   host::refuse_inherited(impl_->fork_generation, impl_->creator_pid, "Node", "close", "Node");
-  host::refuse_inside_run("Node", "close");
+  host::refuse_inside_run("Node", "close", kReentrantHint);
   impl_->refuse_own_run(this, "close");
   std::lock_guard lock(impl_->mutex);
   if (impl_->closed) return;
@@ -277,14 +304,25 @@ void Node::close() {
   impl_->chips.reset();
 }
 
+void NodeOrchestration::require_open(const char* what) const {
+  if (!open_) {
+    throw Error(StatusCode::InvalidArgument,
+                std::string("NodeOrchestration::") + what +
+                    " called after the node orchestration function returned; submit every task "
+                    "from inside it (a host task cannot add tasks to the run it is part of)");
+  }
+}
+
 TaskId NodeOrchestration::submit(int32_t callable_id, const TaskArgs& args,
                                  ChipPlacement placement) {
+  require_open("submit");
   const node::Placement p{
       placement.any ? node::Placement::Kind::AnyChip : node::Placement::Kind::Chip, placement.chip};
   return graph_.add_chip_run(callable_id, args, p);
 }
 
 TaskId NodeOrchestration::submit_host(HostFunction fn, const TaskArgs& args) {
+  require_open("submit_host");
   if (!fn) {
     throw Error(StatusCode::InvalidArgument,
                 "NodeOrchestration::submit_host: the host function is empty");

@@ -118,6 +118,12 @@ void NodeChips::register_callable(uint32_t k, int32_t callable_id,
   pipeline.runner(call).register_callable(callable_id, container);
 }
 
+void NodeChips::unregister_callable(uint32_t k, int32_t callable_id) {
+  host::RunPipeline& pipeline = chip(k);
+  auto call = pipeline.enter("unregister_callable");
+  pipeline.unregister_callable(call, callable_id);
+}
+
 bool NodeChips::has_callable(uint32_t k, int32_t callable_id) const {
   host::RunPipeline& pipeline = chip(k);
   const auto call = pipeline.enter("has_callable");

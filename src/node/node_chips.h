@@ -53,6 +53,8 @@ class NodeChips {
   // variant) / whether chip k has it.
   void register_callable(uint32_t k, int32_t callable_id, std::span<const uint8_t> container);
   bool has_callable(uint32_t k, int32_t callable_id) const;
+  // Once no admitted run of chip k uses it (RunPipeline::unregister_callable).
+  void unregister_callable(uint32_t k, int32_t callable_id);
   // Chip k's memory calls, each entering its pipeline (host/run_pipeline.h: free and the copies
   // wait for admitted runs naming the range). `what` names the node's call in errors.
   DeviceBuffer allocate(uint32_t k, uint64_t bytes, const char* what = "malloc");

@@ -207,6 +207,12 @@ NodeAllocation NodeMemory::allocate(uint64_t bytes, Location home) {
 
 void NodeMemory::free(uint64_t addr) {
   std::lock_guard lock(mutex_);
+  if (buffers_.count(addr) == 0) {
+    throw Error(StatusCode::InvalidDevicePointer,
+                "Node::free: " + hex(addr) +
+                    " does not start a live node buffer of this node (freed already, from "
+                    "another Node, or not from Node::malloc)");
+  }
   Buffer& b = find(addr);
   for (const auto& [location, copy] : b.copies) {
     if (copy.pins != 0) {

@@ -462,6 +462,54 @@ TEST(NodeApiEdges, ALongChainAfterAFailureIsCancelledWhole) {
   EXPECT_EQ(ran, 0);
 }
 
+// A host task that kept the NodeOrchestration cannot grow the graph being run (that hung): refused.
+TEST(NodeApiEdges, AKeptOrchestrationRefusesSubmissionsOnceItsFunctionReturned) {
+  Node node;
+  in_process_node(node, 1);
+  const NodeBuffer x = node.malloc(kBytes), y = node.malloc(kBytes);
+  node.memset(x, 0, kBytes);
+  std::vector<StatusCode> codes;
+  node.run([&](NodeOrchestration& orch, const TaskArgs&) {
+    TaskArgs read;
+    read.in(x.tensor({kN}, DataType::F32));
+    orch.submit_host(
+        [&](const HostTask&) {
+          codes.push_back(error_of([&] {
+                            orch.submit(kCallable, add_args(x.tensor({kN}, DataType::F32),
+                                                            y.tensor({kN}, DataType::F32), 1.0f));
+                          }).code());
+          codes.push_back(error_of([&] { orch.submit_host([](const HostTask&) {}, read); }).code());
+          codes.push_back(orch.placement_of(0) == kHostHome ? StatusCode::Ok
+                                                            : StatusCode::InternalError);
+        },
+        read);
+  });
+  EXPECT_EQ(codes, (std::vector<StatusCode>{StatusCode::InvalidArgument,
+                                            StatusCode::InvalidArgument, StatusCode::Ok}));
+}
+
+// A registration that fails on one chip registers on none.
+TEST(NodeApiEdges, ARegistrationThatFailsOnOneChipRegistersOnNone) {
+  Node node;
+  node.init(node_options(RuntimeVariant::HostBuildGraph, /*in_process=*/true, 3));
+  const uint32_t one[] = {1};
+  node.register_callable(kCallable, add_callable(), one);
+  const Error e = error_of([&] { node.register_callable(kCallable, add_callable()); });
+  EXPECT_EQ(e.code(), StatusCode::DuplicateCallable);
+  EXPECT_NE(std::string(e.what()).find("nothing was registered on any chip"), std::string::npos)
+      << e.what();
+  EXPECT_FALSE(node.has_callable(kCallable, 0));
+  EXPECT_TRUE(node.has_callable(kCallable, 1));
+  EXPECT_FALSE(node.has_callable(kCallable, 2));
+  const Error free_twice = error_of([&] {
+    const NodeBuffer b = node.malloc(8);
+    node.free(b);
+    node.free(b);
+  });
+  EXPECT_NE(std::string(free_twice.what()).find("Node::free:"), std::string::npos)
+      << free_twice.what();
+}
+
 TEST(NodeApiEdges, HugeOrMisplacedRequestsAreNamedErrors) {
   Node node;
   node.init(node_options(RuntimeVariant::HostBuildGraph, /*in_process=*/true, 3));

@@ -1,5 +1,5 @@
 // How the host's device machinery names, in its error texts, the public object the user holds:
-// a Worker today, a chip of a Node tomorrow. A refused call, a faulted device or a stray buffer is
+// a Worker, or a chip of a Node. A refused call, a faulted device or a stray buffer is
 // then explained in the calls the user can actually make ("call Node::reset_chip(2)"), not in
 // those of an object they never created. Plain data, copied into each runner at its creation.
 #pragma once

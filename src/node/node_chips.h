@@ -39,7 +39,6 @@ class NodeChips {
   NodeChips& operator=(const NodeChips&) = delete;
 
   uint32_t count() const noexcept { return static_cast<uint32_t>(chips_.size()); }
-  bool in_process() const noexcept { return in_process_; }
   // Chip k's pipeline; InvalidArgument naming k and the chip count when k is out of range.
   host::RunPipeline& chip(uint32_t k) const;
 
